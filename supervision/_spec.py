@@ -15,7 +15,7 @@ as in OTP's ``check_startspec/2``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Literal, Mapping
 
 from supervision.errors import InvalidChildSpec, InvalidSupFlags

@@ -1,0 +1,73 @@
+"""smoosh, CouchDB's compaction daemon: what to compact, when, a few at a time.
+
+Layers (see docs/smoosh.md):
+
+* `policy` — the priority queue, the priority rules, windows, keys (pure);
+* `settings` — `[smoosh]` and `[smoosh.<channel>]` parsed into frozen values;
+* `access`, `persist` — the staleness table and the queue checkpoints;
+* `channel_state`, `server_state` — the `smoosh_channel` and `smoosh_server`
+  logic as plain classes returning `effects` for their actors to carry out;
+* `adapter` — the host's storage: `SmooshAdapter`, and `SQLiteAdapter` which
+  VACUUMs SQLite files in worker processes.
+"""
+
+from actors.smoosh.access import AccessTable
+from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, WorkerJob
+from actors.smoosh.channel_state import ChannelState
+from actors.smoosh.effects import (
+    AdoptJob,
+    CloseChannel,
+    EnqueueLater,
+    EnqueueToChannel,
+    ResumeJob,
+    StartChannel,
+    StartJob,
+    SuspendJob,
+    WriteCheckpoint,
+)
+from actors.smoosh.policy import (
+    INDEX_CLEANUP,
+    PriorityQueue,
+    get_priority,
+    in_window,
+    parse_time,
+    quantize,
+    utc_minutes,
+    validate_key,
+)
+from actors.smoosh.server_state import ObjectInfo, ServerState, compute_priority, db_event_keys
+from actors.smoosh.settings import ChannelSettings, ServerSettings, all_channels, channel_list
+
+__all__ = [
+    "INDEX_CLEANUP",
+    "AccessTable",
+    "AdoptJob",
+    "ChannelSettings",
+    "ChannelState",
+    "CloseChannel",
+    "CompactionJob",
+    "EnqueueLater",
+    "EnqueueToChannel",
+    "ObjectInfo",
+    "PriorityQueue",
+    "ResumeJob",
+    "SQLiteAdapter",
+    "ServerSettings",
+    "ServerState",
+    "SmooshAdapter",
+    "StartChannel",
+    "StartJob",
+    "SuspendJob",
+    "WorkerJob",
+    "WriteCheckpoint",
+    "all_channels",
+    "channel_list",
+    "compute_priority",
+    "db_event_keys",
+    "get_priority",
+    "in_window",
+    "parse_time",
+    "quantize",
+    "utc_minutes",
+    "validate_key",
+]

@@ -1,0 +1,536 @@
+"""The couch_jobs API: add, accept, update, finish, subscribe, wait.
+
+Names and results follow the seed's ``couch_jobs`` module.  The seed's
+``{error, _}`` results are exceptions (`errors`); ``ok`` is None; ``{ok, X}``
+is X.  Times: ``sched_time``/``max_sched_time`` are integers the caller
+chooses (by convention seconds since the epoch), type timeouts are seconds,
+call timeouts are seconds (None waits forever, as the seed's ``infinity``).
+
+Every function that takes ``tx`` accepts None (it opens and commits its own
+transaction), a transaction from `CouchJobs.transaction`, or any object with
+a ``tx`` attribute holding one of those (the seed's ``#{tx := Tx}`` db
+handle).  Passing a transaction lets a caller change its own tables and a
+job in one commit.
+
+`CouchJobs` is the instance API; the module-level functions use the
+process's default instance, set with `configure` or `set_default`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from actors.clock import Clock, MonotonicClock
+from actors.config import Config
+
+from . import db, settings
+from .errors import CouchJobsError, NotFound
+from .model import (
+    UNDEFINED_MAX_SCHEDULED_TIME,
+    Job,
+    JobEvent,
+    JobState,
+    JobType,
+    Subscription,
+    check_job_id,
+    check_sched_time,
+    decode_data,
+    decode_type,
+    encode_data,
+    encode_type,
+)
+from .notifications import NOT_FOUND
+from .store import JobRecord, SQLiteStore, Store, StoreTx
+from .subscriptions import LocalSubscriptions
+from .waker import ConditionWaker, Waker
+
+__all__ = [
+    "CouchJobs",
+    "accept",
+    "add",
+    "clear_type_timeout",
+    "configure",
+    "default",
+    "finish",
+    "get_job",
+    "get_job_data",
+    "get_job_state",
+    "get_jobs",
+    "get_type_timeout",
+    "is_resubmitted",
+    "remove",
+    "resubmit",
+    "set_default",
+    "set_type_timeout",
+    "subscribe",
+    "transaction",
+    "unsubscribe",
+    "update",
+    "wait",
+]
+
+_WAIT_STATES = frozenset({*JobState, NOT_FOUND})
+
+
+def _new_lock() -> str:
+    return uuid.uuid4().hex
+
+
+def _job(record: JobRecord, jlock: str | None = None) -> Job:
+    return Job(
+        type=decode_type(record.type),
+        id=record.id,
+        jlock=record.jlock if jlock is None else jlock,
+        seq=record.seq,
+        stime=record.sched_time,
+        resubmit=record.resubmit,
+        state=JobState(record.state),
+        data=decode_data(record.data),
+    )
+
+
+def _locked(job: Any, what: str) -> Job:
+    if not isinstance(job, Job):
+        raise TypeError(f"{what} needs a Job returned by accept, got {type(job).__name__}")
+    if not isinstance(job.jlock, str):
+        raise ValueError(
+            f"{what} needs a Job returned by accept (with a lock); job {job.id!r} has none"
+        )
+    return job
+
+
+def _optional_data(data: Any) -> str | None:
+    return None if data is None else encode_data(data)
+
+
+def _check_timeout(timeout: float | None, name: str = "timeout") -> float:
+    if timeout is None:
+        return math.inf
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        raise ValueError(f"{name} must be None or non-negative seconds, got {timeout!r}")
+    return float(timeout)
+
+
+class CouchJobs:
+    """couch_jobs on one store, with its waker and in-process subscription hub."""
+
+    def __init__(
+        self,
+        store: Store | str | os.PathLike[str],
+        *,
+        waker: Waker | None = None,
+        config: Config | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        new_lock: Callable[[], str] = _new_lock,
+    ) -> None:
+        self._owns_store = not hasattr(store, "transaction")
+        if self._owns_store:
+            store = SQLiteStore(store, busy_timeout=settings.busy_timeout_msec(config) / 1000.0)
+        self.store: Store = store  # type: ignore[assignment]
+        self.config = config
+        self.waker: Waker = (
+            waker
+            if waker is not None
+            else ConditionWaker(settings.wakeup_recheck_msec(config) / 1000.0)
+        )
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
+        self.rng = rng if rng is not None else random.Random()
+        self._rng_lock = threading.Lock()
+        self.new_lock = new_lock
+        self.subscriptions = LocalSubscriptions(self.store)
+        self.store.add_commit_listener(self.waker.notify_many)
+
+    def close(self) -> None:
+        self.store.remove_commit_listener(self.waker.notify_many)
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> "CouchJobs":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions ------------------------------------------------------
+
+    def transaction(self, write: bool = True) -> contextlib.AbstractContextManager[StoreTx]:
+        """A store transaction to pass as ``tx`` (and to run your own SQL in)."""
+        return self.store.transaction(write)
+
+    @contextlib.contextmanager
+    def _tx(self, tx: Any, write: bool = True) -> Iterator[StoreTx]:
+        while tx is not None and not hasattr(tx, "get_job"):
+            if not hasattr(tx, "tx"):
+                raise TypeError(
+                    f"tx must be None, a couch_jobs transaction or an object with a "
+                    f"'tx' attribute, got {type(tx).__name__}"
+                )
+            tx = tx.tx
+        if tx is not None:
+            yield tx
+            return
+        with self.store.transaction(write) as own:
+            yield own
+
+    # -- job creation ------------------------------------------------------
+
+    def add(
+        self, tx: Any, job_type: JobType, job_id: str, data: dict[str, Any], sched_time: int = 0
+    ) -> None:
+        """Add a pending job; re-adding resubmits it (see `db.resubmit`).
+
+        Raises `NoTypeTimeout` if the type has no timeout, `JsonEncodingError`
+        for data that is not a JSON object with string keys.
+        """
+        type_key = encode_type(job_type)
+        check_job_id(job_id)
+        check_sched_time(sched_time)
+        text = encode_data(data)
+        with self._tx(tx) as t:
+            db.add(t, type_key, job_id, text, sched_time)
+
+    def remove(self, tx: Any, job_type: JobType, job_id: str) -> None:
+        """Delete a job in any state; raises `NotFound` if there is none."""
+        type_key = encode_type(job_type)
+        check_job_id(job_id)
+        with self._tx(tx) as t:
+            db.remove(t, type_key, job_id)
+
+    def _record(self, tx: Any, job_type: JobType, job_id: str) -> JobRecord:
+        type_key = encode_type(job_type)
+        check_job_id(job_id)
+        with self._tx(tx, write=False) as t:
+            record = db.get_job(t, type_key, job_id)
+        if record is None:
+            raise NotFound(f"no job {job_id!r} of type {job_type!r}")
+        return record
+
+    def get_job_data(self, tx: Any, job_type: JobType, job_id: str) -> dict[str, Any]:
+        data = decode_data(self._record(tx, job_type, job_id).data)
+        assert data is not None
+        return data
+
+    def get_job_state(self, tx: Any, job_type: JobType, job_id: str) -> JobState:
+        return JobState(self._record(tx, job_type, job_id).state)
+
+    # -- job processing ----------------------------------------------------
+
+    def accept(
+        self,
+        job_type: JobType,
+        *,
+        max_sched_time: int | None = None,
+        no_schedule: bool = False,
+        timeout: float | None = None,
+    ) -> tuple[Job, dict[str, Any]]:
+        """Lock a due pending job for this worker; returns ``(job, data)``.
+
+        Due means ``sched_time <= max_sched_time`` (any time by default;
+        only sched_time 0 with ``no_schedule``).  Blocks until one is due or
+        ``timeout`` seconds pass, then raises `NotFound`.
+        """
+        type_key = encode_type(job_type)
+        if max_sched_time is None:
+            max_sched_time = 0 if no_schedule else UNDEFINED_MAX_SCHEDULED_TIME
+        check_sched_time(max_sched_time, "max_sched_time")
+        if no_schedule and max_sched_time != 0:
+            raise ValueError(
+                f"no_schedule requires max_sched_time 0, got {max_sched_time} "
+                "(the seed's no_schedule_require_0_max_sched_time)"
+            )
+        limit = _check_timeout(timeout)
+        deadline = self.clock.now() + limit
+        keys = (type_key,)
+        while True:
+            token = self.waker.token(keys)
+            record = self._try_accept(type_key, max_sched_time, no_schedule)
+            if record is not None:
+                job = _job(record)
+                assert job.data is not None
+                return job, job.data
+            remaining = deadline - self.clock.now()
+            if remaining <= 0:
+                raise NotFound(f"no pending job of type {job_type!r} within {timeout}s")
+            self.waker.wait(keys, token, remaining)
+
+    def _try_accept(
+        self, type_key: str, max_sched_time: int, no_schedule: bool
+    ) -> JobRecord | None:
+        # A read first: idle workers re-checking must not queue for the write lock.
+        hi = 0 if no_schedule else max_sched_time
+        with self.store.transaction(write=False) as tx:
+            if not tx.pending_range(type_key, 0, hi, 1):
+                return None
+        with self.store.transaction(write=True) as tx, self._rng_lock:
+            return db.accept(tx, type_key, max_sched_time, no_schedule, self.rng, self.new_lock)
+
+    def finish(self, tx: Any, job: Job, data: dict[str, Any] | None = None) -> None:
+        """Finish the job (or re-enqueue it if resubmitted); `Halt` if the lock is gone."""
+        job = _locked(job, "finish")
+        text = _optional_data(data)
+        with self._tx(tx) as t:
+            db.finish(t, encode_type(job.type), job.id, job.jlock, text)  # type: ignore[arg-type]
+
+    def resubmit(self, tx: Any, job: Job, sched_time: int | None = None) -> Job:
+        """Run the job again after it finishes, at ``sched_time`` (None keeps it)."""
+        job = _locked(job, "resubmit")
+        if sched_time is not None:
+            check_sched_time(sched_time)
+        with self._tx(tx) as t:
+            record = db.resubmit(t, encode_type(job.type), job.id, sched_time)
+        return _job(record, jlock=job.jlock)
+
+    @staticmethod
+    def is_resubmitted(job: Job) -> bool:
+        if not isinstance(job, Job):
+            raise TypeError(f"is_resubmitted needs a Job, got {type(job).__name__}")
+        return bool(job.resubmit)
+
+    def update(self, tx: Any, job: Job, data: dict[str, Any] | None = None) -> Job:
+        """Report progress (and new data); `Halt` if the lock is gone."""
+        job = _locked(job, "update")
+        text = _optional_data(data)
+        with self._tx(tx) as t:
+            record = db.update(t, encode_type(job.type), job.id, job.jlock, text)  # type: ignore[arg-type]
+        return _job(record)
+
+    # -- subscriptions -----------------------------------------------------
+
+    def subscribe(
+        self, job_type: JobType, job_id: str, tx: Any = None
+    ) -> tuple[Subscription | None, JobState, dict[str, Any]]:
+        """``(subscription, state, data)`` now; later changes arrive through `wait`.
+
+        A finished job gives ``(None, "finished", data)`` and no subscription
+        (the seed's ``{ok, finished, Data}``).  Raises `NotFound` for a
+        missing job or a type without a timeout.
+        """
+        type_key = encode_type(job_type)
+        check_job_id(job_id)
+        with self._tx(tx, write=False) as t:
+            if t.get_type_timeout(type_key) is None:
+                raise NotFound(f"job type {job_type!r} has no timeout, so no notifier")
+            record = db.get_job(t, type_key, job_id)
+        if record is None:
+            raise NotFound(f"no job {job_id!r} of type {job_type!r}")
+        state = JobState(record.state)
+        data = decode_data(record.data)
+        assert data is not None
+        if state == JobState.FINISHED:
+            return None, state, data
+        sub = self.subscriptions.subscribe(
+            job_type, job_id, state, record.seq, threading.get_ident()
+        )
+        return sub, state, data
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        """Stop notifications and drop any delivered but not yet waited for."""
+        if not isinstance(sub, Subscription):
+            raise TypeError(f"unsubscribe needs a Subscription, got {type(sub).__name__}")
+        self.subscriptions.unsubscribe(sub, threading.get_ident())
+
+    def wait(
+        self,
+        subs: Subscription | Iterable[Subscription],
+        state: str | None = None,
+        timeout: float | None = None,
+    ) -> JobEvent | None:
+        """The next change of the subscribed job(s): ``(type, id, state, data)``.
+
+        With ``state``, changes to other states are skipped.  Returns None
+        when ``timeout`` seconds pass first (the seed's ``timeout``).
+        """
+        sub_list = [subs] if isinstance(subs, Subscription) else list(subs)
+        for sub in sub_list:
+            if not isinstance(sub, Subscription):
+                raise TypeError(f"wait needs Subscriptions, got {type(sub).__name__}")
+        if state is not None and state not in _WAIT_STATES:
+            raise ValueError(
+                f"state must be one of {sorted(_WAIT_STATES)} or None, got {state!r} "
+                "(pass the timeout as timeout=)"
+            )
+        limit = _check_timeout(timeout)
+        deadline = self.clock.now() + limit
+        keys = tuple(dict.fromkeys(encode_type(s.type) for s in sub_list))
+        refs = [s.ref for s in sub_list]
+        while True:
+            token = self.waker.token(keys)
+            self.subscriptions.pump(keys)
+            event = self.subscriptions.take(refs, state)
+            if event is not None:
+                return event
+            remaining = deadline - self.clock.now()
+            if remaining <= 0:
+                return None
+            self.waker.wait(keys, token, remaining)
+
+    # -- type timeouts -----------------------------------------------------
+
+    def set_type_timeout(self, job_type: JobType, timeout: float) -> None:
+        """Set the activity timeout (seconds) of a type; jobs of it may then be added."""
+        type_key = encode_type(job_type)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"type timeout must be positive seconds, got {timeout!r}")
+        if math.isinf(timeout):
+            raise ValueError("type timeout must be finite")
+        with self.store.transaction() as tx:
+            tx.set_type_timeout(type_key, timeout)
+
+    def clear_type_timeout(self, job_type: JobType) -> None:
+        type_key = encode_type(job_type)
+        with self.store.transaction() as tx:
+            tx.clear_type_timeout(type_key)
+
+    def get_type_timeout(self, job_type: JobType) -> float | None:
+        """The type's timeout in seconds, None if unset (the seed's ``not_found``)."""
+        type_key = encode_type(job_type)
+        with self.store.transaction(write=False) as tx:
+            return tx.get_type_timeout(type_key)
+
+    # -- inspection --------------------------------------------------------
+
+    def get_job(self, job_type: JobType, job_id: str) -> Job | None:
+        """The whole job, or None (the seed's ``couch_jobs_fdb:get_job/2``)."""
+        type_key = encode_type(job_type)
+        with self.store.transaction(write=False) as tx:
+            record = db.get_job(tx, type_key, job_id)
+        return None if record is None else _job(record)
+
+    def get_jobs(
+        self, job_type: JobType | None = None
+    ) -> list[tuple[JobType, str, JobState, dict[str, Any]]]:
+        """``[(type, id, state, data)]`` of all jobs, or of one type."""
+        type_key = None if job_type is None else encode_type(job_type)
+        with self.store.transaction(write=False) as tx:
+            records = tx.list_jobs(type_key)
+        out = []
+        for r in records:
+            data = decode_data(r.data)
+            assert data is not None
+            out.append((decode_type(r.type), r.id, JobState(r.state), data))
+        return out
+
+
+# -- the process's default instance ---------------------------------------
+
+_default: CouchJobs | None = None
+_default_lock = threading.Lock()
+
+
+def set_default(jobs: CouchJobs | None) -> CouchJobs | None:
+    """Install the instance the module-level functions use; returns the previous one."""
+    global _default
+    with _default_lock:
+        previous, _default = _default, jobs
+    return previous
+
+
+def configure(store: Store | str | os.PathLike[str], **options: Any) -> CouchJobs:
+    """Open ``CouchJobs(store, **options)`` and make it this process's default."""
+    jobs = CouchJobs(store, **options)
+    set_default(jobs)
+    return jobs
+
+
+def default() -> CouchJobs:
+    jobs = _default
+    if jobs is None:
+        raise CouchJobsError(
+            "couch_jobs is not configured in this process; call "
+            "actors.couch_jobs.configure(path) first"
+        )
+    return jobs
+
+
+def transaction(write: bool = True) -> contextlib.AbstractContextManager[StoreTx]:
+    return default().transaction(write)
+
+
+def add(tx: Any, job_type: JobType, job_id: str, data: dict[str, Any], sched_time: int = 0) -> None:
+    return default().add(tx, job_type, job_id, data, sched_time)
+
+
+def remove(tx: Any, job_type: JobType, job_id: str) -> None:
+    return default().remove(tx, job_type, job_id)
+
+
+def get_job_data(tx: Any, job_type: JobType, job_id: str) -> dict[str, Any]:
+    return default().get_job_data(tx, job_type, job_id)
+
+
+def get_job_state(tx: Any, job_type: JobType, job_id: str) -> JobState:
+    return default().get_job_state(tx, job_type, job_id)
+
+
+def accept(
+    job_type: JobType,
+    *,
+    max_sched_time: int | None = None,
+    no_schedule: bool = False,
+    timeout: float | None = None,
+) -> tuple[Job, dict[str, Any]]:
+    return default().accept(
+        job_type, max_sched_time=max_sched_time, no_schedule=no_schedule, timeout=timeout
+    )
+
+
+def finish(tx: Any, job: Job, data: dict[str, Any] | None = None) -> None:
+    return default().finish(tx, job, data)
+
+
+def resubmit(tx: Any, job: Job, sched_time: int | None = None) -> Job:
+    return default().resubmit(tx, job, sched_time)
+
+
+def is_resubmitted(job: Job) -> bool:
+    return CouchJobs.is_resubmitted(job)
+
+
+def update(tx: Any, job: Job, data: dict[str, Any] | None = None) -> Job:
+    return default().update(tx, job, data)
+
+
+def subscribe(
+    job_type: JobType, job_id: str, tx: Any = None
+) -> tuple[Subscription | None, JobState, dict[str, Any]]:
+    return default().subscribe(job_type, job_id, tx)
+
+
+def unsubscribe(sub: Subscription) -> None:
+    return default().unsubscribe(sub)
+
+
+def wait(
+    subs: Subscription | Iterable[Subscription],
+    state: str | None = None,
+    timeout: float | None = None,
+) -> JobEvent | None:
+    return default().wait(subs, state, timeout)
+
+
+def set_type_timeout(job_type: JobType, timeout: float) -> None:
+    return default().set_type_timeout(job_type, timeout)
+
+
+def clear_type_timeout(job_type: JobType) -> None:
+    return default().clear_type_timeout(job_type)
+
+
+def get_type_timeout(job_type: JobType) -> float | None:
+    return default().get_type_timeout(job_type)
+
+
+def get_job(job_type: JobType, job_id: str) -> Job | None:
+    return default().get_job(job_type, job_id)
+
+
+def get_jobs(job_type: JobType | None = None) -> list[tuple[JobType, str, JobState, dict[str, Any]]]:
+    return default().get_jobs(job_type)

@@ -1,0 +1,404 @@
+"""Where jobs live: a narrow store interface and its SQLite implementation.
+
+The seed keeps jobs in FoundationDB.  Here the default store is one SQLite
+database file shared by every OS process of a node: WAL mode lets readers run
+beside the single writer, ``BEGIN IMMEDIATE`` makes every writing transaction
+take the write lock up front (so two workers racing to accept the same job
+are serialised by SQLite, not by luck), and a busy timeout makes a writer
+wait its turn instead of failing.
+
+Everything above this module talks to the `Store`/`StoreTx` protocols, which
+are deliberately small - rows in, rows out, no policy - so that a server
+database can be added later without touching the rest.  Types arrive here
+already encoded (`model.encode_type`) and data as JSON text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+__all__ = [
+    "CommitListener",
+    "JobRecord",
+    "SQLiteStore",
+    "SQLiteTransaction",
+    "Store",
+    "StoreTx",
+]
+
+#: Called after every commit in this process with the encoded types it touched.
+CommitListener = Callable[[frozenset[str]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One row of the jobs table (the seed's ``#jv{}`` plus its key).
+
+    ``seq`` is 0 while pending, the activity sequence of the last
+    accept/update while running, and None once finished - exactly the seed's
+    encoding; ``state`` is kept alongside so queries need not decode it.
+    """
+
+    type: str
+    id: str
+    state: str
+    seq: int | None
+    jlock: str | None
+    sched_time: int
+    resubmit: bool
+    data: str
+
+    def evolve(self, **changes: Any) -> "JobRecord":
+        return replace(self, **changes)
+
+
+class StoreTx(Protocol):
+    """The operations couch_jobs needs inside one transaction."""
+
+    def get_job(self, type_key: str, job_id: str) -> JobRecord | None: ...
+    def put_job(self, record: JobRecord) -> None: ...
+    def delete_job(self, type_key: str, job_id: str) -> None: ...
+    def list_jobs(self, type_key: str | None = None) -> list[JobRecord]: ...
+    def running_jobs(
+        self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
+    ) -> list[JobRecord]: ...
+
+    def add_pending(self, type_key: str, sched_time: int, job_id: str) -> None: ...
+    def remove_pending(self, type_key: str, sched_time: int, job_id: str) -> None: ...
+    def pending_range(
+        self, type_key: str, min_sched_time: int, max_sched_time: int, limit: int
+    ) -> list[tuple[int, str]]: ...
+
+    def next_sequence(self) -> int: ...
+    def get_type_activity(self, type_key: str) -> int | None: ...
+    def set_type_activity(self, type_key: str, seq: int) -> None: ...
+
+    def get_type_timeout(self, type_key: str) -> float | None: ...
+    def set_type_timeout(self, type_key: str, timeout: float) -> None: ...
+    def clear_type_timeout(self, type_key: str) -> None: ...
+    def list_type_timeouts(self) -> dict[str, float]: ...
+
+    def touch(self, type_key: str) -> None:
+        """Record that this transaction changed jobs of ``type_key`` (for wake-ups)."""
+        ...
+
+
+class Store(Protocol):
+    """A transactional home for jobs, shared by the processes of a node."""
+
+    def transaction(self, write: bool = True) -> contextlib.AbstractContextManager[StoreTx]: ...
+    def add_commit_listener(self, listener: CommitListener) -> None: ...
+    def remove_commit_listener(self, listener: CommitListener) -> None: ...
+    def close(self) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS couch_jobs (
+    type TEXT NOT NULL,
+    id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'finished')),
+    seq INTEGER,
+    jlock TEXT,
+    sched_time INTEGER NOT NULL,
+    resubmit INTEGER NOT NULL DEFAULT 0,
+    data TEXT NOT NULL,
+    PRIMARY KEY (type, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS couch_jobs_activity
+    ON couch_jobs (type, seq) WHERE state = 'running';
+CREATE TABLE IF NOT EXISTS couch_jobs_pending (
+    type TEXT NOT NULL,
+    sched_time INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    PRIMARY KEY (type, sched_time, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS couch_jobs_type_timeouts (
+    type TEXT PRIMARY KEY,
+    timeout NOT NULL
+);
+CREATE TABLE IF NOT EXISTS couch_jobs_type_activity (
+    type TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS couch_jobs_counters (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO couch_jobs_counters (name, value) VALUES ('activity_seq', 0);
+"""
+
+_JOB_COLUMNS = "type, id, state, seq, jlock, sched_time, resubmit, data"
+
+
+def _record(row: tuple[Any, ...]) -> JobRecord:
+    type_key, job_id, state, seq, jlock, sched_time, resubmit, data = row
+    return JobRecord(type_key, job_id, state, seq, jlock, sched_time, bool(resubmit), data)
+
+
+class SQLiteTransaction:
+    """One open SQLite transaction; also what host code uses for its own tables.
+
+    ``execute`` runs any SQL on the same connection, so a caller can change
+    its own tables and a job in one atomic commit (the seed's
+    ``use_fabric_transaction_object`` case).
+    """
+
+    def __init__(self, store: "SQLiteStore", connection: sqlite3.Connection, write: bool) -> None:
+        self.store = store
+        self.connection = connection
+        self.write = write
+        self._touched: set[str] = set()
+        self._after_commit: list[Callable[[], None]] = []
+
+    # -- host access -------------------------------------------------------
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.connection.execute(sql, params)
+
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` after this transaction commits (never if it rolls back)."""
+        self._after_commit.append(callback)
+
+    def touch(self, type_key: str) -> None:
+        self._touched.add(type_key)
+
+    @property
+    def touched(self) -> frozenset[str]:
+        return frozenset(self._touched)
+
+    # -- jobs --------------------------------------------------------------
+
+    def get_job(self, type_key: str, job_id: str) -> JobRecord | None:
+        row = self.connection.execute(
+            f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = ? AND id = ?",
+            (type_key, job_id),
+        ).fetchone()
+        return None if row is None else _record(row)
+
+    def put_job(self, record: JobRecord) -> None:
+        self.connection.execute(
+            f"INSERT OR REPLACE INTO couch_jobs ({_JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.type,
+                record.id,
+                record.state,
+                record.seq,
+                record.jlock,
+                record.sched_time,
+                int(record.resubmit),
+                record.data,
+            ),
+        )
+
+    def delete_job(self, type_key: str, job_id: str) -> None:
+        self.connection.execute(
+            "DELETE FROM couch_jobs WHERE type = ? AND id = ?", (type_key, job_id)
+        )
+
+    def list_jobs(self, type_key: str | None = None) -> list[JobRecord]:
+        if type_key is None:
+            rows = self.connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM couch_jobs ORDER BY type, id"
+            ).fetchall()
+        else:
+            rows = self.connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = ? ORDER BY id",
+                (type_key,),
+            ).fetchall()
+        return [_record(row) for row in rows]
+
+    def running_jobs(
+        self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
+    ) -> list[JobRecord]:
+        lo = -1 if min_seq is None else min_seq
+        hi = (1 << 63) - 1 if max_seq is None else max_seq
+        rows = self.connection.execute(
+            f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = ? AND state = 'running' "
+            "AND seq BETWEEN ? AND ? ORDER BY seq",
+            (type_key, lo, hi),
+        ).fetchall()
+        return [_record(row) for row in rows]
+
+    # -- pending queue -----------------------------------------------------
+
+    def add_pending(self, type_key: str, sched_time: int, job_id: str) -> None:
+        self.connection.execute(
+            "INSERT OR REPLACE INTO couch_jobs_pending (type, sched_time, id) VALUES (?, ?, ?)",
+            (type_key, sched_time, job_id),
+        )
+
+    def remove_pending(self, type_key: str, sched_time: int, job_id: str) -> None:
+        self.connection.execute(
+            "DELETE FROM couch_jobs_pending WHERE type = ? AND sched_time = ? AND id = ?",
+            (type_key, sched_time, job_id),
+        )
+
+    def pending_range(
+        self, type_key: str, min_sched_time: int, max_sched_time: int, limit: int
+    ) -> list[tuple[int, str]]:
+        rows = self.connection.execute(
+            "SELECT sched_time, id FROM couch_jobs_pending WHERE type = ? "
+            "AND sched_time BETWEEN ? AND ? ORDER BY sched_time, id LIMIT ?",
+            (type_key, min_sched_time, max_sched_time, limit),
+        ).fetchall()
+        return [(int(s), i) for s, i in rows]
+
+    # -- activity ----------------------------------------------------------
+
+    def next_sequence(self) -> int:
+        (value,) = self.connection.execute(
+            "UPDATE couch_jobs_counters SET value = value + 1 "
+            "WHERE name = 'activity_seq' RETURNING value"
+        ).fetchone()
+        return int(value)
+
+    def get_type_activity(self, type_key: str) -> int | None:
+        row = self.connection.execute(
+            "SELECT seq FROM couch_jobs_type_activity WHERE type = ?", (type_key,)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_type_activity(self, type_key: str, seq: int) -> None:
+        self.connection.execute(
+            "INSERT OR REPLACE INTO couch_jobs_type_activity (type, seq) VALUES (?, ?)",
+            (type_key, seq),
+        )
+
+    # -- type timeouts -----------------------------------------------------
+
+    def get_type_timeout(self, type_key: str) -> float | None:
+        row = self.connection.execute(
+            "SELECT timeout FROM couch_jobs_type_timeouts WHERE type = ?", (type_key,)
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def set_type_timeout(self, type_key: str, timeout: float) -> None:
+        self.connection.execute(
+            "INSERT OR REPLACE INTO couch_jobs_type_timeouts (type, timeout) VALUES (?, ?)",
+            (type_key, timeout),
+        )
+
+    def clear_type_timeout(self, type_key: str) -> None:
+        self.connection.execute("DELETE FROM couch_jobs_type_timeouts WHERE type = ?", (type_key,))
+
+    def list_type_timeouts(self) -> dict[str, float]:
+        rows = self.connection.execute(
+            "SELECT type, timeout FROM couch_jobs_type_timeouts ORDER BY type"
+        ).fetchall()
+        return {t: v for t, v in rows}
+
+
+class SQLiteStore:
+    """The node's jobs database: one file, one connection per thread per process.
+
+    Connections are opened lazily and remembered per (process, thread), so an
+    instance inherited across ``fork`` never reuses the parent's connection.
+    ``synchronous=NORMAL`` in WAL mode loses nothing a committed transaction
+    wrote when a process dies; pass ``synchronous="FULL"`` to survive power
+    loss as well.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
+        if busy_timeout <= 0:
+            raise ValueError(f"busy_timeout must be positive seconds, got {busy_timeout!r}")
+        self.path = os.fspath(path)
+        self.busy_timeout = busy_timeout
+        self.synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[tuple[int, sqlite3.Connection]] = []
+        self._listeners: list[CommitListener] = []
+        self._closed = False
+        self._connection().executescript(_SCHEMA)
+
+    # -- connections -------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise RuntimeError(f"store {self.path!r} is closed")
+        pid = os.getpid()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == pid:
+            return conn
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        self._local.conn = conn
+        self._local.pid = pid
+        with self._lock:
+            self._connections.append((pid, conn))
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool = True) -> Iterator[SQLiteTransaction]:
+        """A transaction; ``write`` takes the write lock at BEGIN (``BEGIN IMMEDIATE``).
+
+        Commits when the block ends, rolls back if it raises.  After a commit
+        the commit listeners are told which job types changed.
+        """
+        conn = self._connection()
+        if conn.in_transaction:
+            raise RuntimeError(
+                "a couch_jobs transaction is already open in this thread; "
+                "pass it as the tx argument instead of opening another"
+            )
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        tx = SQLiteTransaction(self, conn, write)
+        try:
+            yield tx
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        touched = tx.touched
+        if touched:
+            for listener in list(self._listeners):
+                listener(touched)
+        for callback in tx._after_commit:
+            callback()
+
+    # -- listeners ---------------------------------------------------------
+
+    def add_commit_listener(self, listener: CommitListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_commit_listener(self, listener: CommitListener) -> None:
+        with self._lock:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+    def close(self) -> None:
+        """Close this process's connections; other processes keep theirs."""
+        pid = os.getpid()
+        with self._lock:
+            mine = [c for p, c in self._connections if p == pid]
+            self._connections = [(p, c) for p, c in self._connections if p != pid]
+            self._closed = True
+        for conn in mine:
+            conn.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+

@@ -1,0 +1,83 @@
+"""The replicator scheduler (``couch_replicator_scheduler``), ported.
+
+Layers, one module each: `records` (job records), `policy` (pure decisions),
+`fair_share` (per-owner shares), `settings` (``[replicator]`` knobs),
+`scheduler_state` (the scheduler gen_server's logic as a plain class),
+`docstore` (SQLite document stores) and `replication` (the replication job's
+logic over two stores).
+"""
+
+from .docstore import Change, Conflict, DatabaseNotFound, Doc, DocStore, DocStoreError
+from .fair_share import DEFAULT_SHARES, FairShare, owner_of
+from .policy import (
+    Decision,
+    Selector,
+    backoff_micros,
+    consecutive_crashes,
+    is_continuous,
+    last_started,
+    latest_crash_timestamp,
+    not_recently_crashed,
+    oldest_job_first,
+    pending_jobs,
+    reschedule,
+    sort_oldest_first,
+    start_pending_jobs,
+    update_history,
+)
+from .records import MAX_BACKOFF, STARTING, Job, Rep, crashed, is_crash
+from .replication import (
+    Batch,
+    CheckpointError,
+    ReplicationJob,
+    SchedulerJob,
+    SeqTracker,
+    compare_replication_logs,
+)
+from .scheduler_state import Effect, SchedulerState, StartJob, StopJob, rep_error_to_text
+from .settings import InvalidSetting, Settings
+
+__all__ = [
+    "Batch",
+    "Change",
+    "CheckpointError",
+    "Conflict",
+    "DEFAULT_SHARES",
+    "DatabaseNotFound",
+    "Decision",
+    "Doc",
+    "DocStore",
+    "DocStoreError",
+    "Effect",
+    "FairShare",
+    "InvalidSetting",
+    "Job",
+    "MAX_BACKOFF",
+    "Rep",
+    "ReplicationJob",
+    "STARTING",
+    "SchedulerJob",
+    "SchedulerState",
+    "Selector",
+    "SeqTracker",
+    "Settings",
+    "StartJob",
+    "StopJob",
+    "backoff_micros",
+    "compare_replication_logs",
+    "consecutive_crashes",
+    "crashed",
+    "is_continuous",
+    "is_crash",
+    "last_started",
+    "latest_crash_timestamp",
+    "not_recently_crashed",
+    "oldest_job_first",
+    "owner_of",
+    "pending_jobs",
+    "rep_error_to_text",
+    "reschedule",
+    "sort_oldest_first",
+    "start_pending_jobs",
+    "update_history",
+]

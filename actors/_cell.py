@@ -1,0 +1,432 @@
+"""One actor's kernel state and its generic gen_server loop.
+
+A `Cell` owns what Erlang keeps in a process: mailbox, links, monitors,
+the exit-trapping flag and the calls it has not answered yet.  The mailbox
+and thread are a pykka `ThreadingActor`; the cell's `_handle` is the one
+generic loop of OTP's `gen_server.erl`: it receives, dispatches to the thin
+user callbacks through a single wrapper that turns every exception or odd
+return into a stop reason, sends replies, and terminates.
+
+Death is a one-way transition under the cell lock, so a call that races with
+it is either answered by the actor or failed with the exit reason, never lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+import pykka
+from pykka._envelope import Envelope
+
+from actors._reasons import Continue, Exit, Stop, crash_from, ignore, is_normal_exit, noreply
+from actors._ref import ActorRef, From
+from actors._runtime import K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
+
+if TYPE_CHECKING:
+    from actors._runtime import Runtime
+    from actors.gen_server import GenServer
+
+log = logging.getLogger("actors")
+
+# Mailbox entry kinds beyond the wire kinds.
+_M_EXIT = 100
+_M_DOWN = 101
+_M_WAKE = 102
+_M_CONTINUE = 103
+
+_TRUNCATE = 2000
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _TRUNCATE else text[:_TRUNCATE] + "..."
+
+
+class _ActorThread(pykka.ThreadingActor):
+    """The pykka actor that gives a cell its thread and mailbox."""
+
+    use_daemon_thread = True
+
+    @staticmethod
+    def _create_actor_inbox() -> Any:
+        import queue
+
+        return queue.SimpleQueue()
+
+    def __init__(self, cell: "Cell") -> None:
+        super().__init__()
+        self._cell = cell
+
+    def _actor_loop(self) -> None:
+        set_current_cell(self._cell)
+        try:
+            super()._actor_loop()
+        finally:
+            set_current_cell(None)
+            self._cell.runtime.release_thread_sockets()
+            self._cell = None  # type: ignore[assignment]  # break the cycle
+
+    def on_start(self) -> None:
+        self._cell._boot()
+
+    def on_receive(self, message: Any) -> None:
+        self._cell._handle(message)
+
+
+class Cell:
+    """The kernel side of one actor."""
+
+    def __init__(
+        self,
+        runtime: "Runtime",
+        actor_id: str,
+        server: "GenServer",
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: str | None,
+        parent: ActorRef | None,
+        link_parent: bool,
+        on_started: Callable[[str, Any], None],
+    ) -> None:
+        self.runtime = runtime
+        self.id = actor_id
+        self.name = name
+        self.ref = runtime.make_ref(actor_id, name)
+        self.server = server
+        self.parent = parent
+        self._args = args
+        self._kwargs = kwargs
+        self._on_started = on_started
+        self.lock = threading.Lock()
+        self.alive = True
+        self.started = False
+        self.trap_exit = False
+        self.exit_reason: Any = None
+        self.links: dict[str, ActorRef] = {}
+        if parent is not None and link_parent:
+            self.links[parent.id] = parent
+        self.monitors_in: dict[Any, ActorRef] = {}
+        self.monitors_out: dict[Any, ActorRef] = {}
+        self.inflight: dict[tuple[str, int], From] = {}
+        self._stop_reason: Any = None
+        self._stop_requested = False
+        self._pending_stop_reply: list[tuple[From, Any]] = []
+        self.messages_handled = 0
+        server._actor_cell = self
+        self._thread = _ActorThread(self)
+        self.inbox = self._thread.actor_inbox
+
+    def start(self) -> None:
+        self.runtime.cells[self.id] = self
+        # pykka registers every started actor globally; ours are found through
+        # the node instead, so keep pykka's registry from holding dead cells.
+        pykka.ActorRegistry.register(self._thread.actor_ref)
+        self._thread._start_actor_loop()
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "class": type(self.server).__name__,
+            "mailbox": self.inbox.qsize(),
+            "links": len(self.links),
+            "monitors": len(self.monitors_in),
+            "trap_exit": self.trap_exit,
+            "handled": self.messages_handled,
+            "pid": self.runtime.pid,
+            "proc": self.runtime.proc,
+            "parent": self.parent.id if self.parent else None,
+            "status": self.server.status() if hasattr(self.server, "status") else None,
+        }
+
+    # -- mailbox (any thread) ------------------------------------------------------
+
+    def enqueue(self, kind: int, body: Any) -> None:
+        if self.alive:
+            self.inbox.put(Envelope((kind, body, None)))
+
+    def enqueue_call(self, kind: int, body: Any, from_: From) -> bool:
+        with self.lock:
+            if not self.alive:
+                return False
+            self.inflight[(from_.proc, from_.ref)] = from_
+            self.inbox.put(Envelope((kind, body, from_)))
+            return True
+
+    # -- signals (any thread) --------------------------------------------------------
+
+    def exit_signal(self, sender: ActorRef | None, reason: Any, untrappable: bool) -> None:
+        """Erlang's exit-signal rules; the decision is made on arrival."""
+        if sender is not None:
+            with self.lock:
+                self.links.pop(sender.id, None)
+        if untrappable or reason == "kill":
+            self.die("killed")
+            return
+        if self.trap_exit:
+            self.enqueue(_M_EXIT, (sender, reason))
+            return
+        if reason == "normal":
+            return
+        self.die(reason)
+
+    def add_link(self, other: ActorRef) -> bool:
+        with self.lock:
+            if not self.alive:
+                return False
+            self.links[other.id] = other
+            return True
+
+    def remove_link(self, other: ActorRef) -> None:
+        with self.lock:
+            self.links.pop(other.id, None)
+
+    def add_monitor(self, mref: Any, watcher: ActorRef) -> bool:
+        with self.lock:
+            if not self.alive:
+                return False
+            self.monitors_in[mref] = watcher
+            return True
+
+    def remove_monitor(self, mref: Any) -> None:
+        with self.lock:
+            self.monitors_in.pop(mref, None)
+
+    def down(self, mref: Any, target: ActorRef, reason: Any) -> None:
+        self.enqueue(_M_DOWN, (mref, target, reason))
+
+    def proc_down(self, proc: str, reason: Any) -> None:
+        with self.lock:
+            linked = [r for r in self.links.values() if r.proc == proc]
+            for r in [w for w in self.monitors_in.items() if w[1].proc == proc]:
+                del self.monitors_in[r[0]]
+            watched = [(m, r) for m, r in self.monitors_out.items() if r.proc == proc]
+        for mref, target in watched:
+            self.down(mref, target, reason)
+        for ref in linked:
+            self.exit_signal(ref, reason, False)
+
+    # -- the generic loop (actor thread) ------------------------------------------------
+
+    def _boot(self) -> None:
+        """Register, run ``init``, tell the spawner, then ``handle_continue``."""
+        if self.name is not None:
+            try:
+                holder = self.runtime.register_name(self.name, self.ref)
+            except Exception as exc:  # registry unreachable
+                self._fail_start(("error", crash_from(exc)))
+                return
+            if holder is not None:
+                self._fail_start(("already_registered", holder))
+                return
+        try:
+            result = self.server.init(*self._args, **self._kwargs)
+        except Exit as exc:
+            self._fail_start(("error", exc.reason))
+            return
+        except BaseException as exc:  # noqa: BLE001 - any init failure is a start error
+            self._fail_start(("error", crash_from(exc)))
+            return
+        if result is ignore:
+            self._fail_start(("ignore", None))
+            return
+        if isinstance(result, Stop):
+            self._fail_start(("error", result.reason))
+            return
+        self.started = True
+        self._args = self._kwargs = None  # type: ignore[assignment]
+        on_started, self._on_started = self._on_started, None  # type: ignore[assignment]
+        on_started("ok", self.ref)
+        if self._stop_requested:
+            self._finish(self._stop_reason, run_terminate=True)
+        elif isinstance(result, Continue):
+            self._handle((_M_CONTINUE, result.arg, None))
+
+    def _fail_start(self, outcome: tuple[str, Any]) -> None:
+        kind, detail = outcome
+        with self.lock:
+            self.alive = False
+            self.links.clear()
+            inflight = list(self.inflight.values())
+            self.inflight.clear()
+        self.exit_reason = "normal" if kind == "ignore" else detail
+        if self.name is not None and kind != "already_registered":
+            try:
+                self.runtime.unregister_name(self.name, self.ref)
+            except Exception:
+                log.debug("could not unregister %s", self.name)
+        self.runtime.cells.pop(self.id, None)
+        for from_ in inflight:
+            self.runtime.reply_exit(from_, "noproc")
+        self._thread._stop()
+        on_started, self._on_started = self._on_started, None  # type: ignore[assignment]
+        on_started(kind, detail)
+        self._gone()
+
+    def _handle(self, message: tuple[int, Any, Any]) -> None:
+        if not self.alive:
+            return
+        kind, body, from_ = message
+        server = self.server
+        self.messages_handled += 1
+        try:
+            if kind == K_CALL:
+                result = server.handle_call(body, from_)
+                if isinstance(result, Stop):
+                    self._finish(result.reason, run_terminate=True, reply=(from_, result.reply))
+                    return
+                if result is noreply:
+                    pass
+                elif self._stop_requested:
+                    self._finish(self._stop_reason, run_terminate=True, reply=(from_, result))
+                    return
+                elif self.alive:
+                    self._reply(from_, result)
+                    return
+            elif kind == K_CAST:
+                result = server.handle_cast(body)
+            elif kind == K_INFO:
+                result = server.handle_info(body)
+            elif kind == _M_CONTINUE:
+                result = server.handle_continue(body)
+            elif kind == _M_EXIT:
+                sender, reason = body
+                if sender is not None and self.parent is not None and sender == self.parent:
+                    # A gen_server trapping exits terminates when its parent
+                    # (its supervisor) tells it to.
+                    self._finish(reason, run_terminate=True)
+                    return
+                result = server.handle_info(("EXIT", sender, reason))
+            elif kind == _M_DOWN:
+                mref, target, reason = body
+                with self.lock:
+                    known = self.monitors_out.pop(mref, None) is not None
+                if not known:
+                    return  # demonitored meanwhile: flushed
+                result = server.handle_info(("DOWN", mref, target, reason))
+            elif kind == K_STOP:
+                self._finish(body, run_terminate=True, stop_reply=from_)
+                return
+            elif kind == _M_WAKE:
+                return
+            else:
+                return
+        except Exit as exc:
+            self._finish(exc.reason, run_terminate=True)
+            return
+        except BaseException as exc:  # noqa: BLE001 - the wrapper turns every failure into a reason
+            self._finish(crash_from(exc), run_terminate=True, crashed_in=(kind, body))
+            return
+        if self._stop_requested:
+            self._finish(self._stop_reason, run_terminate=True)
+        elif isinstance(result, Stop):
+            self._finish(result.reason, run_terminate=True)
+        elif isinstance(result, Continue) and self.alive:
+            self._handle((_M_CONTINUE, result.arg, None))
+
+    def _reply(self, from_: From, value: Any) -> None:
+        with self.lock:
+            self.inflight.pop((from_.proc, from_.ref), None)
+        self.runtime.reply(from_, value)
+
+    def reply(self, from_: From, value: Any) -> None:
+        """Deferred reply (``gen_server:reply``)."""
+        if self.alive or from_ in [p[0] for p in self._pending_stop_reply]:
+            self._reply(from_, value)
+
+    def request_stop(self, reason: Any) -> None:
+        self._stop_requested = True
+        self._stop_reason = reason
+
+    def _finish(
+        self,
+        reason: Any,
+        run_terminate: bool,
+        reply: tuple[From, Any] | None = None,
+        stop_reply: From | None = None,
+        crashed_in: tuple[int, Any] | None = None,
+    ) -> None:
+        """Terminate (in the actor thread), then die and tell everyone."""
+        if not self.alive:
+            return
+        if run_terminate:
+            try:
+                self.server.terminate(reason)
+            except Exit as exc:
+                reason = exc.reason
+            except BaseException as exc:  # noqa: BLE001
+                reason = crash_from(exc)
+        if not is_normal_exit(reason):
+            log.error(
+                "actor %s (%s) terminating: reason=%s last_message=%s",
+                self.name or self.id,
+                type(self.server).__name__,
+                _short(reason),
+                _short(crashed_in[1]) if crashed_in else None,
+                extra={"actor": self.id, "actor_name": self.name, "reason": reason},
+            )
+            tb = getattr(reason, "traceback", "")
+            if tb:
+                log.debug("traceback of %s:\n%s", self.id, tb)
+        if reply is not None:
+            with self.lock:
+                self.inflight.pop((reply[0].proc, reply[0].ref), None)
+        if stop_reply is not None:
+            with self.lock:
+                self.inflight.pop((stop_reply.proc, stop_reply.ref), None)
+        self.die(reason, reply=reply, stop_reply=stop_reply)
+
+    # -- death (any thread) ------------------------------------------------------------
+
+    def die(
+        self,
+        reason: Any,
+        reply: tuple[From, Any] | None = None,
+        stop_reply: From | None = None,
+    ) -> None:
+        with self.lock:
+            if not self.alive:
+                return
+            self.alive = False
+            self.exit_reason = reason
+            inflight = list(self.inflight.values())
+            self.inflight.clear()
+            links = list(self.links.values())
+            self.links.clear()
+            watchers = list(self.monitors_in.items())
+            self.monitors_in.clear()
+            watched = list(self.monitors_out.items())
+            self.monitors_out.clear()
+        rt = self.runtime
+        rt.cells.pop(self.id, None)
+        self._thread.actor_stopped.set()
+        self.inbox.put(Envelope((_M_WAKE, None, None)))
+
+        def notify(_ok: bool = True, _value: Any = None) -> None:
+            if reply is not None:
+                rt.reply(reply[0], reply[1])
+            for from_ in inflight:
+                rt.reply_exit(from_, reason)
+            for mref, target in watched:
+                rt.request_demonitor(target, mref)
+            for ref in links:
+                rt.send_exit(ref, self.ref, reason)
+            for mref, watcher in watchers:
+                rt.send_down(watcher, mref, self.ref, reason)
+            if stop_reply is not None:
+                rt.reply(stop_reply, reason)
+            self._gone()
+
+        if self.name is not None:
+            # Unregister before anyone hears of the death, so a supervisor
+            # restarting the child can take the name again.
+            rt.unregister_name_then(self.name, self.ref, notify)
+        else:
+            notify()
+
+    def _gone(self) -> None:
+        hook = self.runtime.on_cell_gone
+        if hook is not None:
+            hook(self)

@@ -1,0 +1,162 @@
+"""Host processes and the zygote they are forked from.
+
+Forking the node itself is unsafe once it runs threads (the I/O thread, actor
+threads), and starting a fresh interpreter costs tens of milliseconds.  So
+the node starts one clean, single-threaded *zygote* with the runtime already
+imported, and every host process is a fork of it: a host is ready in a few
+milliseconds, which is what lets a supervisor restart a SIGKILLed child fast.
+
+Lifetimes are chained so nothing outlives the node, even under SIGKILL: the
+zygote exits when its command pipe from the node reaches EOF (the node died or
+closed), removing the runtime directory; hosts die with the zygote through
+``PR_SET_PDEATHSIG``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import shutil
+import signal
+import struct
+import sys
+import threading
+import time
+from typing import Any
+
+import multiprocess
+
+__all__ = ["host_main", "read_message", "write_message", "zygote_main"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def write_message(fd: int, message: Any) -> None:
+    import pickle
+
+    data = pickle.dumps(message, protocol=5)
+    os.write(fd, struct.pack("!I", len(data)) + data)
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_message(fd: int) -> Any:
+    import pickle
+
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    body = _read_exact(fd, struct.unpack("!I", head)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[str]) -> None:
+    """Fork a host for each command; on EOF kill the hosts and remove ``rundir``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    for fd in close_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    for entry in sys_path:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    # Import everything a host needs now, once, so forks start warm.
+    import actors._cell  # noqa: F401
+    import actors._runtime  # noqa: F401
+    import actors._spawn  # noqa: F401
+    import actors.gen_server  # noqa: F401
+
+    ctx = multiprocess.get_context("fork")
+    children: dict[int, Any] = {}
+    while True:
+        sentinels = {p.sentinel: pid for pid, p in children.items()}
+        readable, _, _ = select.select([cmd_fd, *sentinels], [], [], 5.0)
+        for fd in readable:
+            if fd in sentinels:
+                proc = children.pop(sentinels[fd])
+                proc.join(0)
+        if cmd_fd not in readable:
+            continue
+        message = read_message(cmd_fd)
+        if message is None:
+            break
+        op, boot = message
+        if op == "fork":
+            proc = ctx.Process(target=host_main, args=(boot,), name=f"actors-host-{boot['proc']}")
+            proc.start()
+            children[proc.pid] = proc
+    for proc in children.values():
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5.0
+    for proc in children.values():
+        proc.join(max(0.0, deadline - time.monotonic()))
+    shutil.rmtree(rundir, ignore_errors=True)
+    os._exit(0)
+
+
+def host_main(boot: dict[str, Any]) -> None:
+    """The body of a host process: a runtime that serves actors until halted."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    if os.getppid() != boot["zygote_pid"]:
+        os._exit(1)
+    if boot.get("cpus"):
+        os.sched_setaffinity(0, boot["cpus"])
+    from actors import config as _config
+    from actors._runtime import Runtime
+
+    _config.set_current(_config.Config(boot["config"]))
+    import logging
+
+    logging.basicConfig(level=boot.get("log_level", logging.WARNING))
+    rt = Runtime(boot["node_id"], boot["rundir"], boot["proc"], node_proc=boot["node_proc"])
+    halted = threading.Event()
+
+    def halt(src: str = "") -> None:
+        halted.set()
+
+    def apply_config(src: str, section: str, key: str, value: str | None) -> None:
+        cfg = _config.current()
+        if value is None:
+            cfg.delete(section, key)
+        else:
+            cfg.set(section, key, value)
+
+    rt.register_sys("halt", halt)
+    rt.register_sys("config", apply_config)
+    if boot.get("exit_when_empty"):
+
+        def on_gone(cell: Any) -> None:
+            if not rt.cells:
+                rt.sys_send(rt.node_proc, "halting", (rt.proc,))
+                halted.set()
+
+        rt.on_cell_gone = on_gone
+    rt.start()
+    rt.sys_send(rt.node_proc, "host_up", (rt.proc, os.getpid()))
+    halted.wait()
+    rt.shutdown(linger=True)
+    os._exit(0)

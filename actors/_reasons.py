@@ -1,0 +1,137 @@
+"""Exit reasons, the exceptions that carry them, and the callback markers.
+
+Reasons are plain values, as in Erlang: ``"normal"``, ``"shutdown"``,
+``("shutdown", term)``, ``"killed"``, ``"noproc"``, ``"noconnection"``, or a
+`Crash` describing an exception.  Keeping them plain lets them cross process
+boundaries and be compared in tests and supervisors.
+"""
+
+from __future__ import annotations
+
+import traceback as _traceback
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CallTimeout",
+    "Continue",
+    "Crash",
+    "Exit",
+    "Stop",
+    "crash_from",
+    "ignore",
+    "is_normal_exit",
+    "noreply",
+]
+
+_MAX_TEXT = 4000
+
+
+@dataclass(frozen=True)
+class Crash:
+    """The reason of an actor that died because a callback raised."""
+
+    exc_type: str
+    message: str
+    traceback: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.exc_type}: {self.message}"
+
+    def __eq__(self, other: object) -> bool:
+        # Tracebacks differ between otherwise identical crashes (line numbers
+        # in wrappers); two crashes are the same reason when type and message are.
+        if not isinstance(other, Crash):
+            return NotImplemented
+        return (self.exc_type, self.message) == (other.exc_type, other.message)
+
+    def __hash__(self) -> int:
+        return hash((self.exc_type, self.message))
+
+
+def crash_from(exc: BaseException) -> Crash:
+    tb = "".join(_traceback.format_exception(type(exc), exc, exc.__traceback__))
+    message = str(exc)
+    if len(message) > _MAX_TEXT:
+        message = message[:_MAX_TEXT] + "..."
+    if len(tb) > _MAX_TEXT * 4:
+        tb = tb[-_MAX_TEXT * 4 :]
+    return Crash(type(exc).__name__, message, tb)
+
+
+def is_normal_exit(reason: Any) -> bool:
+    """OTP's notion of a normal exit: normal, shutdown, or {shutdown, Term}."""
+    if reason == "normal" or reason == "shutdown":
+        return True
+    return isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "shutdown"
+
+
+class Exit(Exception):
+    """An actor exit observed by a caller (a failed call, a refused stop).
+
+    Raising it inside a callback makes the actor exit with ``reason``, the
+    way ``exit(Reason)`` does in Erlang.
+    """
+
+    def __init__(self, reason: Any, detail: str = "") -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(reason, detail)
+
+    def __str__(self) -> str:
+        text = f"exit: {self.reason!r}"
+        return f"{text} ({self.detail})" if self.detail else text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Exit, (self.reason, self.detail))
+
+
+class CallTimeout(Exception):
+    """A call got no reply within its timeout; the server keeps running."""
+
+    def __init__(self, target: Any = None, timeout: float | None = None) -> None:
+        self.target = target
+        self.timeout = timeout
+        super().__init__(target, timeout)
+
+    def __str__(self) -> str:
+        return f"call to {self.target!r} timed out after {self.timeout} s"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CallTimeout, (self.target, self.timeout))
+
+
+class _Marker:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"actors.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+#: Returned from ``handle_call`` when the reply is sent later with ``reply``.
+noreply = _Marker("noreply")
+#: Returned from ``init`` to give up starting: ``spawn`` returns ``None``.
+ignore = _Marker("ignore")
+
+
+@dataclass(frozen=True)
+class Continue:
+    """Returned from ``init`` (or cast/info/continue callbacks): run
+    ``handle_continue(arg)`` before any message already queued."""
+
+    arg: Any = None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Returned from a callback to stop with ``reason``; from ``handle_call``
+    ``reply`` is delivered after ``terminate`` has run."""
+
+    reason: Any = "normal"
+    reply: Any = None

@@ -1,0 +1,103 @@
+"""Actor references: the address of an actor, valid in every process of a node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ActorRef", "From"]
+
+
+class ActorRef:
+    """The handle of one actor.
+
+    A ref names the node, the OS process (``proc``) hosting the actor and the
+    actor's id, which is unique across the node and never reused: a restarted
+    actor gets a new ref.  Refs pickle to plain data and work from any
+    process of the node.
+    """
+
+    __slots__ = ("node_id", "proc", "id", "os_pid", "name", "_hash")
+
+    def __init__(self, node_id: str, proc: str, id: str, os_pid: int, name: str | None = None) -> None:
+        self.node_id = node_id
+        self.proc = proc
+        self.id = id
+        self.os_pid = os_pid
+        self.name = name
+        self._hash = hash((node_id, id))
+
+    # -- identity ------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ActorRef):
+            return NotImplemented
+        return self.id == other.id and self.node_id == other.node_id
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<ActorRef {self.id}{label} pid={self.os_pid}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ActorRef, (self.node_id, self.proc, self.id, self.os_pid, self.name))
+
+    def to_wire(self) -> list[Any]:
+        return [self.node_id, self.proc, self.id, self.os_pid, self.name]
+
+    @classmethod
+    def from_wire(cls, data: list[Any]) -> "ActorRef":
+        return cls(*data)
+
+    # -- messaging -----------------------------------------------------------
+
+    def call(self, request: Any, timeout: float | None = 5.0) -> Any:
+        """Send ``request`` to ``handle_call`` and wait for the reply.
+
+        Raises `actors.Exit` with the target's exit reason if it is dead
+        (``noproc``) or dies before replying, `actors.CallTimeout` when no
+        reply comes within ``timeout`` seconds (``None`` waits forever).
+        """
+        return _runtime_of(self).call(self, request, timeout)
+
+    def cast(self, request: Any) -> None:
+        """Deliver ``request`` to ``handle_cast``; never fails, never waits."""
+        _runtime_of(self).cast(self, request)
+
+    def send(self, message: Any) -> None:
+        """Deliver ``message`` to ``handle_info``; never fails, never waits."""
+        _runtime_of(self).send(self, message)
+
+    def is_alive(self, timeout: float = 5.0) -> bool:
+        """Ask the hosting process whether the actor still runs."""
+        return _runtime_of(self).is_alive(self, timeout)
+
+
+class From:
+    """Where a call's reply goes: the caller's process and the call's ref."""
+
+    __slots__ = ("proc", "ref", "caller")
+
+    def __init__(self, proc: str, ref: int, caller: str | None) -> None:
+        self.proc = proc
+        self.ref = ref
+        self.caller = caller
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, From) and (self.proc, self.ref) == (other.proc, other.ref)
+
+    def __hash__(self) -> int:
+        return hash((self.proc, self.ref))
+
+    def __repr__(self) -> str:
+        return f"<From {self.proc}:{self.ref}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (From, (self.proc, self.ref, self.caller))
+
+
+def _runtime_of(ref: ActorRef) -> Any:
+    from actors._runtime import runtime_for
+
+    return runtime_for(ref.node_id)

@@ -1,0 +1,725 @@
+"""The per-process runtime: transport, signal dispatch, pending calls, timers.
+
+Every OS process of a node runs one `Runtime`.  It binds one ZeroMQ PULL
+socket (ipc:// in the node's private directory) and runs one I/O thread that
+drains it, fires timers and watches file descriptors (host pidfds in the node
+process).  Any thread sends directly through its own PUSH sockets, so a send
+costs no thread hop; sockets are pooled per thread and handed to the next
+actor thread when one ends, so restarts never reconnect.
+
+Signals between actors are Erlang's: messages, casts, calls and replies,
+exit signals, link/unlink, monitor/demonitor and DOWN.  Delivery between two
+actors of the same process never touches ZeroMQ.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import zmq
+
+from actors import stats as _stats
+from actors._codec import decode_body, decode_header, encode_body, encode_header
+from actors._reasons import CallTimeout, Exit
+from actors._ref import ActorRef, From
+
+if TYPE_CHECKING:
+    from actors._cell import Cell
+
+__all__ = ["Runtime", "current_cell", "runtime_for"]
+
+log = logging.getLogger("actors.runtime")
+
+# Frame kinds.
+K_INFO = 0
+K_CAST = 1
+K_CALL = 2
+K_REPLY = 3
+K_REPLY_EXIT = 4
+K_EXIT = 5
+K_LINK = 6
+K_UNLINK = 7
+K_MONITOR = 8
+K_DEMONITOR = 9
+K_DOWN = 10
+K_SYS = 11
+K_STOP = 12
+
+_SNDHWM = 200_000
+_DRAIN_BATCH = 2000
+
+_runtimes: dict[str, "Runtime"] = {}
+_runtimes_lock = threading.Lock()
+_thread_state = threading.local()
+
+
+def runtime_for(node_id: str) -> "Runtime":
+    rt = _runtimes.get(node_id)
+    if rt is None:
+        raise Exit("noconnection", f"node {node_id} is not running in this process")
+    return rt
+
+
+def current_runtime() -> "Runtime":
+    """The runtime of this process (the only one in a host; the newest in the node process)."""
+    cell = getattr(_thread_state, "cell", None)
+    if cell is not None:
+        return cell.runtime
+    with _runtimes_lock:
+        if not _runtimes:
+            raise RuntimeError("no actors node is running in this process")
+        return next(reversed(_runtimes.values()))
+
+
+def current_cell() -> "Cell | None":
+    return getattr(_thread_state, "cell", None)
+
+
+def set_current_cell(cell: "Cell | None") -> None:
+    _thread_state.cell = cell
+
+
+class _Waiter:
+    """One outstanding request: a lock released by whoever resolves it."""
+
+    __slots__ = ("lock", "proc", "ok", "value", "callback")
+
+    def __init__(self, proc: str | None, callback: Callable[[bool, Any], None] | None = None) -> None:
+        self.proc = proc
+        self.callback = callback
+        self.ok = False
+        self.value: Any = None
+        if callback is None:
+            self.lock = threading.Lock()
+            self.lock.acquire()
+        else:
+            self.lock = None
+
+    def resolve(self, ok: bool, value: Any) -> None:
+        if self.callback is not None:
+            try:
+                self.callback(ok, value)
+            except Exception:  # a continuation must never kill the I/O thread
+                log.exception("continuation failed")
+            return
+        self.ok = ok
+        self.value = value
+        self.lock.release()
+
+
+class _SocketSet:
+    """A thread's PUSH sockets, one per peer process."""
+
+    __slots__ = ("socks", "gen")
+
+    def __init__(self) -> None:
+        self.socks: dict[str, zmq.Socket] = {}
+        self.gen = 0
+
+
+class Timer:
+    """A pending `send_after`; cancel it with `cancel_timer`."""
+
+    __slots__ = ("deadline", "target", "message", "cancelled", "fired")
+
+    def __init__(self, deadline: float, target: ActorRef | None, message: Any) -> None:
+        self.deadline = deadline
+        self.target = target
+        self.message = message
+        self.cancelled = False
+        self.fired = False
+
+    def __lt__(self, other: "Timer") -> bool:
+        return self.deadline < other.deadline
+
+    def __repr__(self) -> str:
+        return f"<Timer to={self.target!r} in={self.deadline - time.monotonic():.3f}s>"
+
+
+class Runtime:
+    """Process-local kernel state and the I/O thread."""
+
+    def __init__(self, node_id: str, rundir: str, proc: str, node_proc: str = "n") -> None:
+        self.node_id = node_id
+        self.rundir = rundir
+        self.proc = proc
+        self.node_proc = node_proc
+        self.is_node = proc == node_proc
+        self.pid = os.getpid()
+        self.ctx = zmq.Context()
+        self.ctx.setsockopt(zmq.LINGER, 0)
+        self.pull = self.ctx.socket(zmq.PULL)
+        self.pull.setsockopt(zmq.RCVHWM, 0)
+        self.endpoint = self.endpoint_of(proc)
+        self.pull.bind(self.endpoint)
+        self.cells: dict[str, Cell] = {}
+        self.sinks: dict[str, Any] = {}
+        self.pending: dict[int, _Waiter] = {}
+        self.dead_procs: set[str] = set()
+        self._dead_gen = 0
+        self._ref_counter = itertools.count(1)
+        self._id_counter = itertools.count(1)
+        self._timers: list[Timer] = []
+        self._timers_lock = threading.Lock()
+        self._tasks: list[Callable[[], None]] = []
+        self._tasks_lock = threading.Lock()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._fd_handlers: dict[int, Callable[[int], None]] = {}
+        self._socket_pool: list[_SocketSet] = []
+        self._socket_sets: list[_SocketSet] = []
+        self._pool_lock = threading.Lock()
+        self._tls = threading.local()
+        self._sys_handlers: dict[str, Callable[..., Any]] = {}
+        self._stopping = False
+        self.stats = _stats.current()
+        self.dropped_frames = 0
+        self.registry: Any = None  # set in the node process
+        self.on_cell_gone: Callable[[Cell], None] | None = None
+        self._io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
+        self._install_default_handlers()
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        with _runtimes_lock:
+            _runtimes[self.node_id] = self
+        self._io_thread.start()
+
+    def endpoint_of(self, proc: str) -> str:
+        return f"ipc://{self.rundir}/{proc}.sock"
+
+    def shutdown(self, linger: bool = False) -> None:
+        """Stop the I/O thread and close every socket.
+
+        With ``linger`` the sockets first deliver what they hold (a host that
+        halts must not lose its last exit signals); otherwise they drop it.
+        """
+        self._stopping = True
+        self._wake()
+        if self._io_thread.is_alive() and threading.current_thread() is not self._io_thread:
+            self._io_thread.join(timeout=5.0)
+        with _runtimes_lock:
+            if _runtimes.get(self.node_id) is self:
+                del _runtimes[self.node_id]
+        with self._pool_lock:
+            sets = list(self._socket_sets)
+        for sset in sets:
+            for sock in list(sset.socks.values()):
+                sock.close(linger=2000 if linger else 0)
+            sset.socks.clear()
+        self.pull.close(linger=0)
+        self.ctx.term()
+        try:
+            os.close(self._wake_fd)
+        except OSError:
+            pass
+
+    # -- ids -----------------------------------------------------------------
+
+    def new_actor_id(self) -> str:
+        return f"{self.proc}.{next(self._id_counter)}"
+
+    def new_ref(self) -> int:
+        return next(self._ref_counter)
+
+    def make_ref(self, actor_id: str, name: str | None = None) -> ActorRef:
+        return ActorRef(self.node_id, self.proc, actor_id, self.pid, name)
+
+    # -- sending -------------------------------------------------------------
+
+    def _socket_set(self) -> _SocketSet:
+        sset = getattr(self._tls, "sset", None)
+        if sset is None:
+            with self._pool_lock:
+                if self._socket_pool:
+                    sset = self._socket_pool.pop()
+                else:
+                    sset = _SocketSet()
+                    self._socket_sets.append(sset)
+            self._tls.sset = sset
+        if sset.gen != self._dead_gen:
+            for proc in [p for p in sset.socks if p in self.dead_procs]:
+                sset.socks.pop(proc).close(linger=0)
+            sset.gen = self._dead_gen
+        return sset
+
+    def release_thread_sockets(self) -> None:
+        """Give this thread's sockets to the pool; called when an actor thread ends."""
+        sset = getattr(self._tls, "sset", None)
+        if sset is not None:
+            self._tls.sset = None
+            with self._pool_lock:
+                self._socket_pool.append(sset)
+
+    def _send(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
+        if proc in self.dead_procs:
+            return
+        sset = self._socket_set()
+        sock = sset.socks.get(proc)
+        if sock is None:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.SNDHWM, _SNDHWM)
+            sock.setsockopt(zmq.LINGER, 2000)
+            sock.connect(self.endpoint_of(proc))
+            sset.socks[proc] = sock
+        enc, data = encode_body(body)
+        try:
+            sock.send(encode_header([kind, to, frm, ref, enc, self.proc]), zmq.SNDMORE | zmq.NOBLOCK)
+            sock.send(data, zmq.NOBLOCK)
+        except zmq.Again:
+            self.stats.increment("actors.transport.send_dropped")
+        except zmq.ZMQError:
+            if not self._stopping:
+                raise
+
+    def route(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
+        """Deliver a signal: in place when the target lives here, else over ZeroMQ."""
+        if proc == self.proc:
+            self._deliver(kind, to, frm, ref, body, self.proc)
+        else:
+            self._send(proc, kind, to, frm, ref, body)
+
+    # -- public messaging ----------------------------------------------------
+
+    def send(self, target: ActorRef, message: Any) -> None:
+        cell = current_cell()
+        self.route(target.proc, K_INFO, target.id, cell.id if cell else None, None, message)
+
+    def cast(self, target: ActorRef, request: Any) -> None:
+        cell = current_cell()
+        self.route(target.proc, K_CAST, target.id, cell.id if cell else None, None, request)
+
+    def call(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
+        return self._request(target, K_CALL, request, timeout)
+
+    def stop_actor(self, target: ActorRef, reason: Any, timeout: float | None) -> Any:
+        return self._request(target, K_STOP, reason, timeout)
+
+    def _request(self, target: ActorRef, kind: int, body: Any, timeout: float | None) -> Any:
+        cell = current_cell()
+        if cell is not None and cell.id == target.id:
+            raise Exit("calling_self", f"{target!r} called itself")
+        if target.proc in self.dead_procs:
+            raise Exit("noproc", f"{target!r} is not alive")
+        ref = next(self._ref_counter)
+        waiter = _Waiter(target.proc)
+        self.pending[ref] = waiter
+        self.route(target.proc, kind, target.id, cell.id if cell else None, ref, body)
+        if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            if self.pending.pop(ref, None) is not None:
+                raise CallTimeout(target, timeout)
+            waiter.lock.acquire()  # resolved in the meantime: take the result
+        if waiter.ok:
+            return waiter.value
+        raise Exit(waiter.value)
+
+    def sys_request(
+        self,
+        proc: str,
+        op: str,
+        args: Any,
+        timeout: float | None = 30.0,
+        callback: Callable[[bool, Any], None] | None = None,
+    ) -> Any:
+        """A request to another process's runtime (not to an actor)."""
+        if proc == self.proc and callback is None and op not in _DEFERRING:
+            return self._sys_handlers[op](self.proc, *args)
+        ref = next(self._ref_counter)
+        waiter = _Waiter(proc, callback)
+        self.pending[ref] = waiter
+        if proc == self.proc:
+            self.call_soon(lambda: self._handle_sys(self.proc, ref, (op, args)))
+        else:
+            self._send(proc, K_SYS, None, None, ref, (op, args))
+        if proc in self.dead_procs and self.pending.pop(ref, None) is not None:
+            waiter.resolve(False, "noproc")
+        if callback is not None:
+            return None
+        if not waiter.lock.acquire(timeout=-1 if timeout is None else timeout):
+            if self.pending.pop(ref, None) is not None:
+                raise CallTimeout(f"{proc}:{op}", timeout)
+            waiter.lock.acquire()
+        if waiter.ok:
+            return waiter.value
+        raise Exit(waiter.value)
+
+    def sys_send(self, proc: str, op: str, args: Any) -> None:
+        """A one-way system message to another process's runtime."""
+        self.route(proc, K_SYS, None, None, None, (op, args))
+
+    def reply(self, from_: From, value: Any) -> None:
+        self.route(from_.proc, K_REPLY, None, None, from_.ref, value)
+
+    def reply_exit(self, from_: From, reason: Any) -> None:
+        self.route(from_.proc, K_REPLY_EXIT, None, None, from_.ref, reason)
+
+    def is_alive(self, target: ActorRef, timeout: float = 5.0) -> bool:
+        if target.proc in self.dead_procs:
+            return False
+        if target.proc == self.proc:
+            return target.id in self.cells
+        try:
+            return bool(self.sys_request(target.proc, "alive", (target.id,), timeout))
+        except Exit:
+            return False
+
+    # -- receiving -----------------------------------------------------------
+
+    def _on_frames(self, frames: list[bytes]) -> None:
+        try:
+            kind, to, frm, ref, enc, src = decode_header(frames[0])
+            body = decode_body(enc, frames[1]) if len(frames) > 1 else None
+        except Exception:  # garbage is dropped and counted, never fatal
+            self.dropped_frames += 1
+            self.stats.increment("actors.transport.dropped_frames")
+            return
+        try:
+            self._deliver(kind, to, frm, ref, body, src)
+        except Exception:
+            log.exception("failed to deliver a frame of kind %s to %s", kind, to)
+
+    def _deliver(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:
+        if kind == K_REPLY or kind == K_REPLY_EXIT:
+            waiter = self.pending.pop(ref, None)
+            if waiter is not None:
+                waiter.resolve(kind == K_REPLY, body)
+            return
+        if kind == K_INFO or kind == K_CAST:
+            cell = self.cells.get(to)
+            if cell is not None:
+                cell.enqueue(kind, body)
+            else:
+                sink = self.sinks.get(to)
+                if sink is not None:
+                    sink.on_message(kind, body)
+            return
+        if kind == K_CALL or kind == K_STOP:
+            cell = self.cells.get(to)
+            from_ = From(src, ref, frm)
+            if cell is None or not cell.enqueue_call(kind, body, from_):
+                self.reply_exit(from_, "noproc")
+            return
+        if kind == K_SYS:
+            self._handle_sys(src, ref, body)
+            return
+        if kind == K_EXIT:
+            sender, reason, untrappable = body
+            cell = self.cells.get(to)
+            if cell is not None:
+                cell.exit_signal(sender, reason, untrappable)
+            return
+        if kind == K_LINK:
+            linker = body
+            cell = self.cells.get(to)
+            ok = cell is not None and cell.add_link(linker)
+            if ref is not None:
+                self.route(src, K_REPLY, None, None, ref, ok)
+            elif not ok:
+                self.route(linker.proc, K_EXIT, linker.id, None, None, (self.make_ref(to), "noproc", False))
+            return
+        if kind == K_UNLINK:
+            cell = self.cells.get(to)
+            if cell is not None:
+                cell.remove_link(body)
+            return
+        if kind == K_MONITOR:
+            mref, watcher, target = body
+            cell = self.cells.get(to)
+            if cell is None or not cell.add_monitor(mref, watcher):
+                self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, "noproc"))
+            return
+        if kind == K_DEMONITOR:
+            cell = self.cells.get(to)
+            if cell is not None:
+                cell.remove_monitor(body)
+            return
+        if kind == K_DOWN:
+            mref, target, reason = body
+            cell = self.cells.get(to)
+            if cell is not None:
+                cell.down(mref, target, reason)
+            else:
+                sink = self.sinks.get(to)
+                if sink is not None:
+                    sink.down(mref, target, reason)
+            return
+        self.dropped_frames += 1
+        self.stats.increment("actors.transport.dropped_frames")
+
+    # -- link / monitor helpers used by cells and the node --------------------
+
+    def send_exit(self, target: ActorRef, sender: ActorRef | None, reason: Any, untrappable: bool = False) -> None:
+        self.route(target.proc, K_EXIT, target.id, None, None, (sender, reason, untrappable))
+
+    def send_down(self, watcher: ActorRef, mref: Any, target: ActorRef, reason: Any) -> None:
+        self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, reason))
+
+    def request_monitor(self, watcher: ActorRef, target: ActorRef, mref: Any) -> None:
+        if target.proc in self.dead_procs:
+            self.send_down(watcher, mref, target, "noproc")
+            return
+        self.route(target.proc, K_MONITOR, target.id, None, None, (mref, watcher, target))
+
+    def request_demonitor(self, target: ActorRef, mref: Any) -> None:
+        self.route(target.proc, K_DEMONITOR, target.id, None, None, mref)
+
+    def request_link(self, linker: ActorRef, target: ActorRef, timeout: float = 10.0) -> bool:
+        """Link ``target`` back to ``linker``; False when the target is dead."""
+        if target.proc in self.dead_procs:
+            return False
+        if target.proc == self.proc:
+            cell = self.cells.get(target.id)
+            return cell is not None and cell.add_link(linker)
+        ref = next(self._ref_counter)
+        waiter = _Waiter(target.proc)
+        self.pending[ref] = waiter
+        self._send(target.proc, K_LINK, target.id, linker.id, ref, linker)
+        if not waiter.lock.acquire(timeout=timeout):
+            if self.pending.pop(ref, None) is not None:
+                raise CallTimeout(target, timeout)
+            waiter.lock.acquire()
+        return bool(waiter.ok and waiter.value)
+
+    def request_unlink(self, linker: ActorRef, target: ActorRef) -> None:
+        self.route(target.proc, K_UNLINK, target.id, None, None, linker)
+
+    # -- process death ---------------------------------------------------------
+
+    def proc_down(self, proc: str, reason: Any) -> None:
+        """A whole OS process of the node died: fail what pointed into it."""
+        if proc == self.proc or proc in self.dead_procs:
+            return
+        self.dead_procs.add(proc)
+        self._dead_gen += 1
+        for ref, waiter in list(self.pending.items()):
+            if waiter.proc == proc and self.pending.pop(ref, None) is not None:
+                waiter.resolve(False, reason)
+        for cell in list(self.cells.values()):
+            cell.proc_down(proc, reason)
+        for sink in list(self.sinks.values()):
+            sink.proc_down(proc, reason)
+        try:
+            os.unlink(self.endpoint_of(proc)[len("ipc://") :])
+        except OSError:
+            pass
+
+    # -- system requests -------------------------------------------------------
+
+    def register_sys(self, op: str, handler: Callable[..., Any]) -> None:
+        """``handler(src_proc, *args)``; its return value is the reply.
+
+        A handler that must answer later returns `DEFER` and replies itself
+        with `reply_sys`.
+        """
+        self._sys_handlers[op] = handler
+
+    def _handle_sys(self, src: str, ref: int | None, body: Any) -> None:
+        op, args = body
+        handler = self._sys_handlers.get(op)
+        if handler is None:
+            if ref is not None:
+                self.route(src, K_REPLY_EXIT, None, None, ref, ("unknown_system_request", op))
+            return
+        try:
+            result = handler(src, *args, _ref=ref) if op in _DEFERRING else handler(src, *args)
+        except Exception as exc:
+            log.exception("system request %s from %s failed", op, src)
+            if ref is not None:
+                self.route(src, K_REPLY_EXIT, None, None, ref, ("error", repr(exc)))
+            return
+        if ref is not None and result is not DEFER:
+            self.route(src, K_REPLY, None, None, ref, result)
+
+    def reply_sys(self, src: str, ref: int | None, ok: bool, value: Any) -> None:
+        if ref is not None:
+            self.route(src, K_REPLY if ok else K_REPLY_EXIT, None, None, ref, value)
+
+    def _install_default_handlers(self) -> None:
+        self.register_sys("alive", lambda src, actor_id: actor_id in self.cells)
+        self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
+        self.register_sys("stats", lambda src: self.stats.snapshot())
+        self.register_sys("info", lambda src: self.info())
+        self.register_sys("spawn_here", self._spawn_here)
+
+    # -- names -------------------------------------------------------------------
+
+    def register_name(self, name: str, ref: ActorRef) -> ActorRef | None:
+        """Take ``name``; returns the holder when it is taken by another actor."""
+        if self.registry is not None:
+            return self.registry.register(name, ref)
+        return self.sys_request(self.node_proc, "register", (name, ref))
+
+    def unregister_name(self, name: str, ref: ActorRef | None = None) -> bool:
+        if self.registry is not None:
+            return self.registry.unregister(name, ref)
+        return bool(self.sys_request(self.node_proc, "unregister", (name, ref)))
+
+    def unregister_name_then(self, name: str, ref: ActorRef, then: Callable[..., None]) -> None:
+        """Unregister without blocking this thread, then run ``then``."""
+        if self.registry is not None:
+            self.registry.unregister(name, ref)
+            then()
+            return
+        self.sys_request(self.node_proc, "unregister", (name, ref), callback=lambda ok, v: then())
+
+    def whereis(self, name: str) -> ActorRef | None:
+        if self.registry is not None:
+            return self.registry.whereis(name)
+        return self.sys_request(self.node_proc, "whereis", (name,))
+
+    def _spawn_here(self, src: str, orig_src: str, orig_ref: int, payload: bytes) -> None:
+        """Start an actor the node placed here; answer the original requester."""
+        import cloudpickle
+
+        from actors._spawn import start_here
+
+        actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
+
+        def on_started(kind: str, detail: Any) -> None:
+            self.reply_sys(orig_src, orig_ref, True, (kind, detail))
+            if not self.is_node:
+                self.sys_send(self.node_proc, "spawn_done", (orig_src, orig_ref))
+
+        start_here(self, actor_id, cls, args, kwargs, name, parent, link, on_started)
+
+    def info(self) -> list[dict[str, Any]]:
+        """A cheap snapshot of the actors of this process."""
+        return [cell.info() for cell in list(self.cells.values())]
+
+    # -- timers ------------------------------------------------------------------
+
+    def send_after(self, seconds: float, target: ActorRef, message: Any) -> Timer:
+        timer = Timer(time.monotonic() + max(0.0, seconds), target, message)
+        with self._timers_lock:
+            heapq.heappush(self._timers, timer)
+            earliest = self._timers[0] is timer
+        if earliest:
+            self._wake()
+        return timer
+
+    def call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        """Run ``fn`` on the I/O thread after ``seconds``."""
+        timer = Timer(time.monotonic() + max(0.0, seconds), None, fn)
+        with self._timers_lock:
+            heapq.heappush(self._timers, timer)
+            earliest = self._timers[0] is timer
+        if earliest:
+            self._wake()
+        return timer
+
+    @staticmethod
+    def cancel_timer(timer: Timer) -> float | bool:
+        """Seconds that were left, or False when it already fired or was cancelled."""
+        if timer.fired or timer.cancelled:
+            return False
+        timer.cancelled = True
+        return max(0.0, timer.deadline - time.monotonic())
+
+    def _fire_timers(self) -> float | None:
+        now = time.monotonic()
+        due: list[Timer] = []
+        with self._timers_lock:
+            while self._timers and self._timers[0].deadline <= now:
+                due.append(heapq.heappop(self._timers))
+            next_deadline = self._timers[0].deadline if self._timers else None
+        for timer in due:
+            if not timer.cancelled:
+                timer.fired = True
+                try:
+                    if timer.target is None:
+                        timer.message()
+                        continue
+                    self.route(timer.target.proc, K_INFO, timer.target.id, None, None, timer.message)
+                except Exception:
+                    log.exception("timer delivery failed")
+        return next_deadline
+
+    # -- the I/O thread ------------------------------------------------------------
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread."""
+        with self._tasks_lock:
+            self._tasks.append(fn)
+        self._wake()
+
+    def watch_fd(self, fd: int, handler: Callable[[int], None]) -> None:
+        self.call_soon(lambda: self._fd_handlers.__setitem__(fd, handler))
+
+    def unwatch_fd(self, fd: int) -> None:
+        self.call_soon(lambda: self._fd_handlers.pop(fd, None))
+
+    def _wake(self) -> None:
+        try:
+            os.eventfd_write(self._wake_fd, 1)
+        except OSError:
+            pass
+
+    def _io_loop(self) -> None:
+        pull = self.pull
+        registered: dict[int, bool] = {}
+        poller = zmq.Poller()
+        poller.register(pull, zmq.POLLIN)
+        poller.register(self._wake_fd, zmq.POLLIN)
+        recv = pull.recv_multipart
+        next_deadline: float | None = None
+        while not self._stopping:
+            if next_deadline is None:
+                timeout = None
+            else:
+                timeout = max(0.0, (next_deadline - time.monotonic()) * 1000.0)
+            try:
+                events = poller.poll(timeout)
+            except zmq.ZMQError:
+                if self._stopping:
+                    break
+                raise
+            for sock, _ev in events:
+                if sock is pull:
+                    for _ in range(_DRAIN_BATCH):
+                        try:
+                            frames = recv(zmq.NOBLOCK)
+                        except zmq.Again:
+                            break
+                        self._on_frames(frames)
+                elif sock == self._wake_fd:
+                    try:
+                        os.eventfd_read(self._wake_fd)
+                    except OSError:
+                        pass
+                else:
+                    handler = self._fd_handlers.get(sock)
+                    if handler is not None:
+                        try:
+                            handler(sock)
+                        except Exception:
+                            log.exception("fd handler failed")
+            if self._tasks:
+                with self._tasks_lock:
+                    tasks, self._tasks = self._tasks, []
+                for task in tasks:
+                    try:
+                        task()
+                    except Exception:
+                        log.exception("I/O task failed")
+            if registered.keys() != self._fd_handlers.keys():
+                for fd in list(registered):
+                    if fd not in self._fd_handlers:
+                        poller.unregister(fd)
+                        del registered[fd]
+                for fd in self._fd_handlers:
+                    if fd not in registered:
+                        poller.register(fd, zmq.POLLIN)
+                        registered[fd] = True
+            next_deadline = self._fire_timers()
+
+
+#: Returned by a deferring system handler that replies later itself.
+DEFER = object()
+_DEFERRING = {"spawn"}

@@ -1,0 +1,119 @@
+"""Starting actors: in this process, or in a host process placed by the node."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable
+
+import cloudpickle
+
+from actors._cell import Cell
+from actors._reasons import Exit
+from actors._ref import ActorRef
+from actors._runtime import Runtime, current_cell
+
+__all__ = ["AlreadyRegistered", "SpawnError", "normalise_cpus", "spawn", "start_here"]
+
+
+class SpawnError(Exit):
+    """``init`` failed (or the actor could not be placed); ``reason`` says why."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.detail))
+
+
+class AlreadyRegistered(SpawnError):
+    """The name is taken; ``reason`` is ``("already_started", holder_ref)``."""
+
+    @property
+    def holder(self) -> ActorRef:
+        return self.reason[1]
+
+
+def normalise_cpus(cpus: Iterable[int] | int | None) -> list[int] | None:
+    if cpus is None:
+        return None
+    if isinstance(cpus, int):
+        cpus = [cpus]
+    result = sorted({int(c) for c in cpus})
+    if not result or any(c < 0 for c in result):
+        raise ValueError(f"cpus must be a non-empty set of CPU numbers, got {cpus!r}")
+    return result
+
+
+def start_here(
+    rt: Runtime,
+    actor_id: str,
+    cls: type,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    name: str | None,
+    parent: ActorRef | None,
+    link: bool,
+    on_started: Any,
+) -> None:
+    """Create the cell and its thread; ``on_started(kind, detail)`` reports init."""
+    try:
+        server = cls()
+    except BaseException as exc:  # noqa: BLE001 - a constructor failure is a start error
+        from actors._reasons import crash_from
+
+        on_started("error", crash_from(exc))
+        return
+    Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started).start()
+
+
+def spawn(
+    rt: Runtime,
+    cls: type,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    name: str | None = None,
+    host: str | None = None,
+    cpus: Any = None,
+    link: bool = False,
+    parent: ActorRef | None = None,
+) -> ActorRef | None:
+    from actors.gen_server import GenServer
+
+    if not (isinstance(cls, type) and issubclass(cls, GenServer)):
+        raise TypeError(f"spawn needs a GenServer subclass, got {cls!r}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"actor names are strings, got {name!r}")
+    cpu_list = normalise_cpus(cpus)
+    cell = current_cell()
+    if cell is not None and cell.runtime is rt:
+        parent = cell.ref
+    if link and parent is None:
+        raise ValueError("spawn_link needs a calling actor to link to")
+    actor_id = rt.new_actor_id()
+    if host is None:
+        if cpu_list is not None:
+            raise ValueError("cpus= pins a host process: give host='own' or a host name")
+        done = threading.Event()
+        outcome: list[Any] = []
+
+        def on_started(kind: str, detail: Any) -> None:
+            outcome.append((kind, detail))
+            done.set()
+
+        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started)
+        done.wait()
+        kind, detail = outcome[0]
+    else:
+        if not isinstance(host, str) or not host:
+            raise ValueError(f"host must be None, 'own' or a host name, got {host!r}")
+        payload = cloudpickle.dumps((actor_id, cls, tuple(args), dict(kwargs), name, parent, link))
+        kind, detail = rt.sys_request(rt.node_proc, "spawn", (host, cpu_list, payload), timeout=None)
+    if kind == "ok":
+        ref: ActorRef = detail
+        if link and cell is not None:
+            with cell.lock:
+                cell.links[ref.id] = ref
+        return ref
+    if kind == "ignore":
+        return None
+    if kind == "already_registered":
+        raise AlreadyRegistered(("already_started", detail), f"name {name!r} is taken")
+    raise SpawnError(detail, f"{cls.__name__} failed to start")

@@ -1,0 +1,159 @@
+"""The gen_server behaviour: thin callbacks over the kernel's generic loop."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import TYPE_CHECKING, Any
+
+from actors._reasons import Exit
+from actors._ref import ActorRef, From
+from actors._runtime import Timer
+
+if TYPE_CHECKING:
+    from actors._cell import Cell
+
+__all__ = ["GenServer", "UnexpectedMessage"]
+
+log = logging.getLogger("actors")
+_mrefs = itertools.count(1)
+
+
+class UnexpectedMessage(Exception):
+    """A call or cast reached a server that defines no handler for it."""
+
+
+class GenServer:
+    """Subclass and override the callbacks you need.
+
+    ``init(*args, **kwargs)`` runs in the actor's own thread before any
+    message; it may return `actors.Continue`, `actors.ignore` or
+    `actors.Stop`.  ``handle_call(request, from_)`` returns the reply (or
+    `actors.noreply` and later ``self.reply(from_, value)``).  Raising, or
+    returning `actors.Stop`, or calling ``self.stop(reason)`` ends the actor;
+    ``terminate(reason)`` then runs, except on ``kill`` and on exit signals
+    while not trapping exits.
+    """
+
+    _actor_cell: "Cell"
+
+    # -- callbacks ---------------------------------------------------------------
+
+    def init(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def handle_call(self, request: Any, from_: From) -> Any:
+        raise UnexpectedMessage(f"{type(self).__name__} got unexpected call {request!r}")
+
+    def handle_cast(self, request: Any) -> Any:
+        raise UnexpectedMessage(f"{type(self).__name__} got unexpected cast {request!r}")
+
+    def handle_info(self, message: Any) -> Any:
+        log.warning("%s (%s) dropped unexpected message %r", type(self).__name__, self.ref.id, message)
+        return None
+
+    def handle_continue(self, arg: Any) -> Any:
+        raise UnexpectedMessage(f"{type(self).__name__} got handle_continue({arg!r}) but defines none")
+
+    def terminate(self, reason: Any) -> None:
+        return None
+
+    # -- the actor's view of itself -------------------------------------------------
+
+    @property
+    def ref(self) -> ActorRef:
+        return self._actor_cell.ref
+
+    @property
+    def parent(self) -> ActorRef | None:
+        return self._actor_cell.parent
+
+    @property
+    def trap_exit(self) -> bool:
+        return self._actor_cell.trap_exit
+
+    @trap_exit.setter
+    def trap_exit(self, value: bool) -> None:
+        self._actor_cell.trap_exit = bool(value)
+
+    def reply(self, from_: From, value: Any) -> None:
+        """Answer a call whose ``handle_call`` returned `actors.noreply`."""
+        self._actor_cell.reply(from_, value)
+
+    def stop(self, reason: Any = "normal") -> None:
+        """Stop after the current callback returns (``terminate`` runs first)."""
+        self._actor_cell.request_stop(reason)
+
+    # -- links and monitors -------------------------------------------------------
+
+    def link(self, ref: ActorRef) -> None:
+        """Link both ways.  A dead target raises ``Exit("noproc")`` (or, when
+        trapping exits, delivers ``("EXIT", ref, "noproc")``)."""
+        cell = self._actor_cell
+        if ref == cell.ref:
+            return
+        if not cell.runtime.request_link(cell.ref, ref):
+            if cell.trap_exit:
+                cell.enqueue(100, (ref, "noproc"))  # _M_EXIT
+                return
+            raise Exit("noproc", f"link to {ref!r}")
+        with cell.lock:
+            cell.links[ref.id] = ref
+
+    def unlink(self, ref: ActorRef) -> None:
+        cell = self._actor_cell
+        with cell.lock:
+            cell.links.pop(ref.id, None)
+        cell.runtime.request_unlink(cell.ref, ref)
+
+    def monitor(self, ref: ActorRef) -> tuple[str, int]:
+        """Watch ``ref``; one ``("DOWN", mref, ref, reason)`` arrives in
+        ``handle_info`` (``noproc`` when it is already dead)."""
+        cell = self._actor_cell
+        mref = (cell.id, next(_mrefs))
+        with cell.lock:
+            cell.monitors_out[mref] = ref
+        cell.runtime.request_monitor(cell.ref, ref, mref)
+        return mref
+
+    def demonitor(self, mref: Any) -> bool:
+        """Stop watching; a DOWN already queued for ``mref`` is discarded."""
+        cell = self._actor_cell
+        with cell.lock:
+            target = cell.monitors_out.pop(mref, None)
+        if target is None:
+            return False
+        cell.runtime.request_demonitor(target, mref)
+        return True
+
+    # -- spawning, timers, names ----------------------------------------------------
+
+    def spawn(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
+              cpus: Any = None, kwargs: dict[str, Any] | None = None, link: bool = False) -> ActorRef | None:
+        """Start an actor (see `Node.spawn`); this actor becomes its parent."""
+        from actors._spawn import spawn
+
+        return spawn(self._actor_cell.runtime, cls, args, kwargs or {}, name=name, host=host,
+                     cpus=cpus, link=link)
+
+    def spawn_link(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
+                   cpus: Any = None, kwargs: dict[str, Any] | None = None) -> ActorRef | None:
+        """`spawn` and link atomically: the new actor's parent is this actor."""
+        return self.spawn(cls, *args, name=name, host=host, cpus=cpus, kwargs=kwargs, link=True)
+
+    def send_after(self, seconds: float, message: Any, dest: ActorRef | None = None) -> Timer:
+        """Deliver ``message`` to ``handle_info`` (of ``dest``, default self) later."""
+        cell = self._actor_cell
+        return cell.runtime.send_after(seconds, dest or cell.ref, message)
+
+    def cancel_timer(self, timer: Timer) -> float | bool:
+        """Seconds left, or False when the timer already fired or was cancelled."""
+        return self._actor_cell.runtime.cancel_timer(timer)
+
+    def whereis(self, name: str) -> ActorRef | None:
+        return self._actor_cell.runtime.whereis(name)
+
+    def exit(self, ref: ActorRef, reason: Any) -> None:
+        """Send an exit signal (``"kill"`` is untrappable)."""
+        cell = self._actor_cell
+        cell.runtime.send_exit(ref, cell.ref, reason, untrappable=reason == "kill")

@@ -1,0 +1,511 @@
+"""The node: the handle a host program holds on the whole actor system."""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import multiprocess
+
+from actors import config as _config
+from actors import stats as _stats
+from actors._host import write_message, zygote_main
+from actors._reasons import CallTimeout, Exit
+from actors._ref import ActorRef
+from actors._registry import Registry
+from actors._runtime import DEFER, Runtime, Timer
+from actors._spawn import normalise_cpus, spawn
+
+__all__ = ["HostInfo", "Monitor", "Node"]
+
+log = logging.getLogger("actors.node")
+_node_counter = itertools.count(1)
+_open_nodes: "weakref.WeakSet[Node]" = weakref.WeakSet()
+_HOST_START_TIMEOUT = 20.0
+
+
+@dataclass
+class HostInfo:
+    """A host process as the node sees it."""
+
+    proc: str
+    label: str | None
+    cpus: list[int] | None
+    own: bool
+    pid: int | None = None
+    state: str = "starting"  # starting, up, dead
+    pidfd: int | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    queued: list[Any] = field(default_factory=list)
+    halting: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"proc": self.proc, "label": self.label, "cpus": self.cpus, "own": self.own,
+                "pid": self.pid, "state": self.state}
+
+
+class Monitor:
+    """A node-level monitor: ``wait`` returns ``(ref, reason)`` once ``ref`` dies."""
+
+    def __init__(self, node: "Node", target: ActorRef, sink_id: str) -> None:
+        self.node = node
+        self.target = target
+        self.id = sink_id
+        self.mref = ("n", sink_id)
+        self._event = threading.Event()
+        self._result: tuple[ActorRef, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Monitor of {self.target!r}>"
+
+    # sink protocol (called by the runtime)
+    def down(self, mref: Any, target: ActorRef, reason: Any) -> None:
+        if self._result is None:
+            self._result = (target, reason)
+            self.node._rt.sinks.pop(self.id, None)
+            self._event.set()
+
+    def proc_down(self, proc: str, reason: Any) -> None:
+        if self.target.proc == proc:
+            self.down(self.mref, self.target, reason)
+
+    def on_message(self, kind: int, body: Any) -> None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> tuple[ActorRef, Any]:
+        """Block until the DOWN arrives; raises `TimeoutError` after ``timeout``."""
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"{self.target!r} still alive after {timeout} s")
+        assert self._result is not None
+        return self._result
+
+    @property
+    def fired(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        self.node._rt.sinks.pop(self.id, None)
+        self.node._rt.request_demonitor(self.target, self.mref)
+
+
+class Node:
+    """An actor system spanning this process and the host processes it starts.
+
+    ``with Node() as node:`` needs no daemon and no configuration.  Closing it
+    stops the actors it started (newest first), then every host process, and
+    removes its private runtime directory.
+    """
+
+    def __init__(
+        self,
+        config: _config.Config | Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None = None,
+        *,
+        rundir: str | None = None,
+    ) -> None:
+        self.id = f"{os.getpid()}-{next(_node_counter)}-{os.urandom(3).hex()}"
+        self.config = _as_config(config)
+        self.rundir = rundir or tempfile.mkdtemp(prefix="otpy-")
+        os.makedirs(self.rundir, mode=0o700, exist_ok=True)
+        os.chmod(self.rundir, 0o700)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._hosts: dict[str, HostInfo] = {}
+        self._shared: dict[str, str] = {}
+        self._forwarded: dict[tuple[str, int], str] = {}
+        self._host_counter = itertools.count(1)
+        self._sink_counter = itertools.count(1)
+        self._top: list[ActorRef] = []
+        self._hosts_changed = threading.Condition()
+        self._start_zygote()
+        self._rt = Runtime(self.id, self.rundir, "n")
+        self._rt.registry = Registry()
+        self._install_handlers()
+        self._previous_config = _config.set_current(self.config)
+        self._config_listener = self.config.listen(self._broadcast_config)
+        self._rt.start()
+        self._write_node_file()
+        _open_nodes.add(self)
+
+    # -- context manager -----------------------------------------------------------
+
+    def __enter__(self) -> "Node":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Node {self.id} rundir={self.rundir}>"
+
+    # -- actors ----------------------------------------------------------------------
+
+    def spawn(
+        self,
+        cls: type,
+        *args: Any,
+        name: str | None = None,
+        host: str | None = None,
+        cpus: Iterable[int] | int | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> ActorRef | None:
+        """Start ``cls`` (a `GenServer`) and run its ``init(*args, **kwargs)``.
+
+        ``host=None`` runs it in this process, ``host="own"`` in a new host
+        process of its own, any other string in the shared host of that name
+        (created on first use); ``cpus`` pins a new host with
+        ``os.sched_setaffinity``.  Returns the ref, or ``None`` when ``init``
+        returned `actors.ignore`; raises `SpawnError` when ``init`` failed.
+        """
+        self._check_open()
+        ref = spawn(self._rt, cls, args, kwargs or {}, name=name, host=host, cpus=cpus)
+        if ref is not None:
+            self._top.append(ref)
+        return ref
+
+    def whereis(self, name: str) -> ActorRef | None:
+        return self._rt.registry.whereis(name)
+
+    def register(self, name: str, ref: ActorRef) -> None:
+        """Give a live actor a name; raises `ValueError` when the name is taken."""
+        if not ref.is_alive():
+            raise Exit("noproc", f"cannot register {name!r}: {ref!r} is not alive")
+        holder = self._rt.registry.register(name, ref)
+        if holder is not None:
+            raise ValueError(f"name {name!r} is already registered to {holder!r}")
+
+    def unregister(self, name: str) -> None:
+        if not self._rt.registry.unregister(name):
+            raise KeyError(f"name {name!r} is not registered")
+
+    def registered(self) -> dict[str, ActorRef]:
+        return self._rt.registry.snapshot()
+
+    def monitor(self, ref: ActorRef) -> Monitor:
+        """Watch ``ref`` from the host program; see `Monitor.wait`."""
+        sink_id = f"$mon.{next(self._sink_counter)}"
+        mon = Monitor(self, ref, sink_id)
+        self._rt.sinks[sink_id] = mon
+        watcher = ActorRef(self.id, self._rt.proc, sink_id, self._rt.pid)
+        self._rt.request_monitor(watcher, ref, mon.mref)
+        return mon
+
+    def demonitor(self, monitor: Monitor) -> None:
+        monitor.cancel()
+
+    def kill(self, ref: ActorRef) -> None:
+        """Untrappable exit: the actor dies with reason ``killed``; no ``terminate``."""
+        self._rt.send_exit(ref, None, "killed", untrappable=True)
+
+    def exit(self, ref: ActorRef, reason: Any) -> None:
+        """Send an exit signal from outside any actor (``"kill"`` is untrappable)."""
+        self._rt.send_exit(ref, None, reason, untrappable=reason == "kill")
+
+    def stop(self, ref: ActorRef, reason: Any = "normal", timeout: float | None = None) -> None:
+        """Stop the actor as ``gen_server:stop`` does: ``terminate`` runs, and
+        this returns once it is dead.  Raises `Exit` (``noproc``) when it is not
+        alive, `CallTimeout` when it does not stop in time."""
+        final = self._rt.stop_actor(ref, reason, timeout)
+        if final != reason:
+            raise Exit(final, f"{ref!r} stopped with another reason")
+
+    def send_after(self, seconds: float, ref: ActorRef, message: Any) -> Timer:
+        return self._rt.send_after(seconds, ref, message)
+
+    def cancel_timer(self, timer: Timer) -> float | bool:
+        return self._rt.cancel_timer(timer)
+
+    # -- introspection -----------------------------------------------------------------
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._rt
+
+    def hosts(self) -> list[dict[str, Any]]:
+        return [h.to_dict() for h in list(self._hosts.values())]
+
+    def actors(self, timeout: float = 2.0) -> list[dict[str, Any]]:
+        """Every live actor of the node, with its process, pid and mailbox depth."""
+        result = list(self._rt.info())
+        for host in list(self._hosts.values()):
+            if host.state != "up":
+                continue
+            try:
+                for entry in self._rt.sys_request(host.proc, "info", (), timeout=timeout):
+                    entry["cpus"] = host.cpus
+                    entry["host"] = host.label or host.proc
+                    result.append(entry)
+            except (Exit, CallTimeout):
+                continue
+        names = {ref.id: name for name, ref in self.registered().items()}
+        for entry in result:
+            entry.setdefault("host", "node")
+            entry["registered"] = names.get(entry["id"])
+        return result
+
+    def stats(self, timeout: float = 2.0) -> dict[str, Any]:
+        """Counters, gauges and histograms merged over every process of the node."""
+        snaps = [_stats.current().snapshot()]
+        for host in list(self._hosts.values()):
+            if host.state == "up":
+                try:
+                    snaps.append(self._rt.sys_request(host.proc, "stats", (), timeout=timeout))
+                except (Exit, CallTimeout):
+                    continue
+        return _stats.merge_snapshots(snaps)
+
+    # -- host processes (all on the I/O thread) --------------------------------------
+
+    def _start_zygote(self) -> None:
+        single = threading.active_count() == 1
+        ctx = multiprocess.get_context("fork" if single else "spawn")
+        read_fd, write_fd = os.pipe()
+        self._zygote_fd = write_fd
+        if single:
+            args = (read_fd, [write_fd], self.rundir, list(sys.path))
+        else:
+            os.set_inheritable(read_fd, True)
+            args = (read_fd, [], self.rundir, list(sys.path))
+        self._zygote = ctx.Process(target=zygote_main, args=args, name="actors-zygote", daemon=False)
+        if single:
+            self._zygote.start()
+        else:
+            # spawn passes only listed fds: hand over the read end explicitly.
+            from multiprocess import util
+
+            orig = util.spawnv_passfds
+
+            def passfds(path: str, argv: list[str], fds: Any) -> int:
+                return orig(path, argv, [*fds, read_fd])
+
+            util.spawnv_passfds = passfds
+            try:
+                self._zygote.start()
+            finally:
+                util.spawnv_passfds = orig
+        os.close(read_fd)
+
+    def _install_handlers(self) -> None:
+        rt = self._rt
+        rt.register_sys("register", lambda src, name, ref: rt.registry.register(name, ref))
+        rt.register_sys("unregister", lambda src, name, ref: rt.registry.unregister(name, ref))
+        rt.register_sys("whereis", lambda src, name: rt.registry.whereis(name))
+        rt.register_sys("spawn", self._on_spawn)
+        rt.register_sys("spawn_done", lambda src, osrc, oref: self._forwarded.pop((osrc, oref), None))
+        rt.register_sys("host_up", self._on_host_up)
+        rt.register_sys("halting", self._on_halting)
+        rt.register_sys("config_set", lambda src, s, k, v: self._config_set(s, k, v))
+        rt.register_sys("hosts", lambda src: self.hosts())
+
+    def _config_set(self, section: str, key: str, value: str | None) -> None:
+        if value is None:
+            self.config.delete(section, key)
+        else:
+            self.config.set(section, key, value)
+
+    def _on_spawn(self, src: str, host: str, cpus: list[int] | None, payload: bytes, _ref: int) -> Any:
+        if self._closed:
+            self._rt.reply_sys(src, _ref, True, ("error", "node_closing"))
+            return DEFER
+        if host == "own":
+            record = self._new_host(None, cpus, own=True)
+        else:
+            proc = self._shared.get(host)
+            record = self._hosts.get(proc) if proc else None
+            if record is None or record.state == "dead":
+                record = self._new_host(host, cpus, own=False)
+                self._shared[host] = record.proc
+            elif cpus is not None and record.cpus != cpus:
+                self._rt.reply_sys(src, _ref, True, ("error", ("host_cpus_mismatch", host, record.cpus)))
+                return DEFER
+
+        def forward() -> None:
+            self._forwarded[(src, _ref)] = record.proc
+            self._rt.sys_send(record.proc, "spawn_here", (src, _ref, payload))
+
+        if record.state == "up":
+            forward()
+        else:
+            record.queued.append((src, _ref, forward))
+        return DEFER
+
+    def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
+        proc = f"h{next(self._host_counter)}"
+        record = HostInfo(proc, label, cpus, own)
+        self._hosts[proc] = record
+        boot = {
+            "proc": proc,
+            "node_id": self.id,
+            "rundir": self.rundir,
+            "node_proc": self._rt.proc,
+            "cpus": cpus,
+            "config": self.config.to_dict(),
+            "exit_when_empty": own,
+            "zygote_pid": self._zygote.pid,
+            "log_level": logging.getLogger().getEffectiveLevel(),
+        }
+        try:
+            write_message(self._zygote_fd, ("fork", boot))
+        except OSError as exc:
+            log.error("cannot reach the zygote to start host %s: %s", proc, exc)
+        self._rt.call_later(_HOST_START_TIMEOUT, lambda: self._host_timeout(proc))
+        return record
+
+    def _host_timeout(self, proc: str) -> None:
+        record = self._hosts.get(proc)
+        if record is not None and record.state == "starting":
+            log.error("host %s did not start within %s s", proc, _HOST_START_TIMEOUT)
+            record.state = "dead"
+            for src, ref, _fwd in record.queued:
+                self._rt.reply_sys(src, ref, True, ("error", "host_start_timeout"))
+            record.queued.clear()
+
+    def _on_host_up(self, src: str, proc: str, pid: int) -> None:
+        record = self._hosts.get(proc)
+        if record is None or record.state != "starting":
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            return
+        record.pid = pid
+        record.state = "up"
+        try:
+            record.pidfd = os.pidfd_open(pid)
+            self._rt.watch_fd(record.pidfd, lambda fd, p=proc: self._on_host_exit(p))
+        except OSError:  # it died already
+            self._on_host_exit(proc)
+            return
+        queued, record.queued = record.queued, []
+        for _src, _ref, forward in queued:
+            forward()
+        with self._hosts_changed:
+            self._hosts_changed.notify_all()
+
+    def _on_halting(self, src: str, proc: str) -> None:
+        record = self._hosts.get(proc)
+        if record is not None:
+            record.halting = True
+
+    def _on_host_exit(self, proc: str) -> None:
+        record = self._hosts.get(proc)
+        if record is None or record.state == "dead":
+            return
+        record.state = "dead"
+        if record.pidfd is not None:
+            self._rt.unwatch_fd(record.pidfd)
+            fd, record.pidfd = record.pidfd, None
+            self._rt.call_soon(lambda: os.close(fd))
+        if record.label and self._shared.get(record.label) == proc:
+            del self._shared[record.label]
+        reason = "noconnection" if (record.halting or self._closed) else "killed"
+        if not record.halting and not self._closed:
+            log.error("host process %s (pid %s) died: actors there exit with %r", proc, record.pid, reason)
+        self._rt.registry.drop_proc(proc)
+        for key, where in list(self._forwarded.items()):
+            if where == proc:
+                del self._forwarded[key]
+                self._rt.reply_sys(key[0], key[1], True, ("error", reason))
+        for other in self._hosts.values():
+            if other.state == "up":
+                self._rt.sys_send(other.proc, "proc_down", (proc, reason))
+        self._rt.proc_down(proc, reason)
+        if not self._closed:
+            self._hosts = {p: h for p, h in self._hosts.items() if h.state != "dead" or p == proc}
+        with self._hosts_changed:
+            self._hosts_changed.notify_all()
+
+    def _broadcast_config(self, section: str, key: str, value: str | None, persist: bool) -> None:
+        for host in list(self._hosts.values()):
+            if host.state == "up":
+                self._rt.sys_send(host.proc, "config", (section, key, value))
+
+    def _write_node_file(self) -> None:
+        info = {"node_id": self.id, "pid": os.getpid(), "proc": self._rt.proc, "rundir": self.rundir}
+        path = os.path.join(self.rundir, "node.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(info, fh)
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this node is closed")
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop every actor and host process; idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            deadline = time.monotonic() + timeout
+            for ref in reversed(self._top):
+                self._stop_quietly(ref, max(0.5, min(5.0, deadline - time.monotonic())))
+            self._closed = True
+            self.config.unlisten(self._config_listener)
+            for record in list(self._hosts.values()):
+                if record.state != "dead":
+                    self._rt.sys_send(record.proc, "halt", ())
+            with self._hosts_changed:
+                self._hosts_changed.wait_for(
+                    lambda: all(h.state != "starting" and h.state != "up" for h in self._hosts.values())
+                    or time.monotonic() > deadline,
+                    timeout=max(0.1, min(3.0, deadline - time.monotonic())),
+                )
+            for record in list(self._hosts.values()):
+                if record.state != "dead" and record.pid:
+                    try:
+                        os.kill(record.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            for cell in list(self._rt.cells.values()):
+                cell.die("shutdown")
+            try:
+                os.close(self._zygote_fd)
+            except OSError:
+                pass
+            self._zygote.join(5.0)
+            if self._zygote.is_alive():
+                self._zygote.kill()
+                self._zygote.join(2.0)
+            self._rt.shutdown()
+            _config.set_current(self._previous_config)
+            shutil.rmtree(self.rundir, ignore_errors=True)
+            _open_nodes.discard(self)
+
+    def _stop_quietly(self, ref: ActorRef, timeout: float) -> None:
+        try:
+            self._rt.stop_actor(ref, "shutdown", timeout)
+        except CallTimeout:
+            self.kill(ref)
+        except Exit:
+            pass
+
+
+def _as_config(config: Any) -> _config.Config:
+    if config is None:
+        return _config.Config()
+    if isinstance(config, _config.Config):
+        return config
+    if isinstance(config, Mapping):
+        return _config.Config(config)
+    return _config.Config.from_ini(config)
+
+
+@atexit.register
+def _close_open_nodes() -> None:
+    for node in list(_open_nodes):
+        try:
+            node.close(timeout=3.0)
+        except Exception:  # pragma: no cover - best effort at interpreter exit
+            pass

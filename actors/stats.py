@@ -1,0 +1,136 @@
+"""Counters, gauges and histograms named as in the seeds.
+
+Each OS process keeps its own `Stats`; recording is a dict update under a
+lock, cheap enough for the message path.  The node merges the snapshots of
+all its processes when the host program asks (`Node.stats()`), so services
+record locally and never send a message to count something.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Histogram", "Stats", "current", "merge_snapshots"]
+
+_MAX_SAMPLES = 4096
+
+
+@dataclass
+class Histogram:
+    """A bounded reservoir of recent samples with count, sum, min and max."""
+
+    count: int = 0
+    total: float = 0.0
+    minimum: float = float("inf")
+    maximum: float = float("-inf")
+    samples: list[float] = field(default_factory=list)
+
+    def update(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        if value < self.minimum:
+            self.minimum = value
+        if value > self.maximum:
+            self.maximum = value
+        if len(self.samples) < _MAX_SAMPLES:
+            self.samples.append(value)
+        else:
+            self.samples[self.count % _MAX_SAMPLES] = value
+
+    def summary(self) -> dict[str, float]:
+        ordered = sorted(self.samples)
+        return {
+            "n": self.count,
+            "sum": self.total,
+            "min": self.minimum if self.count else 0.0,
+            "max": self.maximum if self.count else 0.0,
+            "mean": self.total / self.count if self.count else 0.0,
+            "p50": percentile(ordered, 50),
+            "p99": percentile(ordered, 99),
+        }
+
+
+def percentile(ordered: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted sequence (0.0 when empty)."""
+    if not ordered:
+        return 0.0
+    rank = max(0, min(len(ordered) - 1, int(round(pct / 100.0 * len(ordered) + 0.5)) - 1))
+    return float(ordered[rank])
+
+
+class Stats:
+    """One process's metrics; names are dotted strings like the seeds'."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counters: dict[str, int] = {}
+        self._gauges: dict[str, float] = {}
+        self._histograms: dict[str, Histogram] = {}
+
+    def increment(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counters[name] = self._counters.get(name, 0) + amount
+
+    def decrement(self, name: str, amount: int = 1) -> None:
+        self.increment(name, -amount)
+
+    def update_gauge(self, name: str, value: float) -> None:
+        with self._lock:
+            self._gauges[name] = value
+
+    def update_histogram(self, name: str, value: float) -> None:
+        with self._lock:
+            hist = self._histograms.get(name)
+            if hist is None:
+                hist = self._histograms[name] = Histogram()
+            hist.update(value)
+
+    def counter(self, name: str) -> int:
+        with self._lock:
+            return self._counters.get(name, 0)
+
+    def gauge(self, name: str) -> float | None:
+        with self._lock:
+            return self._gauges.get(name)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data: ``{"counters": {...}, "gauges": {...}, "histograms": {...}}``."""
+        with self._lock:
+            return {
+                "counters": dict(self._counters),
+                "gauges": dict(self._gauges),
+                "histograms": {k: h.summary() for k, h in self._histograms.items()},
+            }
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counters.clear()
+            self._gauges.clear()
+            self._histograms.clear()
+
+
+def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Sum counters and gauges across processes; histograms are summed by count."""
+    merged: dict[str, Any] = {"counters": {}, "gauges": {}, "histograms": {}}
+    for snap in snapshots:
+        for name, value in snap.get("counters", {}).items():
+            merged["counters"][name] = merged["counters"].get(name, 0) + value
+        for name, value in snap.get("gauges", {}).items():
+            merged["gauges"][name] = merged["gauges"].get(name, 0) + value
+        for name, summary in snap.get("histograms", {}).items():
+            prev = merged["histograms"].get(name)
+            if prev is None or summary.get("n", 0) > prev.get("n", 0):
+                merged["histograms"][name] = summary
+    return merged
+
+
+_current = Stats()
+
+
+def current() -> Stats:
+    """The metrics of this OS process."""
+    return _current

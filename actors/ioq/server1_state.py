@@ -448,9 +448,10 @@ class Ioq1State:
         return out
 
     def _update_histograms(self, req: Ioq1Request, now: float) -> None:
-        t0 = req.t0 if req.t0 is not None else req.tsub
-        d1 = ((req.tsub or now) - (t0 or now)) * 1e6
-        d2 = (now - (req.tsub or now)) * 1e6
+        tsub = req.tsub if req.tsub is not None else now
+        t0 = req.t0 if req.t0 is not None else tsub
+        d1 = (tsub - t0) * 1e6
+        d2 = (now - tsub) * 1e6
         bins = (("submit_delay", timebin(d1)), ("svctm", timebin(d2)), ("iowait", timebin(d1 + d2)))
         h = self.histos
         keys = [make_key(req.class_, req.msg)]

@@ -352,7 +352,9 @@ class SchedulerState:
             )
             for start_id in ids:
                 effects += self._start_job(self._jobs[start_id], now)
-            self.update_running_jobs_stats(now)
+        # The gauges are kept incrementally (O(1)), so unlike the seed they are
+        # refreshed on every crash, not only when the table is small.
+        self.update_running_jobs_stats(now)
         return effects
 
     # -- API: settings ------------------------------------------------------------

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from actors import stats as stats_module
+
 from . import policy
 from .fair_share import FairShare
 from .records import (
@@ -125,8 +127,6 @@ class SchedulerState:
         node: str = "nonode@nohost",
     ) -> None:
         if stats is None:
-            from actors import stats as stats_module
-
             stats = stats_module.current()
         self.settings = settings or Settings()
         self.stats = stats

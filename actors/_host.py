@@ -70,8 +70,9 @@ def read_message(fd: int) -> Any:
 
 def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[str]) -> None:
     """Fork a host for each command; on EOF kill the hosts and remove ``rundir``."""
+    # No PDEATHSIG here: when the node dies the zygote must outlive it long
+    # enough to kill its hosts and remove the runtime directory (EOF below).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
     for fd in close_fds:
         try:
             os.close(fd)

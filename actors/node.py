@@ -177,6 +177,23 @@ class Node:
     def whereis(self, name: str) -> ActorRef | None:
         return self._rt.registry.whereis(name)
 
+    def call(self, target: ActorRef | str, request: Any, timeout: float | None = 5.0) -> Any:
+        """`ActorRef.call` on a ref or a registered name (unregistered: ``noproc``)."""
+        ref = self.whereis(target) if isinstance(target, str) else target
+        if ref is None:
+            raise Exit("noproc", f"no actor is registered as {target!r}")
+        return ref.call(request, timeout=timeout)
+
+    def cast(self, target: ActorRef | str, request: Any) -> None:
+        ref = self.whereis(target) if isinstance(target, str) else target
+        if ref is not None:
+            ref.cast(request)
+
+    def send(self, target: ActorRef | str, message: Any) -> None:
+        ref = self.whereis(target) if isinstance(target, str) else target
+        if ref is not None:
+            ref.send(message)
+
     def register(self, name: str, ref: ActorRef) -> None:
         """Give a live actor a name; raises `ValueError` when the name is taken."""
         if not ref.is_alive():
@@ -409,7 +426,9 @@ class Node:
             self._rt.call_soon(lambda: os.close(fd))
         if record.label and self._shared.get(record.label) == proc:
             del self._shared[record.label]
-        reason = "noconnection" if (record.halting or self._closed) else "killed"
+        # A host that halted on its own had no live actor left: anything still
+        # pointing into it was pointing at the dead, which is ``noproc``.
+        reason = "noproc" if record.halting else ("noconnection" if self._closed else "killed")
         if not record.halting and not self._closed:
             log.error("host process %s (pid %s) died: actors there exit with %r", proc, record.pid, reason)
         self._rt.registry.drop_proc(proc)

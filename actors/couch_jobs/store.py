@@ -16,6 +16,7 @@ already encoded (`model.encode_type`) and data as JSON text.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -31,6 +32,8 @@ __all__ = [
     "Store",
     "StoreTx",
 ]
+
+_log = logging.getLogger(__name__)
 
 #: Called after every commit in this process with the encoded types it touched.
 CommitListener = Callable[[frozenset[str]], None]
@@ -370,13 +373,23 @@ class SQLiteStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        # Committed: what follows must not make the caller believe it failed.
         touched = tx.touched
+        callbacks: list[Callable[[], None]] = []
         if touched:
-            for listener in list(self._listeners):
-                listener(touched)
-        for callback in tx._after_commit:
-            callback()
+            callbacks.extend(lambda f=f: f(touched) for f in list(self._listeners))
+        callbacks.extend(tx._after_commit)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                _log.exception("couch_jobs commit callback %r failed", callback)
 
     # -- listeners ---------------------------------------------------------
 

@@ -6,9 +6,13 @@ It imports only the standard library (it is started by path, so the
     _worker.py <parent_pid> <pipe_fd> vacuum <db_path> <page_size|-> <auto_vacuum|->
     _worker.py <parent_pid> <pipe_fd> cleanup <directory>
 
-It dies with its parent: a watcher thread exits the process when the pipe
-the parent holds open reaches end of file or when the parent pid changes
-(reparenting).  VACUUM runs in SQLite with the GIL released, so the watcher
+It dies with its parent: it asks the kernel for SIGKILL when the thread
+that started it exits (``PR_SET_PDEATHSIG``; the adapter starts workers from
+one long-lived launcher thread, so that is when the parent process exits),
+and a watcher thread exits the process when the pipe the parent holds open
+reaches end of file or the parent pid changes.  Once both are in place it
+writes ``ready`` to stdout; the adapter only suspends a worker after that,
+so a stopped worker is always one that the kernel will kill with its parent.  VACUUM runs in SQLite with the GIL released, so the watcher
 keeps running; killing the process mid-VACUUM is safe, SQLite rolls the
 journal back on the next open.
 
@@ -26,6 +30,17 @@ import sys
 import threading
 
 PARENT_GONE = 70
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
+    except (OSError, AttributeError):  # not Linux: the watcher thread remains
+        pass
 
 
 def _watch_parent(parent: int, fd: int) -> None:
@@ -79,9 +94,12 @@ def main(argv: list[str]) -> int:
     except (IndexError, ValueError):
         print(f"usage: _worker.py PARENT_PID PIPE_FD vacuum|cleanup ... (got {argv!r})", file=sys.stderr)
         return 2
-    if os.getppid() != parent:
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before the line above
         return PARENT_GONE
     threading.Thread(target=_watch_parent, args=(parent, fd), daemon=True).start()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
     try:
         if mode == "vacuum" and len(args) == 3:
             vacuum(args[0], _optional_int(args[1]), _optional_int(args[2]))

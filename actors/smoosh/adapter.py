@@ -20,12 +20,14 @@ with the project:
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
 from actors.smoosh.policy import INDEX_CLEANUP, is_cleanup_key, is_view_key, key_db, validate_key
@@ -40,6 +42,33 @@ __all__ = [
 ]
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
+_READY_TIMEOUT = 30.0
+
+
+class _Launcher:
+    """One long-lived thread per process that starts every worker.
+
+    A worker's ``PR_SET_PDEATHSIG`` fires when the *thread* that forked it
+    exits; starting workers from this thread, which lives as long as the
+    process, ties them to the process rather than to whichever actor thread
+    asked.  Recreated after a fork.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._executor: ThreadPoolExecutor | None = None
+
+    def popen(self, argv: list[str], **kwargs: object) -> subprocess.Popen:
+        with self._lock:
+            if self._pid != os.getpid() or self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smoosh-launcher")
+                self._pid = os.getpid()
+            executor = self._executor
+        return executor.submit(subprocess.Popen, argv, **kwargs).result(timeout=_READY_TIMEOUT)
+
+
+_launcher = _Launcher()
 
 
 @runtime_checkable
@@ -101,10 +130,10 @@ class WorkerJob:
         self.key = key
         read_fd, self._write_fd = os.pipe()
         try:
-            self._proc = subprocess.Popen(
+            self._proc = _launcher.popen(
                 [sys.executable, _WORKER, str(os.getpid()), str(read_fd), *argv],
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 pass_fds=(read_fd,),
                 close_fds=True,
@@ -121,6 +150,23 @@ class WorkerJob:
         self.pid = self._proc.pid
         self._lock = threading.Lock()
         self._stderr = ""
+        self._ready = False
+
+    def _await_ready(self) -> None:
+        """Wait (bounded) until the worker has armed its parent-death checks."""
+        if self._ready or self._proc.stdout is None:
+            return
+        fd = self._proc.stdout.fileno()
+        line = b""
+        for _ in range(64):
+            readable, _, _ = select.select([fd], [], [], _READY_TIMEOUT)
+            if not readable:
+                raise TimeoutError(f"compaction worker {self.pid} did not start within {_READY_TIMEOUT} s")
+            chunk = os.read(fd, 64)
+            line += chunk
+            if not chunk or b"\n" in line:
+                break
+        self._ready = True
 
     def is_alive(self) -> bool:
         return self._proc.poll() is None
@@ -138,6 +184,9 @@ class WorkerJob:
             if self._write_fd >= 0:
                 os.close(self._write_fd)
                 self._write_fd = -1
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+                self._proc.stdout = None
             if self._proc.stderr is not None:
                 self._stderr = self._proc.stderr.read().decode("utf-8", "replace").strip()
                 self._proc.stderr.close()
@@ -162,6 +211,9 @@ class WorkerJob:
                 pass
 
     def suspend(self) -> None:
+        with self._lock:
+            if self._proc.poll() is None:
+                self._await_ready()
         self._signal(signal.SIGSTOP)
 
     def resume(self) -> None:

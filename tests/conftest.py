@@ -1,0 +1,26 @@
+"""Shared fixtures: a node per test that must leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from actors import Node
+
+
+@pytest.fixture
+def node():
+    before = {t.ident for t in threading.enumerate()}
+    n = Node()
+    try:
+        yield n
+    finally:
+        n.close()
+    assert not os.path.exists(n.rundir), "runtime directory left behind"
+    leftover = [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+    for t in leftover:
+        t.join(timeout=5.0)
+    leftover = [t.name for t in leftover if t.is_alive()]
+    assert not leftover, f"threads left behind: {leftover}"

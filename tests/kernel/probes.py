@@ -1,0 +1,160 @@
+"""Test actors that report what happens to them through queues or calls."""
+
+from __future__ import annotations
+
+import queue
+from typing import Any
+
+from actors import Continue, GenServer, Stop, ignore, noreply
+
+
+class Echo(GenServer):
+    """Replies with what it gets; records infos and casts for inspection."""
+
+    def init(self, *args: Any) -> None:
+        self.seen: list[Any] = []
+        self.pending: list[Any] = []
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "seen":
+            return list(self.seen)
+        if request == "hold":
+            self.pending.append(from_)
+            return noreply
+        if request == "release":
+            for f in self.pending:
+                self.reply(f, "late")
+            self.pending.clear()
+            return "released"
+        if request == "crash":
+            raise ValueError("boom")
+        if request == "pid":
+            import os
+
+            return os.getpid()
+        if isinstance(request, tuple) and request[0] == "trap":
+            self.trap_exit = request[1]
+            return "ok"
+        if isinstance(request, tuple) and request[0] == "link":
+            self.link(request[1])
+            return "ok"
+        if isinstance(request, tuple) and request[0] == "monitor":
+            return self.monitor(request[1])
+        if isinstance(request, tuple) and request[0] == "spawn_link":
+            return self.spawn_link(request[1], *request[2:])
+        if isinstance(request, tuple) and request[0] == "stop_with_reply":
+            return Stop(request[1], reply="bye")
+        return request
+
+    def handle_cast(self, request: Any) -> None:
+        self.seen.append(("cast", request))
+
+    def handle_info(self, message: Any) -> None:
+        self.seen.append(message)
+
+
+class Probe(GenServer):
+    """Lives in the test process; pushes every info message into a queue."""
+
+    def init(self, q: "queue.Queue[Any]", trap: bool = False) -> None:
+        self.q = q
+        self.trap_exit = trap
+
+    def handle_info(self, message: Any) -> None:
+        self.q.put(message)
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        op, *args = request
+        if op == "link":
+            try:
+                self.link(args[0])
+            except Exception as exc:  # report what link raised
+                return ("raised", getattr(exc, "reason", exc))
+            return "ok"
+        if op == "unlink":
+            self.unlink(args[0])
+            return "ok"
+        if op == "monitor":
+            return self.monitor(args[0])
+        if op == "demonitor":
+            return self.demonitor(args[0])
+        if op == "spawn_link":
+            return self.spawn_link(args[0], *args[1:])
+        if op == "spawn_link_on":
+            return self.spawn_link(args[0], *args[2:], host=args[1])
+        if op == "send_after":
+            return self.send_after(args[0], args[1])
+        if op == "cancel":
+            return self.cancel_timer(args[0])
+        if op == "trap":
+            self.trap_exit = args[0]
+            return "ok"
+        raise ValueError(request)
+
+    def terminate(self, reason: Any) -> None:
+        self.q.put(("terminated", reason))
+
+
+class Terminating(GenServer):
+    """Reports terminate through a queue (so only for the test process)."""
+
+    def init(self, q: "queue.Queue[Any]", trap: bool = False) -> None:
+        self.q = q
+        self.trap_exit = trap
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "stop_self":
+            self.stop("normal")
+            return "stopping"
+        if request == "stop_with_reply":
+            return Stop("normal", reply="bye")
+        if request == "crash":
+            raise RuntimeError("crashed on purpose")
+        return request
+
+    def handle_info(self, message: Any) -> None:
+        self.q.put(("info", message))
+
+    def terminate(self, reason: Any) -> None:
+        self.q.put(("terminated", reason))
+
+
+class ContinueOrder(GenServer):
+    def init(self) -> Any:
+        self.order: list[str] = []
+        self.ref.send("queued-before-continue")
+        return Continue("first")
+
+    def handle_continue(self, arg: Any) -> None:
+        self.order.append(f"continue:{arg}")
+
+    def handle_info(self, message: Any) -> None:
+        self.order.append(f"info:{message}")
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        return list(self.order)
+
+
+class Ignoring(GenServer):
+    def init(self) -> Any:
+        return ignore
+
+
+class FailingInit(GenServer):
+    def init(self) -> Any:
+        raise KeyError("no such thing")
+
+
+class Linker(GenServer):
+    """Links to a target at init, optionally trapping; reports through calls."""
+
+    def init(self, target: Any, trap: bool = False) -> None:
+        self.trap_exit = trap
+        self.got: list[Any] = []
+        self.link(target)
+
+    def handle_info(self, message: Any) -> None:
+        self.got.append(message)
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        return list(self.got)

@@ -222,7 +222,7 @@ class Cell:
                 self._fail_start(("already_registered", holder))
                 return
         try:
-            result = self.server.init(*self._args, **self._kwargs)
+            result = self.server._gen_init(*self._args, **self._kwargs)
         except Exit as exc:
             self._fail_start(("error", exc.reason))
             return

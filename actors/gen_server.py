@@ -12,6 +12,7 @@ from actors._runtime import Timer
 
 if TYPE_CHECKING:
     from actors._cell import Cell
+    from actors._monitor import Monitor
 
 __all__ = ["GenServer", "UnexpectedMessage"]
 
@@ -57,6 +58,11 @@ class GenServer:
 
     def terminate(self, reason: Any) -> None:
         return None
+
+    def _gen_init(self, *args: Any, **kwargs: Any) -> Any:
+        """What the kernel runs at start; behaviours built on GenServer
+        (supervisors) wrap ``init`` here."""
+        return self.init(*args, **kwargs)
 
     # -- the actor's view of itself -------------------------------------------------
 
@@ -149,6 +155,12 @@ class GenServer:
     def cancel_timer(self, timer: Timer) -> float | bool:
         """Seconds left, or False when the timer already fired or was cancelled."""
         return self._actor_cell.runtime.cancel_timer(timer)
+
+    def monitor_wait(self, ref: ActorRef) -> "Monitor":
+        """A monitor waited on by this thread (``.wait(timeout)``), not the mailbox."""
+        from actors._monitor import Monitor
+
+        return Monitor(self._actor_cell.runtime, ref)
 
     def whereis(self, name: str) -> ActorRef | None:
         return self._actor_cell.runtime.whereis(name)

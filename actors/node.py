@@ -22,6 +22,7 @@ import multiprocess
 from actors import config as _config
 from actors import stats as _stats
 from actors._host import write_message, zygote_main
+from actors._monitor import Monitor
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef
 from actors._registry import Registry
@@ -56,50 +57,6 @@ class HostInfo:
                 "pid": self.pid, "state": self.state}
 
 
-class Monitor:
-    """A node-level monitor: ``wait`` returns ``(ref, reason)`` once ``ref`` dies."""
-
-    def __init__(self, node: "Node", target: ActorRef, sink_id: str) -> None:
-        self.node = node
-        self.target = target
-        self.id = sink_id
-        self.mref = ("n", sink_id)
-        self._event = threading.Event()
-        self._result: tuple[ActorRef, Any] | None = None
-
-    def __repr__(self) -> str:
-        return f"<Monitor of {self.target!r}>"
-
-    # sink protocol (called by the runtime)
-    def down(self, mref: Any, target: ActorRef, reason: Any) -> None:
-        if self._result is None:
-            self._result = (target, reason)
-            self.node._rt.sinks.pop(self.id, None)
-            self._event.set()
-
-    def proc_down(self, proc: str, reason: Any) -> None:
-        if self.target.proc == proc:
-            self.down(self.mref, self.target, reason)
-
-    def on_message(self, kind: int, body: Any) -> None:
-        return None
-
-    def wait(self, timeout: float | None = None) -> tuple[ActorRef, Any]:
-        """Block until the DOWN arrives; raises `TimeoutError` after ``timeout``."""
-        if not self._event.wait(timeout):
-            raise TimeoutError(f"{self.target!r} still alive after {timeout} s")
-        assert self._result is not None
-        return self._result
-
-    @property
-    def fired(self) -> bool:
-        return self._event.is_set()
-
-    def cancel(self) -> None:
-        self.node._rt.sinks.pop(self.id, None)
-        self.node._rt.request_demonitor(self.target, self.mref)
-
-
 class Node:
     """An actor system spanning this process and the host processes it starts.
 
@@ -125,7 +82,6 @@ class Node:
         self._shared: dict[str, str] = {}
         self._forwarded: dict[tuple[str, int], str] = {}
         self._host_counter = itertools.count(1)
-        self._sink_counter = itertools.count(1)
         self._top: list[ActorRef] = []
         self._hosts_changed = threading.Condition()
         self._start_zygote()
@@ -211,12 +167,7 @@ class Node:
 
     def monitor(self, ref: ActorRef) -> Monitor:
         """Watch ``ref`` from the host program; see `Monitor.wait`."""
-        sink_id = f"$mon.{next(self._sink_counter)}"
-        mon = Monitor(self, ref, sink_id)
-        self._rt.sinks[sink_id] = mon
-        watcher = ActorRef(self.id, self._rt.proc, sink_id, self._rt.pid)
-        self._rt.request_monitor(watcher, ref, mon.mref)
-        return mon
+        return Monitor(self._rt, ref)
 
     def demonitor(self, monitor: Monitor) -> None:
         monitor.cancel()

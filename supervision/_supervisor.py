@@ -1,0 +1,448 @@
+"""The supervisor behaviour: a gen_server that carries out the pure policy.
+
+Every decision (restart or not, what a strategy stops and starts, when the
+intensity is exceeded) is made in `supervision._policy`; this module only
+keeps the children's state, starts them with ``spawn_link``, stops them with
+OTP's shutdown protocol and reports what it did.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Hashable, NamedTuple, Sequence
+
+from actors import ActorRef, Exit, GenServer, SpawnError, noreply
+from actors.clock import MonotonicClock
+from supervision._policy import RESTARTING, RUNNING, STOPPED, ChildRecord, decide_exit, decide_restart
+from supervision._spec import ChildSpec, SupFlags, check_startspec
+from supervision.errors import (
+    AlreadyPresent,
+    AlreadyStarted,
+    NotFound,
+    Restarting,
+    Running,
+    SimpleOneForOne,
+    StartError,
+    SupervisorError,
+)
+
+__all__ = ["ChildInfo", "Supervisor"]
+
+log = logging.getLogger("supervision")
+
+_TRY_AGAIN = "$supervisor_try_again_restart"
+
+
+class ChildInfo(NamedTuple):
+    """One row of `which_children`: ``child`` is a ref, ``"restarting"`` or None."""
+
+    id: Hashable
+    child: ActorRef | str | None
+    type: str
+    modules: list[str]
+
+
+@dataclass
+class _Child:
+    spec: ChildSpec
+    ref: ActorRef | None = None
+    status: str = STOPPED
+
+    def record(self) -> ChildRecord:
+        return ChildRecord(self.spec.id, self.spec.restart, self.status, self.spec.significant)
+
+
+class Supervisor(GenServer):
+    """Subclass and make ``init(*args)`` return ``(flags, children)``.
+
+    ``flags`` is a `SupFlags` (or its map form), ``children`` a list of
+    `ChildSpec` (or their map forms).  Children start in order, synchronously,
+    before ``spawn`` returns; a failure stops those already started and makes
+    the start fail naming the child and the reason.
+    """
+
+    clock = MonotonicClock()
+
+    # -- start -------------------------------------------------------------------
+
+    def _gen_init(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.init(*args, **kwargs)
+        from actors import ignore
+
+        if result is ignore:
+            return ignore
+        try:
+            flags, specs = result
+        except (TypeError, ValueError):
+            raise Exit(("bad_return", result), "Supervisor.init must return (flags, children)") from None
+        self.flags, checked = check_startspec(flags, specs)
+        self.trap_exit = True
+        self._children: list[_Child] = []
+        self._dynamic: dict[ActorRef, _Child] = {}
+        self._restarts: tuple[float, ...] = ()
+        self._template: ChildSpec | None = None
+        if self.flags.strategy == "simple_one_for_one":
+            self._template = checked[0]
+            return None
+        for spec in checked:
+            child = _Child(spec)
+            self._children.append(child)
+            try:
+                self._start(child)
+            except SpawnError as exc:
+                self._children.remove(child)
+                self._report("start_error", spec.id, exc.reason, "start failed")
+                self._terminate_all()
+                raise Exit(("shutdown", ("failed_to_start_child", spec.id, exc.reason))) from None
+            if child.status == STOPPED and spec.restart == "temporary":
+                self._children.remove(child)
+        return None
+
+    def _start(self, child: _Child) -> ActorRef | None:
+        spec = child.spec
+        ref = self.spawn_link(
+            spec.start_class,
+            *spec.start_args,
+            host=spec.host,
+            cpus=spec.cpus,
+            kwargs=spec.start_kwargs,
+        )
+        child.ref = ref
+        child.status = RUNNING if ref is not None else STOPPED
+        return ref
+
+    # -- requests ----------------------------------------------------------------------
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        op, *args = request
+        try:
+            handler = getattr(self, f"_call_{op}")
+        except AttributeError:
+            raise Exit(("unexpected_call", request)) from None
+        try:
+            return ("ok", handler(*args))
+        except SupervisorError as exc:
+            return ("error", exc)
+
+    def _call_which_children(self) -> list[ChildInfo]:
+        rows = []
+        for child in self._all_children():
+            if child.status == RUNNING:
+                shown: Any = child.ref
+            elif child.status == RESTARTING:
+                shown = "restarting"
+            else:
+                shown = None
+            spec = child.spec
+            rows.append(ChildInfo(spec.id if self._template is None else None, shown, spec.type,
+                                  [spec.start_class.__name__]))
+        return rows
+
+    def _call_count_children(self) -> dict[str, int]:
+        children = self._all_children()
+        return {
+            "specs": 1 if self._template is not None else len(children),
+            "active": sum(1 for c in children if c.status == RUNNING),
+            "supervisors": sum(1 for c in children if c.spec.type == "supervisor"),
+            "workers": sum(1 for c in children if c.spec.type == "worker"),
+        }
+
+    def _call_get_childspec(self, key: Any) -> ChildSpec:
+        if self._template is not None:
+            if isinstance(key, ActorRef) and key in self._dynamic:
+                return self._template
+            raise NotFound(key)
+        return self._find(key).spec
+
+    def _call_start_child(self, arg: Any) -> ActorRef | None:
+        if self._template is not None:
+            extra = tuple(arg) if isinstance(arg, (list, tuple)) else (arg,)
+            child = _Child(self._template.with_args(extra))
+            try:
+                ref = self._start(child)
+            except SpawnError as exc:
+                raise StartError(None, exc.reason) from None
+            if ref is not None:
+                self._dynamic[ref] = child
+            return ref
+        spec = ChildSpec.from_map(arg)
+        existing = self._lookup(spec.id)
+        if existing is not None:
+            if existing.status == RUNNING:
+                raise AlreadyStarted(existing.ref, spec.id)
+            raise AlreadyPresent(spec.id)
+        child = _Child(spec)
+        self._children.append(child)
+        try:
+            ref = self._start(child)
+        except SpawnError as exc:
+            self._children.remove(child)
+            raise StartError(spec.id, exc.reason) from None
+        if ref is None and spec.restart == "temporary":
+            self._children.remove(child)
+        return ref
+
+    def _call_terminate_child(self, key: Any) -> None:
+        if self._template is not None:
+            child = self._dynamic.pop(key, None) if isinstance(key, ActorRef) else None
+            if child is None:
+                raise NotFound(key)
+            self._shutdown(child)
+            return None
+        child = self._find(key)
+        self._shutdown(child)
+        if child.spec.restart == "temporary":
+            self._children.remove(child)
+        return None
+
+    def _call_restart_child(self, key: Any) -> ActorRef | None:
+        if self._template is not None:
+            raise SimpleOneForOne("restart_child")
+        child = self._find(key)
+        if child.status == RUNNING:
+            raise Running(key)
+        if child.status == RESTARTING:
+            raise Restarting(key)
+        try:
+            return self._start(child)
+        except SpawnError as exc:
+            raise StartError(key, exc.reason) from None
+
+    def _call_delete_child(self, key: Any) -> None:
+        if self._template is not None:
+            raise SimpleOneForOne("delete_child")
+        child = self._find(key)
+        if child.status == RUNNING:
+            raise Running(key)
+        if child.status == RESTARTING:
+            raise Restarting(key)
+        self._children.remove(child)
+        return None
+
+    # -- children dying ------------------------------------------------------------
+
+    def handle_info(self, message: Any) -> Any:
+        if isinstance(message, tuple) and len(message) == 3 and message[0] == "EXIT":
+            _tag, ref, reason = message
+            self._child_exited(ref, reason)
+        else:
+            log.warning("supervisor %s got unexpected message %r", self._label(), message)
+        return None
+
+    def handle_cast(self, request: Any) -> Any:
+        if isinstance(request, tuple) and request[0] == _TRY_AGAIN:
+            child = self._lookup(request[1])
+            if child is not None and child.status == RESTARTING:
+                decision = decide_restart(self.flags, self._records(), child.spec.id, self._restarts,
+                                          self.clock.now())
+                self._restarts = decision.restarts
+                self._carry_out(child, decision)
+            return None
+        raise Exit(("unexpected_cast", request))
+
+    def _child_exited(self, ref: ActorRef | None, reason: Any) -> None:
+        if ref is None:
+            return
+        if self._template is not None:
+            child = self._dynamic.get(ref)
+            if child is None:
+                return
+            restart = child.spec.restart
+            from supervision._policy import add_restart, should_restart
+
+            if not should_restart(restart, reason):
+                del self._dynamic[ref]
+                if not _normal(reason):
+                    self._report("child_terminated", None, reason, "not restarted", ref=ref)
+                return
+            self._report("child_terminated", None, reason, "restarting", ref=ref)
+            ok, self._restarts = add_restart(self._restarts, self.clock.now(), self.flags.intensity,
+                                             self.flags.period)
+            del self._dynamic[ref]
+            if not ok:
+                self._give_up()
+                return
+            try:
+                new = self._start(child)
+            except SpawnError as exc:
+                self._report("start_error", None, exc.reason, "restart failed")
+                return
+            if new is not None:
+                self._dynamic[new] = child
+            return
+        child = next((c for c in self._children if c.ref == ref and c.status == RUNNING), None)
+        if child is None:
+            return  # a stale EXIT from a child already stopped or replaced
+        child.status = STOPPED
+        child.ref = None
+        records = self._records()
+        decision = decide_exit(self.flags, records, child.spec.id, reason, self._restarts, self.clock.now())
+        self._restarts = decision.restarts
+        if decision.log_error:
+            action = "restarting" if decision.plan else ("shutting down" if decision.shutdown else "not restarted")
+            self._report("child_terminated", child.spec.id, reason, action, ref=ref)
+        self._carry_out(child, decision)
+
+    def _carry_out(self, child: _Child, decision: Any) -> None:
+        if decision.drop_exited and child in self._children:
+            self._children.remove(child)
+        if decision.shutdown is not None:
+            if decision.shutdown == "reached_max_restart_intensity":
+                self._give_up()
+            else:
+                self._report("auto_shutdown", child.spec.id, "shutdown", "shutting down", level=logging.INFO)
+                self._terminate_all()
+                self.stop("shutdown")
+            return
+        plan = decision.plan
+        if plan is None:
+            return
+        for cid in plan.terminate:
+            target = self._lookup(cid)
+            if target is not None:
+                self._shutdown(target)
+        for cid in plan.drop:
+            target = self._lookup(cid)
+            if target is not None:
+                self._children.remove(target)
+        for cid in plan.start:
+            target = self._lookup(cid)
+            if target is None:
+                continue
+            try:
+                self._start(target)
+            except SpawnError as exc:
+                target.status = RESTARTING
+                self._report("start_error", cid, exc.reason, "will retry")
+                self.ref.cast((_TRY_AGAIN, cid))
+                return
+
+    def _give_up(self) -> None:
+        self._report("shutdown", None, "reached_max_restart_intensity", "shutting down")
+        self._terminate_all()
+        self.stop("shutdown")
+
+    # -- stopping children ------------------------------------------------------------
+
+    def terminate(self, reason: Any) -> None:
+        if hasattr(self, "_children"):
+            self._terminate_all()
+
+    def _terminate_all(self) -> None:
+        if self._template is not None:
+            children = list(self._dynamic.values())
+            self._dynamic.clear()
+            self._shutdown_many(children)
+            return
+        for child in reversed(list(self._children)):
+            if child.status == RUNNING:
+                self._shutdown(child)
+            child.status = STOPPED
+
+    def _shutdown(self, child: _Child) -> None:
+        """OTP ``shutdown/2``: unlink, ask politely, wait, then kill."""
+        ref = child.ref
+        child.ref = None
+        child.status = STOPPED
+        if ref is None:
+            return
+        self._stop_refs([ref], child.spec.shutdown, child.spec.id)
+
+    def _shutdown_many(self, children: Sequence[_Child]) -> None:
+        refs = [c.ref for c in children if c.ref is not None]
+        for c in children:
+            c.ref = None
+            c.status = STOPPED
+        if refs and self._template is not None:
+            self._stop_refs(refs, self._template.shutdown, None)
+
+    def _stop_refs(self, refs: list[ActorRef], shutdown: Any, child_id: Any) -> None:
+        monitors = []
+        for ref in refs:
+            monitors.append(self.monitor_wait(ref))
+            self.unlink(ref)
+            self.exit(ref, "kill" if shutdown == "brutal_kill" else "shutdown")
+        if shutdown == "brutal_kill":
+            limit: float | None = None
+        elif shutdown == "infinity":
+            limit = None
+        else:
+            limit = float(shutdown)
+        deadline = None if limit is None else time.monotonic() + limit
+        for mon in monitors:
+            try:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                _, reason = mon.wait(remaining)
+            except TimeoutError:
+                self.exit(mon.target, "kill")
+                _, reason = mon.wait(None)
+                self._report("shutdown_error", child_id, "killed", "killed after shutdown timeout",
+                             ref=mon.target)
+                continue
+            expected = "killed" if shutdown == "brutal_kill" else "shutdown"
+            if reason not in (expected, "noproc") and not _normal(reason):
+                self._report("shutdown_error", child_id, reason, "exited with another reason",
+                             ref=mon.target)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _all_children(self) -> list[_Child]:
+        if self._template is not None:
+            return list(self._dynamic.values())
+        return list(self._children)
+
+    def _records(self) -> list[ChildRecord]:
+        return [c.record() for c in self._children]
+
+    def _lookup(self, child_id: Any) -> _Child | None:
+        return next((c for c in self._children if c.spec.id == child_id), None)
+
+    def _find(self, child_id: Any) -> _Child:
+        child = self._lookup(child_id)
+        if child is None:
+            raise NotFound(child_id)
+        return child
+
+    def _label(self) -> str:
+        cell = self._actor_cell
+        return cell.name or cell.id
+
+    def _report(self, what: str, child_id: Any, reason: Any, action: str, ref: Any = None,
+                level: int = logging.ERROR) -> None:
+        if what == "child_terminated" and _normal(reason):
+            level = logging.INFO
+        text = repr(reason)
+        if len(text) > 1000:
+            text = text[:1000] + "..."
+        log.log(
+            level,
+            "supervisor %s: %s child=%r ref=%r reason=%s action=%s",
+            self._label(), what, child_id, ref, text, action,
+            extra={"supervisor": self._label(), "report": what, "child_id": child_id,
+                   "reason": reason, "action": action},
+        )
+
+
+def _normal(reason: Any) -> bool:
+    from actors import is_normal_exit
+
+    return is_normal_exit(reason)
+
+
+class _StaticSupervisor(Supervisor):
+    """The supervisor `start_supervisor` spawns: flags and children given as data."""
+
+    def init(self, flags: Any, children: Any) -> tuple[Any, Any]:
+        return flags, children
+
+
+def unwrap(result: Any) -> Any:
+    status, value = result
+    if status == "error":
+        raise value
+    return value
+
+
+_ = (noreply, SupFlags)

@@ -12,7 +12,7 @@ Layers (see docs/smoosh.md):
 """
 
 from actors.smoosh.access import AccessTable
-from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, WorkerJob
+from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, WorkerJob, changed_dbs
 from actors.smoosh.channel_state import ChannelState
 from actors.smoosh.effects import (
     AdoptJob,
@@ -61,6 +61,7 @@ __all__ = [
     "WorkerJob",
     "WriteCheckpoint",
     "all_channels",
+    "changed_dbs",
     "channel_list",
     "compute_priority",
     "db_event_keys",

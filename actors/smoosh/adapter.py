@@ -35,6 +35,7 @@ from actors.smoosh.server_state import ObjectInfo
 
 __all__ = [
     "CompactionJob",
+    "changed_dbs",
     "ObjectInfo",
     "SQLiteAdapter",
     "SmooshAdapter",
@@ -43,6 +44,15 @@ __all__ = [
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
 _READY_TIMEOUT = 30.0
+
+
+def changed_dbs(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """Databases new or modified between two `SQLiteAdapter.scan` results.
+
+    A directory watcher polls `scan` and feeds each name to
+    ``handle_db_event(db, "local_updated")``; staleness keeps the rate down.
+    """
+    return sorted(db for db, stamp in after.items() if before.get(db) != stamp)
 
 
 class _Launcher:

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from actors.config import Config
-from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter
+from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, changed_dbs
 from actors.smoosh.policy import INDEX_CLEANUP
 from actors.smoosh.server_state import compute_priority
 from actors.smoosh.settings import ChannelSettings
@@ -209,3 +209,14 @@ def test_worker_dies_with_its_parent(tmp_path, suspended):
         assert ready, f"worker {worker} outlived its parent"
     finally:
         os.close(fd)
+
+
+def test_scan_for_a_directory_watcher(adapter):
+    make_db(adapter.db_path("a"), rows=10)
+    first = adapter.scan()
+    assert changed_dbs({}, first) == ["a"]
+    make_db(adapter.db_path("b"), rows=10)
+    from .sqlite_util import grow_db
+
+    grow_db(adapter.db_path("a"), rows=5)
+    assert changed_dbs(first, adapter.scan()) == ["a", "b"]

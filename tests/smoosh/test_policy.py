@@ -347,3 +347,12 @@ def test_server_defaults_and_channel_lists():
     assert s.db_channels == ("aa", "ratio_dbs", "slack_dbs", "upgrade_dbs", "zz")
     assert s.staleness_sec == 0 and s.ignore == {"x"}
     assert channel_list(None, ("b", "a")) == ("a", "b")
+
+
+def test_public_names():
+    import actors.smoosh as smoosh
+    import actors.smoosh.policy as policy
+
+    for name in ("PriorityQueue", "get_priority", "quantize", "in_window"):
+        assert getattr(policy, name) is getattr(smoosh, name)
+    assert all(hasattr(smoosh, name) for name in smoosh.__all__)

@@ -1,0 +1,120 @@
+"""The IO target actor (the seed's `couch_file` role): one actor per open file.
+
+A `FileServer` owns one `FileTarget` and executes IO messages against it
+(``("pread_iolist", pos)``, ``("pread", pos, len)``, ``("append_bin", data,
+fsync)``, ...).  It answers them two ways:
+
+* as a **call** -- ``ref.call(msg)`` -- which is how a bypassed request, or
+  any code that does not go through IOQ, reaches the file;
+* as an **IO message** -- ``("$io", tag, reply_to, msg)`` sent to its
+  ``handle_info`` -- answered by sending ``("$io_reply", tag, result)`` back
+  to ``reply_to``.  This is how an IOQ server submits: it never blocks on the
+  file, so while one file is busy the server keeps queueing, prioritising and
+  submitting to others (the seed sends ``{'$gen_call', {self(), Ref}, Msg}``
+  for the same reason).
+
+A request that fails (bad message, read past the end, an OS error) is
+answered with an `IoFailure`, never by crashing: one bad request must not
+take the file away from every other caller.  `unwrap` turns a reply back
+into a value or the exception.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from actors import GenServer
+
+from .file_target import FileTarget, FileTargetError
+from .request import IoTargetDown
+
+__all__ = ["IO_MSG", "IO_REPLY", "FileServer", "IoFailure", "file_call", "unwrap"]
+
+#: Tag of an asynchronous IO request: ``(IO_MSG, tag, reply_to, msg)``.
+IO_MSG = "$io"
+#: Tag of its answer: ``(IO_REPLY, tag, result)``.
+IO_REPLY = "$io_reply"
+
+_IO_ERRORS = (FileTargetError, EOFError, OSError, ValueError, TypeError)
+
+
+class IoFailure:
+    """A failed IO request, as a reply value that survives a trip between processes.
+
+    ``kind`` is ``"error"`` (``value`` is the exception the target raised) or
+    ``"down"`` (``value`` is the exit reason of a target that died, raised as
+    `IoTargetDown`).  Exceptions are re-created at the caller, not pickled
+    by their ``args``, so ``IoTargetDown.reason`` arrives intact.
+    """
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value: Any) -> None:
+        self.kind = kind
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (IoFailure, (self.kind, self.value))
+
+    def __repr__(self) -> str:
+        return f"IoFailure({self.kind!r}, {self.value!r})"
+
+    def exception(self) -> BaseException:
+        if self.kind == "down":
+            return IoTargetDown(self.value)
+        value = self.value
+        return value if isinstance(value, BaseException) else RuntimeError(repr(value))
+
+
+def unwrap(reply: Any) -> Any:
+    """The value of an IO reply; raises the failure it carries instead."""
+    if type(reply) is IoFailure:
+        raise reply.exception()
+    return reply
+
+
+def file_call(ref: Any, msg: Any, timeout: float | None = 60.0) -> Any:
+    """Do ``msg`` on the file actor ``ref`` directly (the bypass path).
+
+    Raises the IO error the file reported, or `IoTargetDown` with the exit
+    reason when the file actor is dead or dies before answering.
+    """
+    from actors import Exit
+
+    try:
+        reply = ref.call(msg, timeout)
+    except Exit as exc:
+        raise IoTargetDown(exc.reason) from exc
+    if type(reply) is IoFailure:
+        raise reply.exception()
+    return reply
+
+
+class FileServer(GenServer):
+    """One open file; serial IO in its own thread, like a `couch_file` process."""
+
+    def init(self, path: str | os.PathLike[str], create: bool = True) -> None:
+        self.target = FileTarget(path, create=create)
+        self._handle = self.target.handle
+
+    def _do(self, msg: Any) -> Any:
+        try:
+            return self._handle(msg)
+        except _IO_ERRORS as exc:
+            return IoFailure("error", exc)
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "path":
+            return self.target.path
+        return self._do(request)
+
+    def handle_info(self, message: Any) -> None:
+        if type(message) is tuple and len(message) == 4 and message[0] == IO_MSG:
+            _tag, tag, reply_to, msg = message
+            reply_to.send((IO_REPLY, tag, self._do(msg)))
+            return None
+        return super().handle_info(message)
+
+    def terminate(self, reason: Any) -> None:
+        self.target.close()

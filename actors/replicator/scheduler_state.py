@@ -49,6 +49,8 @@ __all__ = [
     "SchedulerState",
     "rep_error_to_text",
     "RATE_LIMIT_OPTIONS",
+    "job_to_json",
+    "summarize_job",
 ]
 
 log = logging.getLogger("actors.replicator.scheduler")
@@ -140,6 +142,9 @@ class SchedulerState:
         self.fair_share = FairShare(
             shares, interval=self.settings.interval / 1000.0, usage_coeff=self.settings.usage_coeff
         )
+        # id -> latest record (None: deleted) since the last `drain_changes`;
+        # None while nobody asked to track (no cost for plain users).
+        self._changes: dict[Any, Job | None] | None = None
 
     # -- construction helpers -------------------------------------------------
 
@@ -156,6 +161,23 @@ class SchedulerState:
                 raise ValueError(f"duplicate job id {job.id!r}")
             self._put(job, now)
 
+    def track_changes(self) -> dict[Any, Job]:
+        """Start recording changed records; returns the whole table as it is now.
+
+        The actor layer publishes the table to readers in other threads and
+        processes as deltas (`drain_changes`) rather than copying it on every
+        event, which would make each ``add_job`` O(jobs).
+        """
+        self._changes = {}
+        return dict(self._jobs)
+
+    def drain_changes(self) -> dict[Any, Job | None]:
+        """Records changed since the last drain (``None`` for a removed job)."""
+        if self._changes is None:
+            raise RuntimeError("drain_changes() called before track_changes()")
+        changes, self._changes = self._changes, {}
+        return changes
+
     # -- table bookkeeping ------------------------------------------------------
 
     def _classify(self, job: Job, now: float) -> tuple[str, float]:
@@ -171,6 +193,8 @@ class SchedulerState:
         if old is not None:
             self._forget_indexes(old)
         self._jobs[job.id] = job
+        if self._changes is not None:
+            self._changes[job.id] = job
         if job.pid is not None:
             self._running.add(job.id)
             if job.pid is not STARTING:
@@ -194,6 +218,8 @@ class SchedulerState:
     def _delete(self, job: Job) -> None:
         self._forget_indexes(job)
         self._jobs.pop(job.id, None)
+        if self._changes is not None:
+            self._changes[job.id] = None
 
     def _history(self, job: Job, event: Any, now: float) -> Job:
         return policy.update_history(job, event, now, self.settings.max_history)
@@ -415,6 +441,10 @@ class SchedulerState:
     def interval_seconds(self) -> float:
         return self.settings.interval / 1000.0
 
+    def job_id_of(self, pid: Any) -> Any:
+        """The id of the job running as ``pid``, or None."""
+        return self._by_pid.get(pid)
+
     def get_job(self, job_id: Any) -> Job | None:
         """The raw record (not the JSON view of `job`)."""
         return self._jobs.get(job_id)
@@ -449,56 +479,15 @@ class SchedulerState:
         if job is None:
             return None
         threshold = self.settings.health_threshold if health_threshold is None else health_threshold
-        errors = policy.consecutive_crashes(job.history, threshold)
-        if job.pid is not None:
-            state, info = "running", None
-        elif errors == 0:
-            state, info = "pending", None
-        else:
-            reason = next((e[0][1] for e in job.history if is_crash(e[0])), None)
-            state, info = "crashing", rep_error_to_text(reason)
-        rep = job.rep
-        return {
-            "source": _endpoint(rep.source),
-            "target": _endpoint(rep.target),
-            "state": state,
-            "info": info,
-            "error_count": errors,
-            "last_updated": iso8601(job.history[0][1]) if job.history else None,
-            "start_time": iso8601(rep.start_time),
-            "proxy": None,
-        }
+        return summarize_job(job, threshold)
 
     def job(self, job_id: Any) -> dict | None:
         """The JSON view of one job (the seed's ``job/1``), None if unknown."""
         job = self._jobs.get(job_id)
-        return None if job is None else self._job_json(job)
+        return None if job is None else job_to_json(job, self.node)
 
     def jobs(self) -> list[dict]:
-        return [self._job_json(j) for j in list(self._jobs.values())]
-
-    def _job_json(self, job: Job) -> dict:
-        history = []
-        for etype, when in job.history:
-            event: dict[str, Any] = {"timestamp": iso8601(when)}
-            if is_crash(etype):
-                event.update(type="crashed", reason=rep_error_to_text(etype[1]))
-            else:
-                event["type"] = etype
-            history.append(event)
-        rep = job.rep
-        return {
-            "id": job.id if isinstance(job.id, str) else repr(job.id),
-            "pid": None if job.pid is None else repr(job.pid),
-            "source": _endpoint(rep.source),
-            "target": _endpoint(rep.target),
-            "database": rep.db_name,
-            "user": rep.user,
-            "doc_id": rep.doc_id,
-            "history": history,
-            "node": self.node,
-            "start_time": iso8601(rep.start_time),
-        }
+        return [job_to_json(j, self.node) for j in list(self._jobs.values())]
 
     # -- statistics ------------------------------------------------------------------
 
@@ -516,6 +505,54 @@ class SchedulerState:
             "running_jobs": self.running_job_count(),
             "pending_jobs": self.pending_job_count(),
         }
+
+
+def summarize_job(job: Job, health_threshold: float) -> dict:
+    """The seed's ``job_summary/2`` for one record: running, pending or crashing."""
+    errors = policy.consecutive_crashes(job.history, health_threshold)
+    if job.pid is not None:
+        state, info = "running", None
+    elif errors == 0:
+        state, info = "pending", None
+    else:
+        reason = next((e[0][1] for e in job.history if is_crash(e[0])), None)
+        state, info = "crashing", rep_error_to_text(reason)
+    rep = job.rep
+    return {
+        "source": _endpoint(rep.source),
+        "target": _endpoint(rep.target),
+        "state": state,
+        "info": info,
+        "error_count": errors,
+        "last_updated": iso8601(job.history[0][1]) if job.history else None,
+        "start_time": iso8601(rep.start_time),
+        "proxy": None,
+    }
+
+
+def job_to_json(job: Job, node: str) -> dict:
+    """The seed's ``job_ejson/1``: plain data, safe to send anywhere."""
+    history = []
+    for etype, when in job.history:
+        event: dict[str, Any] = {"timestamp": iso8601(when)}
+        if is_crash(etype):
+            event.update(type="crashed", reason=rep_error_to_text(etype[1]))
+        else:
+            event["type"] = etype
+        history.append(event)
+    rep = job.rep
+    return {
+        "id": job.id if isinstance(job.id, str) else repr(job.id),
+        "pid": None if job.pid is None else repr(job.pid),
+        "source": _endpoint(rep.source),
+        "target": _endpoint(rep.target),
+        "database": rep.db_name,
+        "user": rep.user,
+        "doc_id": rep.doc_id,
+        "history": history,
+        "node": node,
+        "start_time": iso8601(rep.start_time),
+    }
 
 
 def _endpoint(value: Any) -> Any:

@@ -1,0 +1,49 @@
+"""Registering a supervised actor under a name, and finding names from anywhere.
+
+The kernel's public API lets `Node.spawn`/`spawn_link` give a name, but a
+`supervision.ChildSpec` has no ``name`` and an actor cannot register itself,
+so the scheduler, its job supervisor and its reader register themselves in
+``init`` here, through the runtime of the calling process.  Lookups without a
+`Node` or an actor at hand (a plain thread of a host process) go through the
+same runtime.  One place to change when the kernel grows a public way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors import Exit
+
+__all__ = ["register_self", "whereis"]
+
+
+def _runtime() -> Any:
+    from actors._runtime import current_runtime
+
+    return current_runtime()
+
+
+def whereis(name: str) -> Any:
+    """The ref registered under ``name`` in the calling process's node, or None."""
+    return _runtime().whereis(name)
+
+
+def register_self(server: Any, name: str) -> None:
+    """Register the running actor ``server`` as ``name`` (released when it dies).
+
+    A no-op when it was spawned with that name; `actors.Exit`
+    ``("already_registered", holder)`` when another actor holds the name.
+    """
+    public = getattr(server, "register", None)
+    if callable(public):
+        public(name)
+        return
+    cell = server._actor_cell
+    if cell.name == name:
+        return
+    if cell.name is not None:
+        raise Exit(("already_named", cell.name), f"cannot register {name!r}")
+    holder = cell.runtime.register_name(name, cell.ref)
+    if holder is not None:
+        raise Exit(("already_registered", holder), f"{name!r} is taken")
+    cell.name = name

@@ -1,0 +1,263 @@
+"""``couch_replicator_scheduler_job``: the process that runs one job.
+
+The scheduler starts one `SchedulerJobServer` per running job under the
+``simple_one_for_one`` job supervisor (`scheduler_sup`) and monitors it.  The
+job's exit reason is what the scheduler acts on: ``normal`` means completed;
+anything else is a crash, recorded in the job's history and backed off.
+
+Two ways to drive a job class, chosen by what it is:
+
+* the built-in `ReplicationJob` runs as the seed's job does: this process
+  reads the source's changes feed in batches (the changes manager) and hands
+  them to ``worker_processes`` `ReplicationWorker` actors it spawns and links;
+  each worker copies its batch with its own SQLite handles and reports the
+  batch's sequence back, and the job keeps the seed's bookkeeping (sequences
+  in progress, highest done, through sequence);
+* any other class meeting the `SchedulerJob` protocol (a host program's own
+  job) is stepped: ``step`` repeatedly through this actor's mailbox, so a
+  ``shutdown`` from the supervisor is never stuck behind a long loop.
+
+In both, a checkpoint timer fires every ``checkpoint_interval`` ms; a
+continuous job that has caught up polls the source again after a delay that
+doubles from `POLL_MIN` up to ``changes_poll_interval`` ms (bounded, never a
+busy loop); a one-shot job finishes (last checkpoint) and exits ``normal``.
+The job traps exits so that when its supervisor shuts it down (``shutdown``)
+``terminate`` runs and takes a final checkpoint.  A job whose start fails (its
+source is missing, say) fails ``init``: the supervisor's ``start_child``
+returns the reason and the scheduler records the crash.  A started job does
+nothing until it gets ``"run"``: its starter monitors it first, so even a job
+that finishes at once is reported with its real exit reason, never ``noproc``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from actors import Exit, GenServer, Stop, is_normal_exit
+from actors.clock import WallClock
+
+from .docstore import DocStore
+from .records import Rep
+from .replication import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    Batch,
+    BatchStats,
+    ReplicationError,
+    ReplicationJob,
+    replicate_batch,
+)
+
+__all__ = [
+    "DEFAULT_POLL_INTERVAL",
+    "POLL_MIN",
+    "ReplicationWorker",
+    "SchedulerJobServer",
+    "start_error_reason",
+]
+
+log = logging.getLogger("actors.replicator.job")
+
+#: Seconds: the first delay before a caught-up continuous job polls again.
+POLL_MIN = 0.02
+#: Milliseconds: the longest delay between two polls (option ``changes_poll_interval``).
+DEFAULT_POLL_INTERVAL = 1000
+
+JobFactory = Callable[[Rep], Any]
+
+
+def start_error_reason(exc: BaseException) -> Any:
+    """The exit reason of a job that could not start (``replication_start_error``).
+
+    ``("db_not_found", "could not open <path>")`` for a missing database, the
+    error's own reason for other replication errors; plain data either way, so
+    it reads well in the scheduler's history and summaries.
+    """
+    if isinstance(exc, ReplicationError):
+        reason = exc.reason
+        if isinstance(reason, tuple) and reason and reason[0] == "db_not_found":
+            return ("db_not_found", str(exc))
+        return reason
+    return ("start_error", f"{type(exc).__name__}: {exc}")
+
+
+def _ms_option(rep: Rep, key: str, default: int) -> float:
+    value = rep.options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"option {key} = {value!r}: must be a positive number of milliseconds")
+    return value / 1000.0
+
+
+class ReplicationWorker(GenServer):
+    """``couch_replicator_worker``: copies the batches its job hands it.
+
+    It opens its own handles on both databases, so batches really run in
+    parallel with the job's changes reading and checkpoints.  It is linked to
+    its job: when the job goes, so does the worker.
+    """
+
+    def init(self, job: Any, source: str, target: str) -> None:
+        # Trapping makes the job's exit signal (normal completion included)
+        # stop the worker with terminate, which closes its handles.
+        self.trap_exit = True
+        self.job = job
+        self.source = DocStore(source)
+        try:
+            self.target = DocStore(target)
+        except BaseException:
+            self.source.close()
+            raise
+
+    def handle_cast(self, request: Any) -> None:
+        kind, batch = request
+        if kind != "batch" or not isinstance(batch, Batch):
+            raise ValueError(f"worker got {request!r}, expected ('batch', Batch)")
+        stats = replicate_batch(self.source, self.target, batch.changes)
+        self.job.send(("batch_done", self.ref, batch.report_seq, stats))
+
+    def terminate(self, reason: Any) -> None:
+        self.source.close()
+        self.target.close()
+
+
+class SchedulerJobServer(GenServer):
+    """One running job.  Started as ``(job_factory, rep)`` by the job supervisor."""
+
+    def init(self, job_factory: JobFactory, rep: Rep, clock: Any = None) -> Any:
+        self.trap_exit = True
+        self.clock = clock or WallClock()
+        self.rep = rep
+        self.job = job_factory(rep)
+        self.continuous = rep.continuous
+        self.checkpoint_every = _ms_option(rep, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL)
+        self.poll_max = _ms_option(rep, "changes_poll_interval", DEFAULT_POLL_INTERVAL)
+        self.poll_delay = POLL_MIN
+        self.poll_timer: Any = None
+        self.checkpoint_timer: Any = None
+        self.idle_workers: list[Any] = []
+        self.busy: dict[Any, tuple] = {}  # worker ref -> report seq of its batch
+        self.finished = False
+        try:
+            self.job.start(self.clock.now())
+        except Exception as exc:
+            log.warning("replication %r failed to start: %s", rep.id, exc)
+            raise Exit(start_error_reason(exc), str(exc)) from exc
+        self.batched = isinstance(self.job, ReplicationJob)
+        if self.batched:
+            for _ in range(self.job.workers):
+                worker = self.spawn_link(ReplicationWorker, self.ref, str(rep.source), str(rep.target))
+                self.idle_workers.append(worker)
+        self.checkpoint_timer = self.send_after(self.checkpoint_every, "checkpoint")
+        self.running = False
+
+    # -- driving ---------------------------------------------------------------------
+
+    def _run(self) -> Any:
+        return self._fill() if self.batched else self._step()
+
+    def _fill(self) -> Any:
+        """Hand a batch to every idle worker (the changes manager)."""
+        job = self.job
+        while self.idle_workers:
+            batch = job.next_batch()
+            if batch is None:
+                break
+            worker = self.idle_workers.pop()
+            self.busy[worker] = batch.report_seq
+            worker.cast(("batch", batch))
+        if self.busy:
+            self.poll_delay = POLL_MIN
+            return None
+        # Nothing in flight and nothing new on the source: caught up.
+        if not self.continuous:
+            return self._finish()
+        self._schedule_poll()
+        return None
+
+    def _step(self) -> Any:
+        result = self.job.step(self.clock.now())
+        if result == "progress":
+            self.poll_delay = POLL_MIN
+            self.ref.send("step")
+        elif result == "idle":
+            self._schedule_poll()
+        elif result == "done":
+            self.finished = True
+            return Stop("normal")
+        else:
+            raise ValueError(f"{type(self.job).__name__}.step returned {result!r}, "
+                             "expected 'progress', 'idle' or 'done'")
+        return None
+
+    def _finish(self) -> Any:
+        self.job.finish(self.clock.now())
+        self.finished = True
+        return Stop("normal")
+
+    def _schedule_poll(self) -> None:
+        if self.poll_timer is None:
+            self.poll_timer = self.send_after(self.poll_delay, "poll")
+            self.poll_delay = min(self.poll_delay * 2, self.poll_max)
+
+    # -- messages --------------------------------------------------------------------
+
+    def handle_info(self, message: Any) -> Any:
+        if message == "run":
+            # The starter monitors the job before sending "run" (see scheduler_sup.start_job).
+            if self.running:
+                return None
+            self.running = True
+            return self._run()
+        if message == "step":
+            return self._step()
+        if message == "poll":
+            self.poll_timer = None
+            return self._run()
+        if message == "checkpoint":
+            self.job.checkpoint(self.clock.now())
+            self.checkpoint_timer = self.send_after(self.checkpoint_every, "checkpoint")
+            return None
+        if isinstance(message, tuple) and message and message[0] == "batch_done":
+            _, worker, seq, stats = message
+            if self.busy.pop(worker, None) is None:
+                raise ValueError(f"batch done by unknown worker {worker!r}")
+            self.job.report_seq_done(seq, stats if isinstance(stats, BatchStats) else None)
+            self.idle_workers.append(worker)
+            self.job.maybe_checkpoint(self.clock.now())
+            return self._fill()
+        if isinstance(message, tuple) and message and message[0] == "EXIT":
+            _, who, reason = message
+            if who is not None and who == self.parent:
+                return Stop(reason)
+            if who in self.busy or who in self.idle_workers:
+                log.error("replication %r: worker %r died: %r", self.rep.id, who, reason)
+                return Stop(("worker_died", repr(who), reason))
+            if is_normal_exit(reason):
+                return None
+            return Stop(("unknown_process_died", repr(who), reason))
+        return super().handle_info(message)
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "status":
+            status = getattr(self.job, "status", None)
+            return status() if status is not None else {"replication_id": str(self.rep.id)}
+        if request == "checkpoint":
+            return self.job.checkpoint(self.clock.now())
+        return super().handle_call(request, from_)
+
+    def terminate(self, reason: Any) -> None:
+        for timer in (self.poll_timer, self.checkpoint_timer):
+            if timer is not None:
+                self.cancel_timer(timer)
+        for worker in [*self.idle_workers, *self.busy]:
+            self.exit(worker, "shutdown")
+        if self.finished:
+            return
+        if is_normal_exit(reason):
+            # Stopped by the scheduler (through the supervisor): final checkpoint.
+            self.job.stop(self.clock.now())
+            return
+        abort = getattr(self.job, "abort", None)
+        if abort is not None:
+            abort()

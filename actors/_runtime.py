@@ -177,6 +177,7 @@ class Runtime:
         self._pool_lock = threading.Lock()
         self._tls = threading.local()
         self._sys_handlers: dict[str, Callable[..., Any]] = {}
+        self._deferring: set[str] = {"spawn"}
         self._stopping = False
         self.stats = _stats.current()
         self.dropped_frames = 0
@@ -216,6 +217,10 @@ class Runtime:
             sset.socks.clear()
         self.pull.close(linger=0)
         self.ctx.term()
+        try:
+            os.unlink(self.endpoint[len("ipc://") :])
+        except OSError:
+            pass
         try:
             os.close(self._wake_fd)
         except OSError:
@@ -329,7 +334,7 @@ class Runtime:
         callback: Callable[[bool, Any], None] | None = None,
     ) -> Any:
         """A request to another process's runtime (not to an actor)."""
-        if proc == self.proc and callback is None and op not in _DEFERRING:
+        if proc == self.proc and callback is None and op not in self._deferring:
             return self._sys_handlers[op](self.proc, *args)
         ref = next(self._ref_counter)
         waiter = _Waiter(proc, callback)
@@ -512,13 +517,28 @@ class Runtime:
 
     # -- system requests -------------------------------------------------------
 
-    def register_sys(self, op: str, handler: Callable[..., Any]) -> None:
+    def register_sys(self, op: str, handler: Callable[..., Any], threaded: bool = False) -> None:
         """``handler(src_proc, *args)``; its return value is the reply.
 
         A handler that must answer later returns `DEFER` and replies itself
-        with `reply_sys`.
+        with `reply_sys`.  A ``threaded`` handler may block (it sends requests
+        of its own): it runs on a short-lived thread, never on the I/O thread.
         """
-        self._sys_handlers[op] = handler
+        if threaded:
+            def run_threaded(src: str, *args: Any, _ref: int | None = None) -> Any:
+                def work() -> None:
+                    try:
+                        self.reply_sys(src, _ref, True, handler(src, *args))
+                    except Exception as exc:  # reported to the asker, not fatal here
+                        self.reply_sys(src, _ref, False, ("error", repr(exc)))
+
+                threading.Thread(target=work, name=f"actors-sys-{op}", daemon=True).start()
+                return DEFER
+
+            self._sys_handlers[op] = run_threaded
+            self._deferring.add(op)
+        else:
+            self._sys_handlers[op] = handler
 
     def _handle_sys(self, src: str, ref: int | None, body: Any) -> None:
         op, args = body
@@ -528,7 +548,7 @@ class Runtime:
                 self.route(src, K_REPLY_EXIT, None, None, ref, ("unknown_system_request", op))
             return
         try:
-            result = handler(src, *args, _ref=ref) if op in _DEFERRING else handler(src, *args)
+            result = handler(src, *args, _ref=ref) if op in self._deferring else handler(src, *args)
         except Exception as exc:
             log.exception("system request %s from %s failed", op, src)
             if ref is not None:
@@ -722,4 +742,3 @@ class Runtime:
 
 #: Returned by a deferring system handler that replies later itself.
 DEFER = object()
-_DEFERRING = {"spawn"}

@@ -275,6 +275,9 @@ class Node:
         rt.register_sys("halting", self._on_halting)
         rt.register_sys("config_set", lambda src, s, k, v: self._config_set(s, k, v))
         rt.register_sys("hosts", lambda src: self.hosts())
+        rt.register_sys("actors", lambda src: self.actors(), threaded=True)
+        rt.register_sys("node_stats", lambda src: self.stats(), threaded=True)
+        rt.register_sys("registered", lambda src: self.registered())
 
     def _config_set(self, section: str, key: str, value: str | None) -> None:
         if value is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple, Sequence
 
 from actors import ActorRef, Exit, GenServer, SpawnError, noreply
+from actors import stats as _stats
 from actors.clock import MonotonicClock
 from supervision._policy import RESTARTING, RUNNING, STOPPED, ChildRecord, decide_exit, decide_restart
 from supervision._spec import ChildSpec, SupFlags, check_startspec
@@ -409,8 +410,23 @@ class Supervisor(GenServer):
         cell = self._actor_cell
         return cell.name or cell.id
 
+    def status(self) -> dict[str, Any]:
+        """Cheap snapshot for `Node.actors()` and the status command."""
+        if not hasattr(self, "flags"):
+            return {}
+        return {"strategy": self.flags.strategy, "children": len(self._all_children()),
+                "restarts": self._restart_count}
+
+    _restart_count = 0
+
     def _report(self, what: str, child_id: Any, reason: Any, action: str, ref: Any = None,
                 level: int = logging.ERROR) -> None:
+        stats = _stats.current()
+        if action == "restarting":
+            self._restart_count += 1
+            stats.increment(f"supervision.restarts.{self._label()}")
+        if what == "shutdown":
+            stats.increment(f"supervision.escalations.{self._label()}")
         if what == "child_terminated" and _normal(reason):
             level = logging.INFO
         text = repr(reason)

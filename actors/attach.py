@@ -1,0 +1,56 @@
+"""Attach to a running node from another program, through its runtime directory.
+
+The attaching program binds its own endpoint in the node's directory (it must
+run as the same user: the directory is 0700) and asks the node process for
+snapshots.  It starts no actor and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from actors._runtime import Runtime
+
+__all__ = ["Attached"]
+
+
+class Attached:
+    """A read-only view of a running node: ``actors()``, ``hosts()``, ``stats()``."""
+
+    def __init__(self, rundir: str, timeout: float = 5.0) -> None:
+        path = os.path.join(rundir, "node.json")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                info = json.load(fh)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{rundir} is not the runtime directory of a running node "
+                                    f"(no node.json)") from None
+        self.rundir = rundir
+        self.node_id = info["node_id"]
+        self.node_pid = info["pid"]
+        self.timeout = timeout
+        self._rt = Runtime(self.node_id, rundir, f"cli{os.getpid()}", node_proc=info["proc"])
+        self._rt.start()
+
+    def _ask(self, op: str) -> Any:
+        return self._rt.sys_request(self._rt.node_proc, op, (), timeout=self.timeout)
+
+    def actors(self) -> list[dict[str, Any]]:
+        return self._ask("actors")
+
+    def hosts(self) -> list[dict[str, Any]]:
+        return self._ask("hosts")
+
+    def stats(self) -> dict[str, Any]:
+        return self._ask("node_stats")
+
+    def close(self) -> None:
+        self._rt.shutdown()
+
+    def __enter__(self) -> "Attached":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,222 @@
+"""Kill actors in a running supervision tree and account for what happened.
+
+Clients keep calling the tree's workers while a killer ends workers at a
+fixed rate — half by ``kill`` inside their host, half by SIGKILL of their host
+process when they have one of their own.  The report counts restarts per
+supervisor, escalations, and calls that failed versus hung: a call that gets
+no answer at all within its timeout is a hang, and there must be none.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import supervision as sv
+from actors import ActorRef, CallTimeout, Exit, GenServer, Node
+from supervision import ChildSpec, SupFlags
+
+__all__ = ["ChaosReport", "ChaosWorker", "build_demo_tree", "run_chaos", "tree_workers"]
+
+
+class ChaosWorker(GenServer):
+    """A worker that answers pings with its tag and pid."""
+
+    def init(self, tag: str) -> None:
+        self.tag = tag
+        self.calls = 0
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        self.calls += 1
+        return (self.tag, os.getpid(), request)
+
+    def status(self) -> dict[str, Any]:
+        return {"calls": self.calls}
+
+
+class PoolSup(sv.Supervisor):
+    """simple_one_for_one pool; its workers are added by `build_demo_tree`."""
+
+    def init(self) -> tuple[Any, Any]:
+        return SupFlags("simple_one_for_one", intensity=50, period=5), [
+            ChildSpec("pool_worker", (ChaosWorker, ()), host="own")
+        ]
+
+
+def build_demo_tree(node: Node, pool_size: int = 3) -> ActorRef:
+    """Three levels, all four strategies, workers spread over host processes."""
+    cpus = sorted(os.sched_getaffinity(0))
+    pipeline = ChildSpec("pipeline", (sv._supervisor._StaticSupervisor, (
+        SupFlags("rest_for_one", intensity=50, period=5),
+        [ChildSpec("reader", (ChaosWorker, ("reader",))),
+         ChildSpec("parser", (ChaosWorker, ("parser",)), host="own", cpus={cpus[0]}),
+         ChildSpec("writer", (ChaosWorker, ("writer",)), host="own", cpus={cpus[-1]})],
+    )), type="supervisor")
+    pair = ChildSpec("pair", (sv._supervisor._StaticSupervisor, (
+        SupFlags("one_for_all", intensity=50, period=5),
+        [ChildSpec("left", (ChaosWorker, ("left",)), host="pairhost"),
+         ChildSpec("right", (ChaosWorker, ("right",)), host="pairhost")],
+    )), type="supervisor")
+    pool = ChildSpec("pool", (PoolSup, ()), type="supervisor")
+    top = sv.start_supervisor(node, SupFlags("one_for_one", intensity=100, period=5),
+                              [pipeline, pair, pool], name="demo_sup")
+    pool_ref = _child(top, "pool")
+    for i in range(pool_size):
+        sv.start_child(pool_ref, [f"pool{i}"])
+    return top
+
+
+def _child(sup: ActorRef, cid: Any) -> ActorRef:
+    for row in sv.which_children(sup):
+        if row.id == cid and isinstance(row.child, ActorRef):
+            return row.child
+    raise LookupError(cid)
+
+
+def tree_workers(sup: ActorRef, timeout: float = 5.0) -> tuple[list[ActorRef], list[ActorRef]]:
+    """(workers, supervisors) currently running under ``sup`` (inclusive)."""
+    workers: list[ActorRef] = []
+    sups: list[ActorRef] = [sup]
+    frontier = [sup]
+    while frontier:
+        current = frontier.pop()
+        try:
+            rows = sv.which_children(current, timeout=timeout)
+        except (Exit, CallTimeout):
+            continue
+        for row in rows:
+            if not isinstance(row.child, ActorRef):
+                continue
+            if row.type == "supervisor":
+                sups.append(row.child)
+                frontier.append(row.child)
+            else:
+                workers.append(row.child)
+    return workers, sups
+
+
+@dataclass
+class ChaosReport:
+    duration: float = 0.0
+    kills: Counter = field(default_factory=Counter)
+    calls_ok: int = 0
+    calls_failed: int = 0
+    calls_hung: int = 0
+    restarts: dict[str, int] = field(default_factory=dict)
+    escalations: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.calls_hung == 0
+
+    def lines(self) -> list[str]:
+        out = [
+            f"chaos ran {self.duration:.1f} s: {sum(self.kills.values())} kills "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(self.kills.items())) or 'none'})",
+            f"calls: {self.calls_ok} answered, {self.calls_failed} failed with an exit reason, "
+            f"{self.calls_hung} hung",
+            "restarts per supervisor: " + (", ".join(f"{k} {v}" for k, v in sorted(self.restarts.items()))
+                                            or "none"),
+            "escalations: " + (", ".join(f"{k} {v}" for k, v in sorted(self.escalations.items())) or "none"),
+        ]
+        return out
+
+
+def run_chaos(
+    node: Node,
+    top: ActorRef,
+    rate: float,
+    duration: float,
+    *,
+    clients: int = 3,
+    call_timeout: float = 5.0,
+    seed: int | None = None,
+    on_tick: Callable[[float], None] | None = None,
+) -> ChaosReport:
+    """Kill ``rate`` workers a second for ``duration`` seconds while clients call."""
+    if rate < 0 or duration < 0:
+        raise ValueError(f"rate and duration must be >= 0, got {rate} and {duration}")
+    rng = random.Random(seed)
+    report = ChaosReport()
+    before = node.stats()["counters"]
+    stop = threading.Event()
+    lock = threading.Lock()
+    start = time.monotonic()
+    deadline = start + duration
+
+    def client(index: int) -> None:
+        crng = random.Random(rng.random())
+        workers: list[ActorRef] = []
+        while not stop.is_set():
+            if not workers:
+                workers = tree_workers(top)[0]
+                if not workers:
+                    stop.wait(0.05)
+                    continue
+            ref = crng.choice(workers)
+            try:
+                ref.call(("ping", index), timeout=call_timeout)
+                outcome = "ok"
+            except Exit:
+                outcome = "failed"
+                workers = []
+            except CallTimeout:
+                outcome = "hung"
+                workers = []
+            with lock:
+                if outcome == "ok":
+                    report.calls_ok += 1
+                elif outcome == "failed":
+                    report.calls_failed += 1
+                else:
+                    report.calls_hung += 1
+
+    threads = [threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}", daemon=True)
+               for i in range(clients)]
+    for t in threads:
+        t.start()
+    interval = 1.0 / rate if rate > 0 else None
+    next_kill = start + (interval or duration)
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            if on_tick is not None:
+                on_tick(now - start)
+            if interval is not None and now >= next_kill:
+                next_kill += interval
+                workers = tree_workers(top)[0]
+                if workers:
+                    victim = rng.choice(workers)
+                    if victim.os_pid != os.getpid() and rng.random() < 0.5:
+                        try:
+                            os.kill(victim.os_pid, signal.SIGKILL)
+                            report.kills["sigkill_host"] += 1
+                        except ProcessLookupError:
+                            pass
+                    else:
+                        node.kill(victim)
+                        report.kills["kill"] += 1
+            stop.wait(min(0.1, max(0.0, min(deadline, next_kill) - time.monotonic())))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(call_timeout + 5)
+    report.duration = time.monotonic() - start
+    after = node.stats()["counters"]
+    for key, value in after.items():
+        delta = value - before.get(key, 0)
+        if delta <= 0:
+            continue
+        if key.startswith("supervision.restarts."):
+            report.restarts[key[len("supervision.restarts."):]] = delta
+        elif key.startswith("supervision.escalations."):
+            report.escalations[key[len("supervision.escalations."):]] = delta
+    return report

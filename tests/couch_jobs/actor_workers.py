@@ -1,0 +1,89 @@
+"""Actors the couch_jobs actor-layer tests place in host processes.
+
+Each one attaches its process to couch_jobs in ``init`` (``process.use(self)``,
+which opens the database named in the node's config) and reports what it did
+as messages to a `Collector` living in the test process.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from typing import Any
+
+import actors.couch_jobs as couch_jobs
+from actors import ActorRef, GenServer
+from actors.couch_jobs import process
+
+
+class Collector(GenServer):
+    """Lives in the test process; pushes every info message into a queue."""
+
+    def init(self, q: "queue.Queue[Any]") -> None:
+        self.q = q
+
+    def handle_info(self, message: Any) -> None:
+        self.q.put(message)
+
+
+class Worker(GenServer):
+    """Accepts and finishes jobs of one type, logging each finish in the same transaction."""
+
+    def init(self, job_type: Any, worker_no: int) -> None:
+        self.jobs = process.use(self)
+        self.type = job_type
+        self.no = worker_no
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        op = request[0]
+        if op == "pid":
+            return os.getpid()
+        if op == "accept_once":
+            # How long a blocked accept takes to see an add made elsewhere.
+            _, timeout = request
+            t0 = time.monotonic()
+            job, data = self.jobs.accept(self.type, timeout=timeout)
+            elapsed = time.monotonic() - t0
+            self.jobs.finish(None, job)
+            return job.id, elapsed
+        if op == "subscribe":
+            _, job_id = request
+            return self.jobs.subscribe(self.type, job_id)
+        if op == "wait":
+            _, subs, state, timeout = request
+            return self.jobs.wait(subs, state, timeout)
+        if op == "unsubscribe":
+            self.jobs.unsubscribe(request[1])
+            return "ok"
+        raise ValueError(f"unknown request {request!r}")
+
+    def handle_cast(self, request: Any) -> None:
+        op = request[0]
+        if op == "run":
+            _, collector, max_jobs, idle_timeout = request
+            self.run(collector, max_jobs, idle_timeout)
+        elif op == "accept_and_hold":
+            # Take a job and never update it: the activity monitor must take it back.
+            _, collector = request
+            job, _ = self.jobs.accept(self.type, timeout=30)
+            collector.send(("held", self.no, job, os.getpid()))
+        else:
+            raise ValueError(f"unknown cast {request!r}")
+
+    def run(self, collector: ActorRef, max_jobs: int, idle_timeout: float) -> None:
+        done = 0
+        collector.send(("running", self.no))
+        for _ in range(max_jobs):
+            try:
+                job, data = self.jobs.accept(self.type, timeout=idle_timeout)
+            except couch_jobs.NotFound:
+                break
+            with self.jobs.transaction() as tx:
+                tx.execute(
+                    "INSERT INTO finished_log (job_id, worker) VALUES (?, ?)", (job.id, self.no)
+                )
+                self.jobs.finish(tx, job, {**data, "by": self.no})
+            done += 1
+            collector.send(("finished", self.no, job.id))
+        collector.send(("done", self.no, done))

@@ -63,6 +63,13 @@ class Worker(GenServer):
         if op == "run":
             _, collector, max_jobs, idle_timeout = request
             self.run(collector, max_jobs, idle_timeout)
+        elif op == "accept_async":
+            _, collector, timeout = request
+            collector.send(("accepting", self.no))
+            t0 = time.monotonic()
+            job, _ = self.jobs.accept(self.type, timeout=timeout)
+            collector.send(("accepted", self.no, job.id, time.monotonic() - t0))
+            self.jobs.finish(None, job)
         elif op == "accept_and_hold":
             # Take a job and never update it: the activity monitor must take it back.
             _, collector = request

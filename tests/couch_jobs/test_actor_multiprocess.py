@@ -1,0 +1,140 @@
+"""Worker actors in separate host processes, woken and supervised by the real tree."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import time
+from typing import Any
+
+import pytest
+
+import actors.couch_jobs as couch_jobs
+from actors.couch_jobs import Halt
+from tests.couch_jobs.actor_fixtures import start_tree
+from tests.couch_jobs.actor_workers import Collector, Worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+TYPE = ("mp", 2)
+
+
+def _expect(q: "queue.Queue[Any]", tag: str, timeout: float) -> tuple[Any, ...]:
+    """The next message tagged ``tag`` (others are skipped), within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"no {tag!r} message within {timeout}s")
+        message = q.get(timeout=remaining)
+        if message[0] == tag:
+            return message
+
+
+def _log_table(jobs) -> None:
+    with jobs.transaction() as tx:
+        tx.execute("CREATE TABLE finished_log (job_id TEXT NOT NULL, worker INTEGER NOT NULL)")
+
+
+def _finish_counts(jobs) -> dict[str, int]:
+    with jobs.transaction(write=False) as tx:
+        rows = tx.execute("SELECT job_id, count(*) FROM finished_log GROUP BY job_id").fetchall()
+    return dict(rows)
+
+
+@pytest.fixture
+def tree(node, tmp_path):
+    yield from start_tree(node, tmp_path / "jobs.db", {"activity_monitor_max_jitter_msec": "100"})
+
+
+N_JOBS = 1000
+N_WORKERS = 4
+
+
+def test_worker_processes_finish_1000_jobs_exactly_once(tree):
+    node, jobs = tree["node"], tree["jobs"]
+    jobs.set_type_timeout(TYPE, 60)
+    _log_table(jobs)
+    q: "queue.Queue[Any]" = queue.Queue()
+    collector = node.spawn(Collector, q)
+    workers = [node.spawn(Worker, TYPE, i, host=f"w{i}") for i in range(N_WORKERS)]
+    assert len({w.os_pid for w in workers} | {os.getpid()}) == N_WORKERS + 1
+    for w in workers:
+        w.cast(("run", collector, N_JOBS + 1, 3.0))
+    for _ in workers:
+        _expect(q, "running", 30)
+    # add while the workers already wait, 100 jobs per transaction
+    for batch in range(0, N_JOBS, 100):
+        with jobs.transaction() as tx:
+            for k in range(batch, batch + 100):
+                jobs.add(tx, TYPE, f"job-{k:04d}", {"k": k})
+    done = {}
+    for _ in workers:
+        _, no, count = _expect(q, "done", 90)
+        done[no] = count
+    assert sum(done.values()) == N_JOBS
+    assert sum(1 for c in done.values() if c > 0) >= 2, done  # the work was shared
+    counts = _finish_counts(jobs)
+    assert len(counts) == N_JOBS and set(counts.values()) == {1}
+    states = jobs.get_jobs(TYPE)
+    assert len(states) == N_JOBS
+    assert {state for _, _, state, _ in states} == {"finished"}
+
+
+def test_killed_worker_host_job_is_rerun_by_the_activity_monitor(tree):
+    node, jobs = tree["node"], tree["jobs"]
+    jobs.set_type_timeout(TYPE, 1)
+    couch_jobs.server.force_check_types()  # the real activity monitor for TYPE runs now
+    _log_table(jobs)
+    q: "queue.Queue[Any]" = queue.Queue()
+    collector = node.spawn(Collector, q)
+    victim = node.spawn(Worker, TYPE, 0, host="victim")
+    jobs.add(None, TYPE, "victim-job", {"v": 1})
+    victim.cast(("accept_and_hold", collector))
+    _, _, dead_job, pid = _expect(q, "held", 30)
+    assert pid == victim.os_pid != os.getpid()
+
+    rescuer = node.spawn(Worker, TYPE, 1, host="rescuer")
+    rescuer.cast(("run", collector, 1, 30.0))
+    _expect(q, "running", 30)
+    down = node.monitor(victim)
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    assert down.wait(10)[1] == "killed"
+    assert jobs.get_job_state(None, TYPE, "victim-job") == "running"
+
+    # Re-enqueued after about a timeout or two, then accepted by the rescuer.
+    assert _expect(q, "finished", 30) == ("finished", 1, "victim-job")
+    assert time.monotonic() - t0 >= 1.0
+    assert _expect(q, "done", 30) == ("done", 1, 1)
+    with pytest.raises(Halt):
+        jobs.update(None, dead_job)
+    assert _finish_counts(jobs) == {"victim-job": 1}
+    job = jobs.get_job(TYPE, "victim-job")
+    assert (job.state, job.data) == ("finished", {"v": 1, "by": 1})
+
+
+@pytest.fixture
+def slow_recheck_tree(node, tmp_path):
+    # Blocked callers re-read the store only once a minute: a prompt accept
+    # below can only come from the cross-process wake-up.
+    yield from start_tree(node, tmp_path / "jobs.db", {"wakeup_recheck_msec": "60000"})
+
+
+def test_accept_wakes_up_across_processes_without_recheck(slow_recheck_tree):
+    node, jobs = slow_recheck_tree["node"], slow_recheck_tree["jobs"]
+    assert jobs.waker.recheck_interval == 60.0
+    jobs.set_type_timeout(TYPE, 60)
+    q: "queue.Queue[Any]" = queue.Queue()
+    collector = node.spawn(Collector, q)
+    worker = node.spawn(Worker, TYPE, 0, host="sleeper")
+    for round_no in range(5):
+        worker.cast(("accept_async", collector, 30.0))
+        _expect(q, "accepting", 30)
+        t0 = time.monotonic()
+        jobs.add(None, TYPE, f"wake-{round_no}", {})
+        _, _, job_id, _ = _expect(q, "accepted", 10)
+        latency = time.monotonic() - t0
+        assert job_id == f"wake-{round_no}"
+        assert latency < 5.0, latency  # far below the 60 s re-check

@@ -23,6 +23,7 @@ import os
 import select
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import threading
@@ -53,6 +54,43 @@ def changed_dbs(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, 
     ``handle_db_event(db, "local_updated")``; staleness keeps the rate down.
     """
     return sorted(db for db, stamp in after.items() if before.get(db) != stamp)
+
+
+#: Seconds a size query waits for a lock before reading the file header instead.
+_BUSY_TIMEOUT = 0.2
+_HEADER = struct.Struct(">16sH6xII4xI12xI8xI24xI")
+
+
+def header_info(path: str) -> tuple[int, int, int, int, int] | None:
+    """``(file_size, page_size, page_count, freelist_count, auto_vacuum)`` from
+    the SQLite file header, without taking SQLite's lock; None if it is not
+    a SQLite file.
+
+    The header's page count is used only when it is valid (its "version
+    valid for" number equals the change counter), else the file size gives
+    it, as SQLite itself does.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(_HEADER.size)
+            file_size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        return None
+    if len(raw) < _HEADER.size:
+        return None
+    magic, page_size, change_counter, in_header_pages, freelist, largest_root, incremental, valid_for = _HEADER.unpack(
+        raw
+    )
+    if magic != b"SQLite format 3\x00":
+        return None
+    if page_size == 1:
+        page_size = 65536
+    if in_header_pages and valid_for == change_counter:
+        pages = in_header_pages
+    else:
+        pages = file_size // page_size if page_size else 0
+    auto_vacuum = 0 if largest_root == 0 else (2 if incremental else 1)
+    return file_size, page_size, pages, freelist, auto_vacuum
 
 
 class _Launcher:
@@ -340,13 +378,20 @@ class SQLiteAdapter:
         return self.file_info(self.key_path(key))
 
     def file_info(self, path: str) -> ObjectInfo | None:
-        """Sizes and upgrade need of one SQLite file; None when it is missing."""
+        """Sizes and upgrade need of one SQLite file; None when it is missing.
+
+        SQLite is asked first, with a short busy timeout: the server and the
+        channels compute priorities on their own threads and must not wait
+        seconds behind a VACUUM holding the file's lock.  When the file is
+        locked the numbers come from its 100-byte header instead
+        (`header_info`), which needs no lock.
+        """
         try:
             file_size = os.stat(path).st_size
         except FileNotFoundError:
             return None
         try:
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT)
         except sqlite3.OperationalError:
             if not os.path.exists(path):
                 return None
@@ -356,6 +401,13 @@ class SQLiteAdapter:
             page_count = con.execute("PRAGMA page_count").fetchone()[0]
             freelist = con.execute("PRAGMA freelist_count").fetchone()[0]
             auto_vacuum = con.execute("PRAGMA auto_vacuum").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            header = header_info(path)
+            if header is None:
+                raise
+            file_size, page_size, page_count, freelist, auto_vacuum = header
         finally:
             con.close()
         active = max(0, page_count - freelist) * page_size
@@ -401,6 +453,22 @@ class SQLiteAdapter:
             job = WorkerJob(key, argv)
             self._jobs[key] = job
             return job
+
+    def __getstate__(self) -> dict:
+        """Pickle the configuration only: jobs are OS processes of this process.
+
+        smoosh runs in a host process of its own, so the adapter a host
+        program hands to `start_smoosh` travels there by pickle; the copy
+        starts with no jobs and a fresh lock.
+        """
+        state = self.__dict__.copy()
+        del state["_jobs"], state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._jobs = {}
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         """Kill every job still running and reap it (host shutdown, tests)."""

@@ -179,13 +179,18 @@ class ServerState:
         """`smoosh_utils:ignore_db/1`: ``[smoosh.ignore] <db> = true``."""
         return key_db(key) in self.settings.ignore
 
-    def find_channel(self, key: Hashable, priority_of: ChannelPriorityOf, now: float) -> tuple[str, float] | None:
+    def find_channel(
+        self, key: Hashable, priority_of: ChannelPriorityOf, now: float, check_staleness: bool = True
+    ) -> tuple[str, float] | None:
         """The first channel giving ``key`` a non-zero priority, with that priority.
 
         Channels of the key's type are tried in sorted order; a channel that
         is not running, or whose priority computation fails, is skipped.
+        ``check_staleness=False`` is for a failed job handed back by its
+        channel: it was enqueued moments ago, and must not be dropped as
+        too fresh.
         """
-        if not self.stale_enough(key, now) or self.ignored(key):
+        if (check_staleness and not self.stale_enough(key, now)) or self.ignored(key):
             return None
         for name in self.channels_for(key):
             if name not in self.channels:
@@ -199,9 +204,11 @@ class ServerState:
                 return name, priority
         return None
 
-    def enqueue_request(self, key: Hashable, priority_of: ChannelPriorityOf, now: float) -> list:
+    def enqueue_request(
+        self, key: Hashable, priority_of: ChannelPriorityOf, now: float, check_staleness: bool = True
+    ) -> list:
         """`enqueue_request/2`: route ``key`` and record the access time."""
-        found = self.find_channel(key, priority_of, now)
+        found = self.find_channel(key, priority_of, now, check_staleness)
         if found is None:
             return []
         name, priority = found

@@ -1,0 +1,67 @@
+"""Registered names of the smoosh actors, and finding them from anywhere.
+
+A `supervision.ChildSpec` carries no name, so ``smoosh_server`` registers
+itself in ``init``; the API looks names up through the runtime of the
+calling process (the host program, a host process, or an actor's thread).
+One place to change when the kernel grows a public way to do both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors import Exit
+
+__all__ = [
+    "ACCESS_CLEANER",
+    "DIR_WATCHER",
+    "EVENT_LISTENER",
+    "SERVER",
+    "SUP",
+    "channel_name",
+    "register_self",
+    "whereis",
+]
+
+SUP = "smoosh_sup"
+SERVER = "smoosh_server"
+ACCESS_CLEANER = "smoosh_access_cleaner"
+EVENT_LISTENER = "smoosh_event_listener"
+DIR_WATCHER = "smoosh_dir_watcher"
+
+
+def channel_name(channel: str) -> str:
+    """The registered name of a channel's actor."""
+    return f"smoosh_channel_{channel}"
+
+
+def _runtime() -> Any:
+    from actors._runtime import current_runtime
+
+    return current_runtime()
+
+
+def whereis(name: str) -> Any:
+    """The ref registered under ``name`` in the calling process's node, or None."""
+    return _runtime().whereis(name)
+
+
+def register_self(server: Any, name: str) -> None:
+    """Register the running actor ``server`` as ``name`` (released when it dies).
+
+    `actors.Exit` ``("already_registered", holder)`` when another actor
+    holds the name.
+    """
+    public = getattr(server, "register", None)
+    if callable(public):
+        public(name)
+        return
+    cell = server._actor_cell
+    if cell.name == name:
+        return
+    if cell.name is not None:
+        raise Exit(("already_named", cell.name), f"cannot register {name!r}")
+    holder = cell.runtime.register_name(name, cell.ref)
+    if holder is not None:
+        raise Exit(("already_registered", holder), f"{name!r} is taken")
+    cell.name = name

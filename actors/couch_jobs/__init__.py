@@ -6,9 +6,17 @@ or `resubmit` them; others `subscribe` to a job and `wait` for its changes.
 A worker that stops updating loses its job to another worker after the
 type's activity timeout (`ActivityMonitorLogic`) and gets `Halt` on its
 next write.  See docs/couch_jobs.md.
+
+The actor layer: ``start(node, path)`` runs the ``couch_jobs_sup`` tree
+(server, activity monitors, notifiers, wake-up hub) in the node process;
+every other process calls ``use(self)`` from an actor (``use(node)`` in the
+host program) to attach its default instance to it.
 """
 
 from .activity import ActivityMonitorLogic
+from .activity_monitor import ActivityMonitor
+from .agent import ProcessAgent
+from .app import start, stop
 from .api import (
     CouchJobs,
     accept,
@@ -45,36 +53,50 @@ from .model import (
     encode_type,
 )
 from .notifications import NOT_FOUND, Notification, NotifierLogic, TypeMonitorLogic
+from .notifier import Notifier, TypeMonitor
+from .process import use
+from .server import JobsServer, force_check_types, get_notifier_server
 from .store import JobRecord, SQLiteStore, SQLiteTransaction, Store, StoreTx
+from .sup import ActivityMonitorSup, CouchJobsSup, NotifierSup
 from .type_discovery import TypeDiscovery, diff_types
 from .waker import ConditionWaker, Waker
+from .wakeups import WakeupHub
 
 __all__ = [
     "NOT_FOUND",
     "UNDEFINED_MAX_SCHEDULED_TIME",
+    "ActivityMonitor",
     "ActivityMonitorLogic",
+    "ActivityMonitorSup",
     "ConditionWaker",
     "CouchJobs",
     "CouchJobsError",
+    "CouchJobsSup",
     "Halt",
     "Job",
     "JobEvent",
     "JobRecord",
     "JobState",
     "JobType",
+    "JobsServer",
     "JsonEncodingError",
     "NoTypeTimeout",
     "NotFound",
     "Notification",
+    "Notifier",
     "NotifierLogic",
+    "NotifierSup",
+    "ProcessAgent",
     "SQLiteStore",
     "SQLiteTransaction",
     "Store",
     "StoreTx",
     "Subscription",
     "TypeDiscovery",
+    "TypeMonitor",
     "TypeMonitorLogic",
     "Waker",
+    "WakeupHub",
     "accept",
     "add",
     "clear_type_timeout",
@@ -84,19 +106,24 @@ __all__ = [
     "diff_types",
     "encode_type",
     "finish",
+    "force_check_types",
     "get_job",
     "get_job_data",
     "get_job_state",
     "get_jobs",
+    "get_notifier_server",
     "get_type_timeout",
     "is_resubmitted",
     "remove",
     "resubmit",
     "set_default",
     "set_type_timeout",
+    "start",
+    "stop",
     "subscribe",
     "transaction",
     "unsubscribe",
     "update",
+    "use",
     "wait",
 ]

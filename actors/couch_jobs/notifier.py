@@ -129,6 +129,7 @@ class TypeMonitor(GenServer):
         self.store = local_jobs().store
         self.notifier = notifier
         self.interval = interval
+        self.check_queued = False
         att = attachment()
         if att is not None:
             att.agent.cast(["listen", type_key, self.ref])
@@ -152,6 +153,13 @@ class TypeMonitor(GenServer):
             self.timer = self.schedule()
             return None
         if _tagged(message, "changed", 2):
+            # A burst of commits queues many "changed"; one read covers them all.
+            if not self.check_queued:
+                self.check_queued = True
+                self.ref.send("check_now")
+            return None
+        if message == "check_now":
+            self.check_queued = False
             self.check()
             return None
         return Stop(("bad_info", message))

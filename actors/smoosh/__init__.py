@@ -8,10 +8,24 @@ Layers (see docs/smoosh.md):
 * `channel_state`, `server_state` — the `smoosh_channel` and `smoosh_server`
   logic as plain classes returning `effects` for their actors to carry out;
 * `adapter` — the host's storage: `SmooshAdapter`, and `SQLiteAdapter` which
-  VACUUMs SQLite files in worker processes.
+  VACUUMs SQLite files in worker processes;
+* `server`, `channel`, `helpers`, `watcher` — the actors; `sup` — the
+  supervision tree (`start_smoosh`); `api` — `enqueue`, `sync_enqueue`,
+  `suspend`, `resume`, `flush`, `status`, `handle_db_event`.
 """
 
 from actors.smoosh.access import AccessTable
+from actors.smoosh.api import (
+    channel_ref,
+    enqueue,
+    flush,
+    handle_db_event,
+    resume,
+    server_ref,
+    status,
+    suspend,
+    sync_enqueue,
+)
 from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, WorkerJob, changed_dbs
 from actors.smoosh.channel_state import ChannelState
 from actors.smoosh.effects import (
@@ -37,17 +51,25 @@ from actors.smoosh.policy import (
 )
 from actors.smoosh.server_state import ObjectInfo, ServerState, compute_priority, db_event_keys
 from actors.smoosh.settings import ChannelSettings, ServerSettings, all_channels, channel_list
+from actors.smoosh.channel import SmooshChannel
+from actors.smoosh.helpers import AccessCleaner, EventListener
+from actors.smoosh.server import SmooshServer
+from actors.smoosh.sup import SmooshSup, start_smoosh
+from actors.smoosh.watcher import DirWatcher
 
 __all__ = [
     "INDEX_CLEANUP",
+    "AccessCleaner",
     "AccessTable",
     "AdoptJob",
     "ChannelSettings",
     "ChannelState",
     "CloseChannel",
     "CompactionJob",
+    "DirWatcher",
     "EnqueueLater",
     "EnqueueToChannel",
+    "EventListener",
     "ObjectInfo",
     "PriorityQueue",
     "ResumeJob",
@@ -55,6 +77,9 @@ __all__ = [
     "ServerSettings",
     "ServerState",
     "SmooshAdapter",
+    "SmooshChannel",
+    "SmooshServer",
+    "SmooshSup",
     "StartChannel",
     "StartJob",
     "SuspendJob",
@@ -63,12 +88,22 @@ __all__ = [
     "all_channels",
     "changed_dbs",
     "channel_list",
+    "channel_ref",
     "compute_priority",
     "db_event_keys",
+    "enqueue",
+    "flush",
     "get_priority",
+    "handle_db_event",
     "in_window",
     "parse_time",
     "quantize",
+    "resume",
+    "server_ref",
+    "start_smoosh",
+    "status",
+    "suspend",
+    "sync_enqueue",
     "utc_minutes",
     "validate_key",
 ]

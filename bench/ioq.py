@@ -3,7 +3,10 @@
 For each core count k (``--cores 1,2,...``; default 1..the CPUs available) one
 node runs everything on cores 0..k-1: k IOQ2 servers (one per core, pinned),
 the IOQ1 server, the file actors (hosts ``file<c>``) and the client actors
-(hosts ``client<c>``), spread over those cores.  The clients issue requests
+(hosts ``client<c>``), spread over those cores.  By default each file actor
+lives in the host of an IOQ2 server and the strategy is ``fd_hash``, which
+sends a file's requests to the server it lives with, so a submission never
+leaves that process (``--no-colocate`` puts files in hosts ``file<c>``).  The clients issue requests
 back to back for a fixed time through
 
 * ``ioq2``   -- `actors.ioq.call` with ``[ioq2] enabled = true``;
@@ -20,8 +23,11 @@ Reported per (k, mix, mode): requests/second (median of ``--reps`` runs),
 p50/p99 latency, and the ratios IOQ2/bypass and IOQ2/IOQ1.
 
 Then prioritisation: half the clients issue ``interactive`` reads, half
-``db_compact`` reads, through IOQ2 with concurrency 1 (so there is a
-backlog), and the share of compaction requests served is measured with the
+``db_compact`` reads, through IOQ2 with concurrency 1 and the
+``server_per_scheduler`` strategy (a server then submits to files in other
+processes, slow enough for a backlog to form: IOQ can only prioritise a
+backlog; with co-located files the servers keep up with the clients and
+there is little to prioritise), and the share of compaction requests served is measured with the
 ``db_compact`` class priority at its default (0.0001), 1.0 and 10000.
 
 Output: a table on stdout, ``ioq.json`` and (if matplotlib is importable)
@@ -147,14 +153,14 @@ class Bench:
         big = os.urandom(1 << 20)
         for j in range(nfiles):
             cpu = cpus[j % k]
-            f = node.spawn(FileServer, os.path.join(workdir, f"k{k}_f{j}.couch"), host=f"file{cpu}", cpus={cpu})
+            f = node.spawn(FileServer, os.path.join(workdir, f"k{k}_f{j}.couch"), host=self.file_host(j), cpus={cpu})
             positions = [f.call(("append_bin", payload)) for _ in range(args.blocks)]
             self.small_blocks.append(positions)
             self.files.append(f)
         self.big_files = []
         for j in range(nfiles):
             cpu = cpus[j % k]
-            f = node.spawn(FileServer, os.path.join(workdir, f"k{k}_big{j}.couch"), host=f"file{cpu}", cpus={cpu})
+            f = node.spawn(FileServer, os.path.join(workdir, f"k{k}_big{j}.couch"), host=self.file_host(j), cpus={cpu})
             for _ in range(args.big_mib):
                 f.call(("append", big))
             f.call(("sync",))
@@ -165,6 +171,11 @@ class Bench:
             cpu = cpus[j % k]
             self.clients.append(node.spawn(Client, host=f"client{cpu}", cpus={cpu}))
         self.pool = ThreadPoolExecutor(len(self.clients))
+
+    def file_host(self, j: int) -> str:
+        """Files live in the IOQ2 server hosts (``ioq<i>``) when co-located, else apart."""
+        i = j % self.k
+        return f"ioq{i + 1}" if self.args.colocate else f"file{self.cpus[i]}"
 
     def close(self) -> None:
         self.pool.shutdown()
@@ -231,6 +242,7 @@ class Bench:
     def prioritisation(self) -> dict[str, Any]:
         args = self.args
         self.set_mode("ioq2")
+        self.node.config.set("ioq2", "dispatch_strategy", args.prio_dispatch)
         self.node.config.set("ioq2", "concurrency", "1")
         _wait(lambda: api.get_concurrency() == self.k, "concurrency 1")
         half = len(self.clients) // 2
@@ -253,6 +265,7 @@ class Bench:
                 f"({r['per_class']})")
         self.node.config.delete("ioq2.classes", "db_compact")
         self.node.config.set("ioq2", "concurrency", str(args.concurrency))
+        self.node.config.set("ioq2", "dispatch_strategy", args.dispatch)
         return out
 
 
@@ -268,11 +281,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files-per-core", type=int, default=4)
     p.add_argument("--blocks", type=int, default=500, help="small blocks per file")
     p.add_argument("--big-mib", type=int, default=4, help="MiB per file for the 64 KiB reads")
-    p.add_argument("--concurrency", type=int, default=4, help="[ioq2] concurrency per server for throughput runs")
+    p.add_argument("--concurrency", type=int, default=8, help="[ioq2] concurrency per server for throughput runs")
     p.add_argument("--ioq1-concurrency", type=int, default=20, help="[ioq] concurrency (IOQ1 default 20)")
-    p.add_argument("--dispatch", default="server_per_scheduler")
+    p.add_argument("--dispatch", default="fd_hash",
+                   help="[ioq2] dispatch_strategy (fd_hash sends each file to the server it lives with)")
+    p.add_argument("--no-colocate", dest="colocate", action="store_false",
+                   help="put the file actors in hosts of their own instead of the IOQ2 server hosts")
     p.add_argument("--prio-seconds", type=float, default=3.0)
-    p.add_argument("--prio-mix", default="small", choices=MIXES)
+    p.add_argument("--prio-dispatch", default="server_per_scheduler",
+                   help="dispatch strategy for the prioritisation runs (see the module docstring)")
+    p.add_argument("--prio-mix", default="small", choices=MIXES,
+                   help="mix for the prioritisation runs (the IO must be slow enough to build a backlog)")
     p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "ioq_bench"))
     p.add_argument("--quick", action="store_true", help="short runs (about 20 s in all)")
     args = p.parse_args(argv)

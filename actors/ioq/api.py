@@ -11,6 +11,12 @@ request.  It routes like `ioq:call`:
 * otherwise to IOQ1's ``ioq_server``, unless its class is in ``[ioq.bypass]``;
 * a bypassed request is a direct call to the file actor ``fd``.
 
+With ``fd_hash`` a file actor that lives in the same OS process as an IOQ2
+server (placed in its host, ``ioq<i>``) is always served by that server, so
+submitting to it and hearing back never leaves the process; other files are
+spread by a CRC-32 of their id.  Either way all requests for one file go
+through one server, which is what ``fd_hash`` promises.
+
 The per-request path is kept lean: routing settings are read from config
 once and re-read only after a config change (a listener marks them stale),
 and server refs are looked up once per process and refreshed only when a
@@ -52,6 +58,7 @@ from .ioq_config import (
 from .osq import OSQ_SERVER, RELEASE
 from .request import BAD_MAGIC_NUM, IoqRequest, QueueDepths, add_request_dimensions, error_queue_depths, rw
 from .server1 import IOQ1_REQUEST, IOQ1_SERVER
+from .server2 import IOQ2_REQUEST
 from .server1_state import IOQ1_BYPASS_SECTION, analyze_priority
 
 __all__ = [
@@ -154,6 +161,23 @@ class _Cache:
     def forget(self, name: str, ref: Any) -> None:
         if self.refs.get(name) == ref:
             del self.refs[name]
+        self.by_proc = None
+
+    by_proc: dict[str, int] | None = None
+    by_proc_n = 0
+
+    def colocated(self, proc: str, n: int) -> int | None:
+        """The id of the IOQ2 server living in OS process ``proc``, if any."""
+        by_proc = self.by_proc
+        if by_proc is None or self.by_proc_n != n or self.node_id != current_node_id():
+            by_proc = {}
+            for sid in range(1, n + 1):
+                try:
+                    by_proc[self.ref(server_name(sid)).proc] = sid
+                except Exit:
+                    pass
+            self.by_proc, self.by_proc_n = by_proc, n
+        return by_proc.get(proc)
 
 
 _cache = _Cache()
@@ -200,17 +224,18 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
         if n == 1 or strategy == DISPATCH_SINGLE_SERVER:
             sid = 1
         elif strategy == DISPATCH_FD_HASH:
-            sid = fd_hash(fd.id if hasattr(fd, "id") else fd, n)
+            sid = _cache.colocated(fd.proc, n) or fd_hash(fd.id, n)
         elif strategy == DISPATCH_RANDOM:
             sid = random.randrange(n) + 1
         else:
             sid = current_cpu() % n + 1
-        return _call_server(server_name(sid), req, timeout)
+        payload = (IOQ2_REQUEST, fd.to_wire(), msg, req.class_, req.shard, req.user, req.db, req.ddoc, t0)
+        return _call_server(server_name(sid), payload, timeout)
     class_, _channel = analyze_priority(dimensions)
     if class_ in routing.bypass1:
         ioq_stats.record_ioq1_bypassed(_stats.current(), class_, rw(msg))
         return file_call(fd, msg, timeout)
-    return _call_server(IOQ1_SERVER, (IOQ1_REQUEST, fd, msg, dimensions, t0), timeout)
+    return _call_server(IOQ1_SERVER, (IOQ1_REQUEST, fd.to_wire(), msg, dimensions, t0), timeout)
 
 
 def _osq_call(fd: Any, msg: Any, dimensions: Any, timeout: float | None) -> Any:

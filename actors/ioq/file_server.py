@@ -8,7 +8,8 @@ fsync)``, ...).  It answers them two ways:
   any code that does not go through IOQ, reaches the file;
 * as an **IO message** -- ``("$io", tag, reply_to, msg)`` sent to its
   ``handle_info`` -- answered by sending ``("$io_reply", tag, result)`` back
-  to ``reply_to``.  This is how an IOQ server submits: it never blocks on the
+  to ``reply_to`` (an `ActorRef` or its wire form ``ref.to_wire()``; the
+  wire form keeps the message cheap to encode).  This is how an IOQ server submits: it never blocks on the
   file, so while one file is busy the server keeps queueing, prioritising and
   submitting to others (the seed sends ``{'$gen_call', {self(), Ref}, Msg}``
   for the same reason).
@@ -24,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from actors import GenServer
+from actors import ActorRef, GenServer
 
 from .file_target import FileTarget, FileTargetError
 from .request import IoTargetDown
@@ -97,6 +98,7 @@ class FileServer(GenServer):
     def init(self, path: str | os.PathLike[str], create: bool = True) -> None:
         self.target = FileTarget(path, create=create)
         self._handle = self.target.handle
+        self._reply_to: dict[str, ActorRef] = {}
 
     def _do(self, msg: Any) -> Any:
         try:
@@ -112,6 +114,13 @@ class FileServer(GenServer):
     def handle_info(self, message: Any) -> None:
         if type(message) is tuple and len(message) == 4 and message[0] == IO_MSG:
             _tag, tag, reply_to, msg = message
+            if type(reply_to) is list:
+                wire = reply_to
+                reply_to = self._reply_to.get(wire[2])
+                if reply_to is None:
+                    if len(self._reply_to) >= 1000:
+                        self._reply_to.clear()
+                    reply_to = self._reply_to[wire[2]] = ActorRef.from_wire(wire)
             reply_to.send((IO_REPLY, tag, self._do(msg)))
             return None
         return super().handle_info(message)

@@ -109,4 +109,4 @@ class OsqServer(GenServer):
                 mref = self.monitor(fd)
                 self._fd_monitor[fd] = mref
                 self._mref_fd[mref] = fd
-            fd.send((IO_MSG, sub.ref, self.ref, req.msg))
+            fd.send((IO_MSG, sub.ref, self.ref.to_wire(), req.msg))

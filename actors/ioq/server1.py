@@ -1,7 +1,8 @@
 """The IOQ1 server actor (`ioq_server`), kept for comparison: a GenServer over `Ioq1State`.
 
 A single server for the whole node, registered as ``ioq_server``.  Callers
-call it with ``(IOQ1_REQUEST, fd, msg, dimensions, t0)``; like IOQ2 it
+call it with ``(IOQ1_REQUEST, fd, msg, dimensions, t0)`` (``fd`` an `ActorRef`
+or its wire form, which is much cheaper to encode); like IOQ2 it
 answers later, queues a whole burst before choosing (its own *submit*
 message), submits with ``("$io", ref, self, msg)`` and fails waiters with the
 exit reason of a file that dies.  The difference is the policy: channels and
@@ -14,7 +15,7 @@ import random
 import time
 from typing import Any
 
-from actors import GenServer, noreply
+from actors import ActorRef, GenServer, noreply
 from actors import config as _config
 from actors import stats as _stats
 
@@ -46,7 +47,9 @@ class Ioq1Server(GenServer):
         self._submit_pending = False
         self._fd_monitor: dict[Any, Any] = {}
         self._mref_fd: dict[Any, Any] = {}
+        self._fds: dict[str, ActorRef] = {}
         me = self.ref
+        self._me_wire = me.to_wire()
 
         def on_change(section: str, key: str, value: Any, persist: bool) -> None:
             if affects_ioq(section):
@@ -57,6 +60,8 @@ class Ioq1Server(GenServer):
     def handle_call(self, request: Any, from_: Any) -> Any:
         if type(request) is tuple and len(request) == 5 and request[0] == IOQ1_REQUEST:
             _tag, fd, msg, dimensions, t0 = request
+            if type(fd) is list:
+                fd = self._fds.get(fd[2]) or self._remember(fd)
             state = self.state
             state.enqueue(state.make_request(fd, msg, dimensions, t0), from_)
             if not self._submit_pending:
@@ -64,6 +69,12 @@ class Ioq1Server(GenServer):
                 self.ref.send(_SUBMIT)
             return noreply
         return self._control(request)
+
+    def _remember(self, wire: list[Any]) -> ActorRef:
+        if len(self._fds) >= 10_000:
+            self._fds.clear()
+        ref = self._fds[wire[2]] = ActorRef.from_wire(wire)
+        return ref
 
     def handle_info(self, message: Any) -> None:
         if message == _SUBMIT:
@@ -83,6 +94,7 @@ class Ioq1Server(GenServer):
             fd = self._mref_fd.pop(mref, None)
             if fd is not None:
                 self._fd_monitor.pop(fd, None)
+                self._fds.pop(getattr(fd, "id", None), None)
                 for done in self.state.fd_down(fd, reason):
                     self._fail(done)
                 self._submit()
@@ -90,7 +102,7 @@ class Ioq1Server(GenServer):
         return super().handle_info(message)
 
     def _submit(self) -> None:
-        me = self.ref
+        me = self._me_wire
         for req in self.state.maybe_submit(time.monotonic(), self.rng):
             fd = req.fd
             if fd not in self._fd_monitor:

@@ -4,7 +4,9 @@ One runs per CPU core, registered as ``ioq_server_<N>``.  Callers *call* it
 with an `IoqRequest`; it answers later, when the IO is done
 (``noreply`` + ``self.reply``), so a slow disk never blocks the server:
 
-1. ``handle_call(request)`` queues the request (or merges it into an
+1. ``handle_call(request)`` -- an `IoqRequest`, or the same fields as the
+   plain tuple `request_payload` builds (much cheaper to encode between
+   processes: no class to look up, the file's ref as its wire form) -- queues the request (or merges it into an
    identical read) and makes sure a *submit* message is in its own mailbox;
 2. that message is handled only after everything that arrived before it,
    so the whole burst is queued before anything is chosen -- the seed gets
@@ -27,7 +29,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from actors import GenServer, noreply
+from actors import ActorRef, GenServer, noreply
 from actors import config as _config
 from actors import stats as _stats
 
@@ -38,12 +40,22 @@ from .ioq_config import affects_ioq
 from .request import Completion, IoqRequest
 from .server2_state import Ioq2State
 
-__all__ = ["Ioq2Server", "SUBMIT", "UPDATE_CONFIG"]
+__all__ = ["IOQ2_REQUEST", "Ioq2Server", "SUBMIT", "UPDATE_CONFIG", "request_payload"]
+
+#: First element of the plain request tuple (see `request_payload`).
+IOQ2_REQUEST = "$ioq2"
+_MAX_FD_CACHE = 10_000
 
 #: The message a server sends itself so it submits once its mailbox is drained.
 SUBMIT = "$ioq_submit"
 #: Cast by the config listener (and by anyone wanting a re-read).
 UPDATE_CONFIG = "update_config"
+
+
+def request_payload(req: IoqRequest) -> tuple[Any, ...]:
+    """``req`` as the plain tuple a caller sends: encodes in a few microseconds,
+    where a dataclass holding an `ActorRef` costs tens (class lookups)."""
+    return (IOQ2_REQUEST, req.fd.to_wire(), req.msg, req.class_, req.shard, req.user, req.db, req.ddoc, req.t0)
 
 
 class Ioq2Server(GenServer):
@@ -58,7 +70,9 @@ class Ioq2Server(GenServer):
         self._fd_monitor: dict[Any, Any] = {}  # fd -> mref
         self._mref_fd: dict[Any, Any] = {}  # mref -> fd
         self._config = cfg
+        self._fds: dict[str, ActorRef] = {}  # actor id -> ref, so equal fds are one object
         me = self.ref
+        self._me_wire = me.to_wire()
 
         def on_change(section: str, key: str, value: Any, persist: bool) -> None:
             if affects_ioq(section):
@@ -69,6 +83,8 @@ class Ioq2Server(GenServer):
     # -- the request path --------------------------------------------------
 
     def handle_call(self, request: Any, from_: Any) -> Any:
+        if type(request) is tuple and request and request[0] == IOQ2_REQUEST:
+            request = self._from_payload(request)
         if type(request) is IoqRequest:
             try:
                 self.state.enqueue(request, from_)
@@ -79,6 +95,16 @@ class Ioq2Server(GenServer):
                 self.ref.send(SUBMIT)
             return noreply
         return self._control(request)
+
+    def _from_payload(self, p: tuple[Any, ...]) -> IoqRequest:
+        _tag, wire, msg, class_, shard, user, db, ddoc, t0 = p
+        fds = self._fds
+        fd = fds.get(wire[2])
+        if fd is None:
+            if len(fds) >= _MAX_FD_CACHE:
+                fds.clear()
+            fd = fds[wire[2]] = ActorRef.from_wire(wire)
+        return IoqRequest(fd, msg, t0=t0, shard=shard, user=user, db=db, class_=class_, ddoc=ddoc)
 
     def handle_info(self, message: Any) -> None:
         if message == SUBMIT:
@@ -100,6 +126,7 @@ class Ioq2Server(GenServer):
             fd = self._mref_fd.pop(mref, None)
             if fd is not None:
                 self._fd_monitor.pop(fd, None)
+                self._fds.pop(getattr(fd, "id", None), None)
                 for done in self.state.fd_down(fd, reason):
                     self._fail(done)
                 self._submit()
@@ -110,7 +137,7 @@ class Ioq2Server(GenServer):
         reqs = self.state.maybe_submit(time.monotonic())
         if not reqs:
             return
-        me = self.ref
+        me = self._me_wire
         monitors = self._fd_monitor
         for req in reqs:
             fd = req.fd

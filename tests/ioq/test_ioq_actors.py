@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import supervision
-from actors import GenServer
+from actors import ActorRef, GenServer
 from actors.ioq import api
 from actors.ioq.file_server import IO_MSG, IO_REPLY, FileServer
 from actors.ioq.request import IoTargetDown
@@ -42,6 +42,8 @@ class FakeTarget(GenServer):
     def handle_info(self, message: Any) -> None:
         if type(message) is tuple and message[0] == IO_MSG:
             _tag, tag, reply_to, msg = message
+            if type(reply_to) is list:
+                reply_to = ActorRef.from_wire(reply_to)
             self.ios += 1
             if self.gated:
                 self.held.append((tag, reply_to, msg))

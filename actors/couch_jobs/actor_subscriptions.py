@@ -64,7 +64,10 @@ class ActorSubscriptions:
         from .server import get_notifier_server
 
         agent = self.attachment.agent
-        notifier = get_notifier_server(job_type)
+        try:
+            notifier = get_notifier_server(job_type)
+        except Exit as exc:
+            raise NotFound(f"couch_jobs_server is not running ({exc.reason!r})") from exc
         if notifier is None:
             raise NotFound(f"no notifier runs for job type {job_type!r}")
         request = ("subscribe", job_id, str(state), seq, (agent.id, subscriber), agent)

@@ -138,3 +138,35 @@ def test_accept_wakes_up_across_processes_without_recheck(slow_recheck_tree):
         latency = time.monotonic() - t0
         assert job_id == f"wake-{round_no}"
         assert latency < 5.0, latency  # far below the 60 s re-check
+
+
+def _hub_agents(node) -> list[Any]:
+    hub = node.whereis("couch_jobs_wakeups")
+    return [] if hub is None else hub.call(["agents"], timeout=10)
+
+
+def test_wakeups_survive_a_hub_restart(slow_recheck_tree):
+    node, jobs = slow_recheck_tree["node"], slow_recheck_tree["jobs"]
+    jobs.set_type_timeout(TYPE, 60)
+    q: "queue.Queue[Any]" = queue.Queue()
+    collector = node.spawn(Collector, q)
+    worker = node.spawn(Worker, TYPE, 0, host="sleeper")
+    old_hub = node.whereis("couch_jobs_wakeups")
+    assert len(_hub_agents(node)) == 2  # the host program's agent and the worker's
+    down = node.monitor(old_hub)
+    node.kill(old_hub)
+    assert down.wait(10)[1] == "killed"
+    # rest_for_one restarts the hub (and what follows it); both agents come back.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # bounded; each round is a call to the new hub
+        hub = node.whereis("couch_jobs_wakeups")
+        if hub is not None and hub != old_hub and len(_hub_agents(node)) == 2:
+            break
+    else:
+        raise AssertionError("the process agents did not subscribe to the restarted hub")
+    worker.cast(("accept_async", collector, 30.0))
+    _expect(q, "accepting", 30)
+    t0 = time.monotonic()
+    jobs.add(None, TYPE, "after-restart", {})
+    assert _expect(q, "accepted", 10)[2] == "after-restart"
+    assert time.monotonic() - t0 < 5.0

@@ -143,8 +143,9 @@ class SchedulerServer(GenServer):
             rep = args[0]
             if not isinstance(rep, Rep):
                 raise TypeError(f"add_job expects a Rep, got {type(rep).__name__}")
-            self._carry_out(self.state.add_job(rep, now))
+            effects = self.state.add_job(rep, now)
             self._notify("added", rep.id)
+            self._carry_out(effects)
         elif op == "remove_job":
             if self.state.get_job(args[0]) is not None:
                 self._carry_out(self.state.remove_job(args[0], now))
@@ -159,22 +160,22 @@ class SchedulerServer(GenServer):
             return self.state.settings
         else:
             raise ValueError(f"unknown scheduler request {request!r}")
-        self._publish()
         return "ok"
 
     def handle_cast(self, request: Any) -> None:
         op, section, key, value = request
         if op != "config":
             raise ValueError(f"unknown scheduler cast {request!r}")
-        if self.state.handle_config_change(section, key, value) and key == "interval":
+        applied = self.state.handle_config_change(section, key, value)
+        if applied and key == "interval":
             # Apply a new interval now rather than after the old one runs out.
             self.cancel_timer(self.timer)
             self.timer = self.send_after(self.state.interval_seconds(), "reschedule")
+        self._notify("config_applied" if applied else "config_rejected", (section, key), value)
 
     def handle_info(self, message: Any) -> None:
         if message == "reschedule":
             self._carry_out(self.state.reschedule(self.clock.now()))
-            self._publish()
             self.timer = self.send_after(self.state.interval_seconds(), "reschedule")
             return None
         if isinstance(message, tuple) and len(message) == 4 and message[0] == "DOWN":
@@ -183,10 +184,11 @@ class SchedulerServer(GenServer):
                 del self.subscribers[mref]
                 return None
             job_id = self._job_id_of(ref)
-            self._carry_out(self.state.job_exited(ref, reason, self.clock.now()))
-            self._publish()
+            effects = self.state.job_exited(ref, reason, self.clock.now())
             if job_id is not None:
+                self._publish()
                 self._notify("completed" if reason == "normal" else "crashed", job_id, reason)
+            self._carry_out(effects)
             return None
         return super().handle_info(message)
 
@@ -196,8 +198,14 @@ class SchedulerServer(GenServer):
     # -- effects ------------------------------------------------------------------------
 
     def _carry_out(self, effects: list) -> None:
+        """Carry out effects in order, publishing the table before each one.
+
+        Readers thus see a job as starting (``pid`` STARTING) or stopped while
+        the supervisor call for it is still in progress.
+        """
         pending = list(effects)
         for _ in range(len(pending) + 10 * max(1, self.state.total_jobs())):
+            self._publish()
             if not pending:
                 return
             effect = pending.pop(0)
@@ -304,7 +312,10 @@ def subscribe(where: Node | GenServer | None, ref: ActorRef, timeout: float | No
     """Send ``("couch_replicator_scheduler", event, job_id, detail)`` to ``ref``.
 
     Events: ``added``, ``started`` (detail: the job's ref), ``stopped``,
-    ``completed``, ``crashed`` (detail: the reason), ``removed``.  The
+    ``completed``, ``crashed`` (detail: the reason), ``removed``, and
+    ``config_applied``/``config_rejected`` (job_id: ``(section, key)``,
+    detail: the value).  The job table is published to the reader before an
+    event about it is sent.  The
     subscription ends when ``ref`` dies.
     """
     return _scheduler_call(where, ("subscribe", ref), timeout)

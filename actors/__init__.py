@@ -9,7 +9,9 @@ from actors._runtime import Timer
 from actors._spawn import AlreadyRegistered, SpawnError
 from actors.config import Config
 from actors.gen_server import GenServer, UnexpectedMessage
-from actors.node import Monitor, Node
+from actors._monitor import Monitor
+from actors.node import Node
+from actors.api import call, cast, monitor, send, whereis
 
 __all__ = [
     "ActorRef",
@@ -27,7 +29,12 @@ __all__ = [
     "Stop",
     "Timer",
     "UnexpectedMessage",
+    "call",
+    "cast",
     "ignore",
     "is_normal_exit",
+    "monitor",
     "noreply",
+    "send",
+    "whereis",
 ]

@@ -35,6 +35,7 @@ _M_EXIT = 100
 _M_DOWN = 101
 _M_WAKE = 102
 _M_CONTINUE = 103
+_M_BATCH = 104
 
 _TRUNCATE = 2000
 
@@ -147,6 +148,13 @@ class Cell:
         if self.alive:
             self.inbox.put(Envelope((kind, body, None)))
 
+    def enqueue_batch(self, items: list[tuple[int, Any, None]]) -> None:
+        if self.alive:
+            if len(items) == 1:
+                self.inbox.put(Envelope(items[0]))
+            else:
+                self.inbox.put(Envelope((_M_BATCH, items, None)))
+
     def enqueue_call(self, kind: int, body: Any, from_: From) -> bool:
         with self.lock:
             if not self.alive:
@@ -242,7 +250,7 @@ class Cell:
         if self._stop_requested:
             self._finish(self._stop_reason, run_terminate=True)
         elif isinstance(result, Continue):
-            self._handle((_M_CONTINUE, result.arg, None))
+            self._handle_one((_M_CONTINUE, result.arg, None))
 
     def _fail_start(self, outcome: tuple[str, Any]) -> None:
         kind, detail = outcome
@@ -266,6 +274,15 @@ class Cell:
         self._gone()
 
     def _handle(self, message: tuple[int, Any, Any]) -> None:
+        if message[0] == _M_BATCH:
+            for item in message[1]:
+                if not self.alive:
+                    return
+                self._handle_one(item)
+        else:
+            self._handle_one(message)
+
+    def _handle_one(self, message: tuple[int, Any, Any]) -> None:
         if not self.alive:
             return
         kind, body, from_ = message
@@ -324,7 +341,7 @@ class Cell:
         elif isinstance(result, Stop):
             self._finish(result.reason, run_terminate=True)
         elif isinstance(result, Continue) and self.alive:
-            self._handle((_M_CONTINUE, result.arg, None))
+            self._handle_one((_M_CONTINUE, result.arg, None))
 
     def _reply(self, from_: From, value: Any) -> None:
         with self.lock:

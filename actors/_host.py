@@ -146,16 +146,27 @@ def host_main(boot: dict[str, Any]) -> None:
         else:
             cfg.set(section, key, value)
 
+    exit_when_empty = [bool(boot.get("exit_when_empty"))]
+
+    def configure(src: str, own: bool, cpus: list[int] | None) -> None:
+        """A warm spare learns its role just before its first actor arrives."""
+        exit_when_empty[0] = bool(own)
+        if cpus:
+            for tid in os.listdir("/proc/self/task"):
+                try:
+                    os.sched_setaffinity(int(tid), cpus)
+                except OSError:
+                    pass
+
     rt.register_sys("halt", halt)
+    rt.register_sys("configure", configure)
     rt.register_sys("config", apply_config)
-    if boot.get("exit_when_empty"):
+    def on_gone(cell: Any) -> None:
+        if exit_when_empty[0] and not rt.cells:
+            rt.sys_send(rt.node_proc, "halting", (rt.proc,))
+            halted.set()
 
-        def on_gone(cell: Any) -> None:
-            if not rt.cells:
-                rt.sys_send(rt.node_proc, "halting", (rt.proc,))
-                halted.set()
-
-        rt.on_cell_gone = on_gone
+    rt.on_cell_gone = on_gone
     rt.start()
     rt.sys_send(rt.node_proc, "host_up", (rt.proc, os.getpid()))
     halted.wait()

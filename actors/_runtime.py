@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 
 from actors import stats as _stats
-from actors._codec import decode_body, decode_header, encode_body, encode_header
+from actors._codec import FrameError, decode_frame, encode_frame
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
 
@@ -274,10 +274,8 @@ class Runtime:
             sock.setsockopt(zmq.LINGER, 2000)
             sock.connect(self.endpoint_of(proc))
             sset.socks[proc] = sock
-        enc, data = encode_body(body)
         try:
-            sock.send(encode_header([kind, to, frm, ref, enc, self.proc]), zmq.SNDMORE | zmq.NOBLOCK)
-            sock.send(data, zmq.NOBLOCK)
+            sock.send(encode_frame(kind, to, frm, ref, self.proc, body), zmq.NOBLOCK)
         except zmq.Again:
             self.stats.increment("actors.transport.send_dropped")
         except zmq.ZMQError:
@@ -377,18 +375,35 @@ class Runtime:
 
     # -- receiving -----------------------------------------------------------
 
-    def _on_frames(self, frames: list[bytes]) -> None:
+    def _on_frame(self, frame: bytes, batch: dict[Any, list[Any]]) -> None:
         try:
-            kind, to, frm, ref, enc, src = decode_header(frames[0])
-            body = decode_body(enc, frames[1]) if len(frames) > 1 else None
-        except Exception:  # garbage is dropped and counted, never fatal
+            kind, to, frm, ref, src, body = decode_frame(frame)
+        except FrameError:  # garbage is dropped and counted, never fatal
             self.dropped_frames += 1
             self.stats.increment("actors.transport.dropped_frames")
             return
         try:
+            if kind == K_CAST or kind == K_INFO:
+                cell = self.cells.get(to)
+                if cell is not None:
+                    # Batched into the mailbox: the actor wakes once per drain.
+                    pending = batch.get(cell)
+                    if pending is None:
+                        batch[cell] = [(kind, body, None)]
+                    else:
+                        pending.append((kind, body, None))
+                    return
+            elif batch:
+                self._flush_batch(batch)
             self._deliver(kind, to, frm, ref, body, src)
         except Exception:
             log.exception("failed to deliver a frame of kind %s to %s", kind, to)
+
+    @staticmethod
+    def _flush_batch(batch: dict[Any, list[Any]]) -> None:
+        for cell, items in batch.items():
+            cell.enqueue_batch(items)
+        batch.clear()
 
     def _deliver(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:
         if kind == K_REPLY or kind == K_REPLY_EXIT:
@@ -687,7 +702,8 @@ class Runtime:
         poller = zmq.Poller()
         poller.register(pull, zmq.POLLIN)
         poller.register(self._wake_fd, zmq.POLLIN)
-        recv = pull.recv_multipart
+        recv = pull.recv
+        batch: dict[Any, list[Any]] = {}
         next_deadline: float | None = None
         while not self._stopping:
             if next_deadline is None:
@@ -704,10 +720,12 @@ class Runtime:
                 if sock is pull:
                     for _ in range(_DRAIN_BATCH):
                         try:
-                            frames = recv(zmq.NOBLOCK)
+                            frame = recv(zmq.NOBLOCK)
                         except zmq.Again:
                             break
-                        self._on_frames(frames)
+                        self._on_frame(frame, batch)
+                    if batch:
+                        self._flush_batch(batch)
                 elif sock == self._wake_fd:
                     try:
                         os.eventfd_read(self._wake_fd)

@@ -79,6 +79,7 @@ class Node:
         self._closed = False
         self._close_lock = threading.Lock()
         self._hosts: dict[str, HostInfo] = {}
+        self._spare: HostInfo | None = None
         self._shared: dict[str, str] = {}
         self._forwarded: dict[tuple[str, int], str] = {}
         self._host_counter = itertools.count(1)
@@ -201,7 +202,8 @@ class Node:
         return self._rt
 
     def hosts(self) -> list[dict[str, Any]]:
-        return [h.to_dict() for h in list(self._hosts.values())]
+        """Host processes in use (the warm spare is not listed)."""
+        return [h.to_dict() for h in list(self._hosts.values()) if h is not self._spare]
 
     def actors(self, timeout: float = 2.0) -> list[dict[str, Any]]:
         """Every live actor of the node, with its process, pid and mailbox depth."""
@@ -312,6 +314,31 @@ class Node:
         return DEFER
 
     def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
+        """A host for a placement: the warm spare when there is one, else a fresh fork.
+
+        Keeping one spare forked in advance takes the fork and the host's boot
+        (ZeroMQ context, bind, I/O thread) off the path of a restart.  The spare
+        is told its role (exit when empty or not) and its CPUs just before the
+        first spawn, on the same channel, so the order holds.
+        """
+        spare = self._spare
+        self._spare = None
+        if spare is not None and spare.state != "dead":
+            spare.label, spare.cpus, spare.own = label, cpus, own
+            spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(
+                spare.proc, "configure", (own, cpus))))
+            if spare.state == "up":
+                first = spare.queued.pop(0)
+                first[2]()
+            record = spare
+        else:
+            record = self._fork_host(label, cpus, own)
+        if not self._closed:
+            self._spare = self._fork_host(None, None, False)
+            self._spare.label = "(spare)"
+        return record
+
+    def _fork_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         proc = f"h{next(self._host_counter)}"
         record = HostInfo(proc, label, cpus, own)
         self._hosts[proc] = record
@@ -339,7 +366,8 @@ class Node:
             log.error("host %s did not start within %s s", proc, _HOST_START_TIMEOUT)
             record.state = "dead"
             for src, ref, _fwd in record.queued:
-                self._rt.reply_sys(src, ref, True, ("error", "host_start_timeout"))
+                if src is not None:
+                    self._rt.reply_sys(src, ref, True, ("error", "host_start_timeout"))
             record.queued.clear()
 
     def _on_host_up(self, src: str, proc: str, pid: int) -> None:
@@ -374,6 +402,8 @@ class Node:
         if record is None or record.state == "dead":
             return
         record.state = "dead"
+        if record is self._spare:
+            self._spare = None
         if record.pidfd is not None:
             self._rt.unwatch_fd(record.pidfd)
             fd, record.pidfd = record.pidfd, None

@@ -79,7 +79,8 @@ class ChildSpec:
     ``"infinity"``; left out it is 5.0 for a worker and ``"infinity"`` for a
     supervisor, so a subtree always gets time to stop its own children.
     ``host`` and ``cpus`` place the child as ``Node.spawn`` does; ``cpus`` is
-    normalised to a frozenset.  ``significant`` marks a child whose exit may
+    normalised to a frozenset.  ``name`` registers the child under that name
+    each time it is started (OTP's ``start_link({local, Name}, ...)``).  ``significant`` marks a child whose exit may
     shut the supervisor down (see ``SupFlags.auto_shutdown``); it must not
     be permanent.
 
@@ -94,9 +95,12 @@ class ChildSpec:
     host: str | None = None
     cpus: frozenset[int] | None = None
     significant: bool = False
+    name: str | None = None
 
     def __post_init__(self) -> None:
         self._check_id()
+        if self.name is not None and not isinstance(self.name, str):
+            raise InvalidChildSpec("name", self.name, "is neither None nor a string")
         object.__setattr__(self, "start", self._checked_start(self.start))
         if not _one_of(self.restart, RESTART_TYPES):
             raise InvalidChildSpec("restart", self.restart, _one_of_text(RESTART_TYPES))
@@ -206,6 +210,7 @@ class ChildSpec:
             "host": self.host,
             "cpus": self.cpus,
             "significant": self.significant,
+            "name": self.name,
         }
 
     @classmethod
@@ -237,7 +242,7 @@ class ChildSpec:
 
 
 _CHILD_SPEC_KEYS = frozenset(
-    ("id", "start", "restart", "shutdown", "type", "host", "cpus", "significant")
+    ("id", "start", "restart", "shutdown", "type", "host", "cpus", "significant", "name")
 )
 
 

@@ -106,6 +106,7 @@ class Supervisor(GenServer):
         ref = self.spawn_link(
             spec.start_class,
             *spec.start_args,
+            name=spec.name,
             host=spec.host,
             cpus=spec.cpus,
             kwargs=spec.start_kwargs,

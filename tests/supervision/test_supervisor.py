@@ -483,3 +483,13 @@ def test_supervisor_in_host_process_with_children_elsewhere(node):
     assert a.os_pid != b.os_pid == sup.os_pid
     os.kill(a.os_pid, signal.SIGKILL)
     assert wait_replaced(sup, "a", a).call("q") == ("a", "q")
+
+
+def test_named_child_is_registered_again_after_restart(node):
+    sup = sv.start_supervisor(node, SupFlags(intensity=5),
+                              [ChildSpec("n", (Worker, (None, "n")), name="named_worker", host="own")])
+    old = node.whereis("named_worker")
+    assert old == child_ref(sup, "n")
+    os.kill(old.os_pid, signal.SIGKILL)
+    new = wait_replaced(sup, "n", old)
+    assert node.whereis("named_worker") == new

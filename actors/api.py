@@ -1,0 +1,51 @@
+"""Process-level functions: usable from any process of a node, actor or not.
+
+Inside a host process there is no `Node` handle; these reach the runtime of
+the calling process (the actor's, or the only one), so library code such as a
+service facade can find and call actors wherever it runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors._monitor import Monitor
+from actors._reasons import Exit
+from actors._ref import ActorRef
+from actors._runtime import current_runtime
+
+__all__ = ["call", "cast", "monitor", "send", "whereis"]
+
+
+def whereis(name: str) -> ActorRef | None:
+    """The actor registered under ``name`` anywhere in the node, or None."""
+    return current_runtime().whereis(name)
+
+
+def _resolve(target: ActorRef | str) -> ActorRef | None:
+    return whereis(target) if isinstance(target, str) else target
+
+
+def call(target: ActorRef | str, request: Any, timeout: float | None = 5.0) -> Any:
+    """`ActorRef.call` on a ref or a registered name (unknown name: ``noproc``)."""
+    ref = _resolve(target)
+    if ref is None:
+        raise Exit("noproc", f"no actor is registered as {target!r}")
+    return ref.call(request, timeout=timeout)
+
+
+def cast(target: ActorRef | str, request: Any) -> None:
+    ref = _resolve(target)
+    if ref is not None:
+        ref.cast(request)
+
+
+def send(target: ActorRef | str, message: Any) -> None:
+    ref = _resolve(target)
+    if ref is not None:
+        ref.send(message)
+
+
+def monitor(target: ActorRef) -> Monitor:
+    """A monitor waited on by the calling thread: ``.wait(timeout)`` -> (ref, reason)."""
+    return Monitor(current_runtime(), target)

@@ -95,8 +95,9 @@ def environment() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpus_online": os.cpu_count(),
-        "cpus_allowed": sorted(available_cpus()),
+        "cpus_allowed": sorted(_ALL_CPUS),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
     }
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
@@ -265,11 +266,9 @@ def pin_process(cpus: Iterable[int] | None) -> None:
             pass
 
 
-_ALL_CPUS: set[int] | None = None
+# Taken at import, before any helper pins anything: "unpinned" restores this.
+_ALL_CPUS: frozenset[int] = frozenset(os.sched_getaffinity(0))
 
 
 def _all_cpus() -> set[int]:
-    global _ALL_CPUS
-    if _ALL_CPUS is None:
-        _ALL_CPUS = available_cpus()
     return set(_ALL_CPUS)

@@ -326,6 +326,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for key in ("call_n", "cast_n", "reps"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
+    env = environment()  # before the run: its load average says how busy the machine was
     pls = placements(args.placement)
     Echo, Sink, Driver = _actor_classes()
     per_rep = len(CALL_KINDS) + len(CAST_KINDS)
@@ -387,7 +388,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "config": cfg,
         "payload": {"type": "str", "bytes": len(PAYLOAD.encode())},
         "targets": TARGETS,
-        "environment": environment(),
+        "environment": env,
         "placements": results,
     }
 
@@ -446,6 +447,10 @@ def report(data: dict[str, Any]) -> str:
             ratio = "" if k == "raw" else f" x{v / raw:.3f}"
             cells.append(f"{v:>11,.0f}{ratio:>8}")
         lines.append(f"{label:<10} " + " ".join(f"{c:>20}" for c in cells))
+    env = data["environment"]
+    if env.get("loadavg_1m", 0) > len(env["cpus_allowed"]) / 2:
+        lines += ["", f"WARNING: load average {env['loadavg_1m']} at start on {len(env['cpus_allowed'])} CPUs: "
+                  "other work shares these cores, latencies are inflated and noisy"]
     lines += ["", f"targets: actor call p50 <= {TARGETS['call_p50_ratio_max']}x raw, "
               f"actor cast >= {TARGETS['cast_rate_ratio_min']}x raw"]
     for label, r in data["placements"].items():

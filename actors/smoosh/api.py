@@ -45,7 +45,7 @@ CACHE_TTL = 1.0
 #: Default timeout of the API's calls (suspend/resume/flush visit every channel).
 CALL_TIMEOUT = 60.0
 
-_cache: dict[str, tuple[Any, float]] = {}
+_cache: dict[tuple[str, str], tuple[Any, float]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -57,19 +57,30 @@ def _lookup(where: Node | GenServer | None, name: str) -> Any:
     raise TypeError(f"where must be a Node, an actor or None, got {where!r}")
 
 
+def _node_id(where: Node | GenServer | None) -> str:
+    if isinstance(where, Node):
+        return where.id
+    if isinstance(where, GenServer):
+        return where.ref.node_id
+    return _names._runtime().node_id
+
+
 def _ref(where: Node | GenServer | None, name: str, fresh: bool = False) -> Any:
     now = time.monotonic()
+    key = (_node_id(where), name)
     if not fresh:
         with _cache_lock:
-            cached = _cache.get(name)
+            cached = _cache.get(key)
         if cached is not None and now - cached[1] < CACHE_TTL:
             return cached[0]
     ref = _lookup(where, name)
     with _cache_lock:
         if ref is None:
-            _cache.pop(name, None)
+            _cache.pop(key, None)
         else:
-            _cache[name] = (ref, now)
+            if len(_cache) > 64:  # old nodes' entries
+                _cache.clear()
+            _cache[key] = (ref, now)
     return ref
 
 
@@ -86,7 +97,7 @@ def _call(where: Node | GenServer | None, request: Any, timeout: float | None) -
         try:
             return ref.call(request, timeout=timeout)
         except Exit as exc:
-            if exc.reason != "noproc" or fresh:
+            if exc.reason not in ("noproc", "noconnection") or fresh:
                 raise
     raise Exit("noproc", "smoosh_server is not running")
 

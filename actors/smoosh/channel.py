@@ -167,6 +167,7 @@ class SmooshChannel(GenServer):
         if key in self.state.active:
             log.info("%s: started compaction of %s (pid %s)", self.name, stringify(key), getattr(job, "pid", None))
             self._watch(job)
+            self._publish()
             notify(self.observer, "started", self.name, key, getattr(job, "pid", None))
         return effects
 
@@ -284,9 +285,12 @@ class SmooshChannel(GenServer):
             job = message[1]
             reason = job.exit_reason()
             key = getattr(job, "key", None)
-            if job in self.state.active.values():
+            was_active = job in self.state.active.values()
+            effects = self.state.job_exited(job, reason, self._priority_of, self.adapter.running_job)
+            self._publish()
+            if was_active:
                 notify(self.observer, "exited", self.name, key, reason)
-            self._apply(self.state.job_exited(job, reason, self._priority_of, self.adapter.running_job))
+            self._apply(effects)
         elif isinstance(message, tuple) and message[0] == "checkpoint_done":
             _, periodic, error = message
             self._writer = None

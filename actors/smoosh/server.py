@@ -52,6 +52,14 @@ CHANNEL_CALL_TIMEOUT = 60.0
 CHANNEL_RETRY = 1.0
 
 
+def _name_holder(exc: SpawnError) -> Any:
+    """The actor holding the name a spawn wanted, if that is why it failed."""
+    reason = exc.reason
+    if isinstance(reason, tuple) and len(reason) == 2 and reason[0] in ("already_started", "already_registered"):
+        return reason[1]
+    return None
+
+
 class SmooshServer(GenServer):
     """``smoosh_server``.  ``overrides`` set `ServerSettings` intervals (tests)."""
 
@@ -72,6 +80,8 @@ class SmooshServer(GenServer):
         self.events: Any = None
         self.watcher: Any = None
         self._watch_interval = watch_interval(self.cfg)
+        # monitor ref -> message to self when an old holder of a name is gone
+        self._name_waits: dict[Any, Any] = {}
         me = self.ref
 
         def on_change(section: str, key: str, value: Any, persist_: bool) -> None:
@@ -94,16 +104,37 @@ class SmooshServer(GenServer):
 
     # -- helpers ---------------------------------------------------------------------
 
+    def _spawn_helper(self, what: str, cls: type, *args: Any) -> Any:
+        """Start a linked helper; None (and a retry later) when its name is
+        still held by the previous incarnation, which is stopping."""
+        try:
+            return self.spawn_link(cls, *args)
+        except SpawnError as exc:
+            holder = _name_holder(exc)
+            if holder is None:
+                raise
+            self._after_holder_exits(holder, ("start_helper", what))
+            return None
+
     def _start_cleaner(self) -> None:
-        self.cleaner = self.spawn_link(AccessCleaner, self.state.access, self.settings.access_clean_interval)
+        self.cleaner = self._spawn_helper(
+            "access_cleaner", AccessCleaner, self.state.access, self.settings.access_clean_interval
+        )
 
     def _start_events(self) -> None:
-        self.events = self.spawn_link(EventListener, self.state.access, self.ref)
+        self.events = self._spawn_helper("event_listener", EventListener, self.state.access, self.ref)
 
     def _start_watcher(self) -> None:
         self.watcher = None
         if self._watch_interval > 0 and callable(getattr(self.adapter, "scan", None)):
-            self.watcher = self.spawn_link(DirWatcher, self.adapter, self._watch_interval)
+            self.watcher = self._spawn_helper("dir_watcher", DirWatcher, self.adapter, self._watch_interval)
+
+    def _after_holder_exits(self, holder: Any, message: Any) -> None:
+        """Send ``message`` to self once ``holder`` (an old actor keeping a
+        name we need, e.g. a channel of the previous server writing its final
+        checkpoint) is gone: monitored, no polling, no fixed delay."""
+        mref = self.monitor(holder)
+        self._name_waits[mref] = message
 
     def _priority_of(self, channel: str, key: Hashable) -> float:
         settings = self._channel_settings.get(channel)
@@ -146,8 +177,13 @@ class SmooshServer(GenServer):
                 name=channel_name(name),
             )
         except SpawnError as exc:
-            log.error("smoosh_server: channel %s failed to start: %s; retrying", name, exc.reason)
-            self.send_after(CHANNEL_RETRY, "create_channels")
+            holder = _name_holder(exc)
+            if holder is not None:
+                log.info("smoosh_server: channel %s still stopping; starting it once it is gone", name)
+                self._after_holder_exits(holder, "create_channels")
+            else:
+                log.error("smoosh_server: channel %s failed to start: %s; retrying", name, exc.reason)
+                self.send_after(CHANNEL_RETRY, "create_channels")
             return
         self.state.channel_started(name, ref)
         notify(self.observer, "channel_started", name, ref)
@@ -223,7 +259,7 @@ class SmooshServer(GenServer):
         if op == "setup_error":
             return self.setup_error
         if op == "helpers":
-            return {"access_cleaner": self.cleaner, "event_listener": self.events, "dir_watcher": self.watcher}
+            return {what: self._helper(what) for what in ("access_cleaner", "event_listener", "dir_watcher")}
         raise ValueError(f"smoosh_server: unknown call {request!r}")
 
     def handle_cast(self, request: Any) -> None:
@@ -243,8 +279,20 @@ class SmooshServer(GenServer):
             self._enqueue(message[1], check_staleness=False)
         elif isinstance(message, tuple) and message[0] == "EXIT":
             self._exited(message[1], message[2])
+        elif isinstance(message, tuple) and message[0] == "DOWN" and message[1] in self._name_waits:
+            self.handle_info(self._name_waits.pop(message[1]))
+        elif isinstance(message, tuple) and message[0] == "start_helper":
+            {
+                "access_cleaner": self._start_cleaner,
+                "event_listener": self._start_events,
+                "dir_watcher": self._start_watcher,
+            }[message[1]]()
+            notify(self.observer, "helper_restarted", message[1], self._helper(message[1]))
         else:
             log.debug("smoosh_server: ignoring %r", message)
+
+    def _helper(self, what: str) -> Any:
+        return {"access_cleaner": self.cleaner, "event_listener": self.events, "dir_watcher": self.watcher}[what]
 
     def _exited(self, ref: Any, reason: Any) -> None:
         if ref == self.cleaner:

@@ -1,0 +1,107 @@
+"""Helpers for the smoosh actor tests: an observer probe and bounded waits."""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+from actors import GenServer
+
+
+class Observer(GenServer):
+    """Lives in the test process; queues every ``("smoosh", ...)`` event it gets."""
+
+    def init(self, q: "queue.Queue[Any]") -> None:
+        self.q = q
+
+    def handle_info(self, message: Any) -> None:
+        self.q.put(message)
+
+
+class Events:
+    """The events an `Observer` received, waited on with a deadline."""
+
+    def __init__(self, q: "queue.Queue[Any]") -> None:
+        self.q = q
+        self.seen: list[tuple] = []
+
+    def wait(self, pred: Callable[[tuple], bool], timeout: float = 20.0) -> tuple:
+        """The first event (from now on) matching ``pred``; TimeoutError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no matching smoosh event within {timeout} s; seen {self.seen[-20:]!r}")
+            try:
+                event = self.q.get(timeout=left)
+            except queue.Empty:
+                continue
+            self.seen.append(event)
+            if pred(event):
+                return event
+
+    def wait_for(self, kind: str, *args: Any, timeout: float = 20.0) -> tuple:
+        """The next ``("smoosh", kind, *args, ...)`` event."""
+        n = len(args)
+        return self.wait(lambda e: e[1] == kind and tuple(e[2 : 2 + n]) == args, timeout)
+
+    def drain(self) -> list[tuple]:
+        """Everything already queued, without waiting."""
+        out = []
+        while True:
+            try:
+                out.append(self.q.get_nowait())
+            except queue.Empty:
+                break
+        self.seen.extend(out)
+        return out
+
+
+def proc_state(pid: int) -> str | None:
+    """The state letter of a process (``T`` when stopped), None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return None
+    return data[data.rindex(")") + 2]
+
+
+def wait_proc_state(pid: int, wanted: set[str], timeout: float = 10.0) -> str | None:
+    """Poll ``/proc`` until the process is in one of ``wanted`` states.
+
+    A signal's effect on another process has no event to wait on; this is a
+    bounded observation of kernel state, not a sleep to let something happen.
+    """
+    tick = threading.Event()
+    deadline = time.monotonic() + timeout
+    state = proc_state(pid)
+    while state not in wanted and time.monotonic() < deadline:
+        tick.wait(0.005)
+        state = proc_state(pid)
+    return state
+
+
+def hold_exclusive_lock(path: str) -> Any:
+    """Open ``path`` and take SQLite's exclusive lock, so a VACUUM of it waits."""
+    import sqlite3
+
+    con = sqlite3.connect(path, isolation_level=None, timeout=10.0)
+    con.execute("BEGIN EXCLUSIVE")
+    return con
+
+
+def utc_hhmm(minutes: int) -> str:
+    minutes %= 1440
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def now_minutes() -> int:
+    return int(time.time() // 60) % 1440
+
+
+def file_size(path: str) -> int:
+    return os.path.getsize(path)

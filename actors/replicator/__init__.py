@@ -4,11 +4,15 @@ Layers, one module each: `records` (job records), `policy` (pure decisions),
 `fair_share` (per-owner shares), `settings` (``[replicator]`` knobs),
 `scheduler_state` (the scheduler gen_server's logic as a plain class),
 `docstore` (SQLite document stores) and `replication` (the replication job's
-logic over two stores).
+logic over two stores).  The actors: `scheduler` (``couch_replicator_scheduler``,
+its reader and the API functions), `scheduler_job` (one job's process and its
+workers), `scheduler_sup` (the job supervisor and the replicator tree);
+`job_table` is the reader's copy of the job table.
 """
 
 from .docstore import Change, Conflict, DatabaseNotFound, Doc, DocStore, DocStoreError
 from .fair_share import DEFAULT_SHARES, FairShare, owner_of
+from .job_table import JobTable
 from .policy import (
     Decision,
     Selector,
@@ -34,7 +38,20 @@ from .replication import (
     SeqTracker,
     compare_replication_logs,
 )
+from .scheduler import READER, SCHEDULER, SchedulerReader, SchedulerServer
+from .scheduler_job import ReplicationWorker, SchedulerJobServer
 from .scheduler_state import Effect, SchedulerState, StartJob, StopJob, rep_error_to_text
+from .scheduler_sup import (
+    REPLICATOR_SUP,
+    SCHEDULER_SUP,
+    JobNotRunning,
+    JobStartError,
+    ReplicatorSup,
+    SchedulerSup,
+    start_job,
+    start_replicator,
+    terminate_job,
+)
 from .settings import InvalidSetting, Settings
 
 __all__ = [
@@ -52,12 +69,25 @@ __all__ = [
     "FairShare",
     "InvalidSetting",
     "Job",
+    "JobNotRunning",
+    "JobStartError",
+    "JobTable",
     "MAX_BACKOFF",
+    "READER",
+    "REPLICATOR_SUP",
     "Rep",
     "ReplicationJob",
+    "ReplicationWorker",
+    "ReplicatorSup",
+    "SCHEDULER",
+    "SCHEDULER_SUP",
     "STARTING",
     "SchedulerJob",
+    "SchedulerJobServer",
+    "SchedulerReader",
+    "SchedulerServer",
     "SchedulerState",
+    "SchedulerSup",
     "Selector",
     "SeqTracker",
     "Settings",
@@ -78,6 +108,9 @@ __all__ = [
     "rep_error_to_text",
     "reschedule",
     "sort_oldest_first",
+    "start_job",
     "start_pending_jobs",
+    "start_replicator",
+    "terminate_job",
     "update_history",
 ]

@@ -11,3 +11,16 @@ def test_exported_names_exist_and_are_pinned():
         "SchedulerJob", "SeqTracker", "Job", "Rep", "reschedule", "pending_jobs", "backoff_micros",
         "consecutive_crashes", "latest_crash_timestamp", "last_started", "oldest_job_first",
     } <= set(replicator.__all__)
+
+
+def test_actor_layer_names_are_exported():
+    assert {
+        "SchedulerServer", "SchedulerReader", "SchedulerJobServer", "ReplicationWorker", "SchedulerSup",
+        "ReplicatorSup", "JobTable", "start_replicator", "start_job", "terminate_job", "SCHEDULER",
+        "SCHEDULER_SUP", "READER", "REPLICATOR_SUP",
+    } <= set(replicator.__all__)
+    from actors.replicator import scheduler
+
+    for name in ("add_job", "remove_job", "reschedule", "jobs", "job", "job_summary", "find_jobs_by_dbname",
+                 "find_jobs_by_doc", "rep_state", "health_threshold", "subscribe"):
+        assert callable(getattr(scheduler, name)), name

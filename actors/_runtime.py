@@ -452,8 +452,11 @@ class Runtime:
         if kind == K_MONITOR:
             mref, watcher, target = body
             cell = self.cells.get(to)
-            if cell is None or not cell.add_monitor(mref, watcher):
+            ok = cell is not None and cell.add_monitor(mref, watcher)
+            if not ok:
                 self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, "noproc"))
+            if ref is not None:
+                self.route(src, K_REPLY, None, None, ref, ok)
             return
         if kind == K_DEMONITOR:
             cell = self.cells.get(to)
@@ -481,11 +484,26 @@ class Runtime:
     def send_down(self, watcher: ActorRef, mref: Any, target: ActorRef, reason: Any) -> None:
         self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, reason))
 
-    def request_monitor(self, watcher: ActorRef, target: ActorRef, mref: Any) -> None:
+    def request_monitor(self, watcher: ActorRef, target: ActorRef, mref: Any, timeout: float = 10.0) -> None:
+        """Establish a monitor before returning, as a local ``monitor/2`` does in
+        Erlang: a signal sent to the target afterwards, from any process, cannot
+        overtake it.  A dead target gets the watcher a DOWN ``noproc``."""
         if target.proc in self.dead_procs:
             self.send_down(watcher, mref, target, "noproc")
             return
-        self.route(target.proc, K_MONITOR, target.id, None, None, (mref, watcher, target))
+        if target.proc == self.proc:
+            self._deliver(K_MONITOR, target.id, None, None, (mref, watcher, target), self.proc)
+            return
+        ref = next(self._ref_counter)
+        waiter = _Waiter(target.proc)
+        self.pending[ref] = waiter
+        self._send(target.proc, K_MONITOR, target.id, None, ref, (mref, watcher, target))
+        if not waiter.lock.acquire(timeout=timeout):
+            if self.pending.pop(ref, None) is not None:
+                raise CallTimeout(target, timeout)
+            waiter.lock.acquire()
+        if not waiter.ok:  # the target's process died meanwhile
+            self.send_down(watcher, mref, target, waiter.value)
 
     def request_demonitor(self, target: ActorRef, mref: Any) -> None:
         self.route(target.proc, K_DEMONITOR, target.id, None, None, mref)

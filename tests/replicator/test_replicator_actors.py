@@ -353,3 +353,31 @@ def test_tree_in_its_own_host_answers_reads_from_other_processes(node, tmp_path)
     assert which_children(sup) == []
     assert node.stats()["counters"]["couch_replicator.jobs.starts"] >= 3
     assert sched.health_threshold() == 120.0
+
+
+def test_scheduler_death_restarts_the_tree_and_stops_orphaned_jobs(node, tmp_path):
+    configure(node, max_jobs=5, interval=60000)
+    top = start_replicator(node, RecordingJob)
+    q = subscribe(node)
+    progress: queue.Queue = queue.Queue()
+    probe = node.spawn(Probe, progress)
+    for i in range(2):
+        sched.add_job(node, rep(tmp_path, i, continuous=True, notify=probe, checkpoint_interval=60000))
+    refs = [e[3] for e in wait_for(q, lambda e: e[1] == "started" and e[2] == "job1") if e[1] == "started"]
+    caught_up: set = set()
+    wait_for(progress, lambda e: e[2] == 20 and (caught_up.add(e[1]) or len(caught_up) == 2))
+    monitors = [node.monitor(r) for r in refs]
+    old = node.whereis(sched.SCHEDULER)
+    node.kill(old)
+    # one_for_all: the job supervisor is restarted too, shutting its jobs down
+    # (each takes its final checkpoint); no job is left running unscheduled.
+    for m, r in zip(monitors, refs):
+        assert m.wait(20) == (r, "shutdown")
+    assert len(which_children(top)) == 2  # answered once the restart is done
+    new = node.whereis(sched.SCHEDULER)
+    assert new is not None and new != old
+    assert sched.jobs(node) == []
+    for i in range(2):
+        with DocStore(str(tmp_path / f"source{i}.db")) as source:
+            assert source.get_local(f"_local/job{i}").body["source_last_seq"] == 20
+    assert_never_ran_twice(tmp_path)

@@ -154,7 +154,7 @@ class CountingJob:
         self.conn: sqlite3.Connection | None = None
 
     def start(self, now: float) -> None:
-        self.conn = sqlite3.connect(self.rep.options["log"], isolation_level=None)
+        self.conn = sqlite3.connect(self.rep.options["log"], isolation_level=None, timeout=30.0)
         self.conn.execute("CREATE TABLE IF NOT EXISTS progress (job TEXT PRIMARY KEY, done INTEGER, why TEXT)")
         row = self.conn.execute("SELECT done FROM progress WHERE job = ?", (str(self.rep.id),)).fetchone()
         self.done = row[0] if row else 0

@@ -260,7 +260,7 @@ def test_periodic_checkpoints_are_recorded_on_both_sides(node, tmp_path):
 
 
 def test_host_supplied_job_class_is_stepped_to_completion(node, tmp_path):
-    configure(node, max_jobs=2, interval=100)
+    configure(node, max_jobs=2, interval=100, backoff_interval=0.05)
     start_replicator(node, CountingJob)
     q = subscribe(node)
     log = str(tmp_path / "counting.db")

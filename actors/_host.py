@@ -161,14 +161,23 @@ def host_main(boot: dict[str, Any]) -> None:
     rt.register_sys("halt", halt)
     rt.register_sys("configure", configure)
     rt.register_sys("config", apply_config)
+    emptied = [False]
+
     def on_gone(cell: Any) -> None:
         if exit_when_empty[0] and not rt.cells:
-            rt.sys_send(rt.node_proc, "halting", (rt.proc,))
+            emptied[0] = True
             halted.set()
 
     rt.on_cell_gone = on_gone
     rt.start()
     rt.sys_send(rt.node_proc, "host_up", (rt.proc, os.getpid()))
     halted.wait()
+    if emptied[0]:
+        # The node must know this exit is clean before it sees the process
+        # go, or it would report the actors here as killed.
+        try:
+            rt.sys_request(rt.node_proc, "halting", (rt.proc,), timeout=2.0)
+        except Exception:
+            pass
     rt.shutdown(linger=True)
     os._exit(0)

@@ -35,6 +35,7 @@ log = logging.getLogger("actors.node")
 _node_counter = itertools.count(1)
 _open_nodes: "weakref.WeakSet[Node]" = weakref.WeakSet()
 _HOST_START_TIMEOUT = 20.0
+_HALTED_GRACE = 0.25
 
 
 @dataclass
@@ -420,10 +421,20 @@ class Node:
             if where == proc:
                 del self._forwarded[key]
                 self._rt.reply_sys(key[0], key[1], True, ("error", reason))
-        for other in self._hosts.values():
-            if other.state == "up":
-                self._rt.sys_send(other.proc, "proc_down", (proc, reason))
-        self._rt.proc_down(proc, reason)
+        def broadcast() -> None:
+            for other in self._hosts.values():
+                if other.state == "up":
+                    self._rt.sys_send(other.proc, "proc_down", (proc, reason))
+            self._rt.proc_down(proc, reason)
+
+        if record.halting and not self._closed:
+            # Every actor of a host that halted by itself has already sent its
+            # own DOWNs, exit signals and call failures, with their true
+            # reasons, on direct paths; let those land before the node speaks
+            # for whatever got no answer.
+            self._rt.call_later(_HALTED_GRACE, broadcast)
+        else:
+            broadcast()
         if not self._closed:
             self._hosts = {p: h for p, h in self._hosts.items() if h.state != "dead" or p == proc}
         with self._hosts_changed:

@@ -33,11 +33,11 @@ from actors import Continue, Exit, GenServer, SpawnError
 from actors import config as _config
 from actors.config import ConfigError
 from actors.smoosh import persist
-from actors.smoosh._names import channel_name, register_self, SERVER
+from actors.smoosh._names import SERVER, channel_name, register_self
 from actors.smoosh.channel import SmooshChannel, _channel_settings, notify
 from actors.smoosh.effects import CloseChannel, EnqueueToChannel, StartChannel
 from actors.smoosh.helpers import AccessCleaner, EventListener
-from actors.smoosh.policy import stringify, validate_key
+from actors.smoosh.policy import validate_key
 from actors.smoosh.server_state import ServerState, compute_priority
 from actors.smoosh.settings import ChannelSettings, ServerSettings
 from actors.smoosh.watcher import DirWatcher, watch_interval
@@ -331,4 +331,4 @@ class SmooshServer(GenServer):
                 ref.call("close", timeout=CHANNEL_CALL_TIMEOUT)
             except Exit as exc:
                 log.info("smoosh_server: channel %s at shutdown: %s", name, exc.reason)
-        log.debug("smoosh_server: stopped (%s), %s", reason, stringify(SERVER))
+        log.debug("smoosh_server: stopped (%s)", reason)

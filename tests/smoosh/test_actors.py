@@ -310,6 +310,8 @@ def test_checkpoint_and_resume_after_node_restart(dirs):
             make_db(adapter.db_path(db), rows=600)
             sizes[db] = file_size(adapter.db_path(db))
             assert sync_enqueue(db, node) is True
+        # The server cast them on; a call to the channel orders after those casts.
+        assert channel_ref("ratio_dbs", node).call("status")["waiting"]["size"] == 3
         assert status(node)["ratio_dbs"]["waiting"]["size"] == 3
     # The final checkpoint of the orderly shutdown holds every entry.
     saved = persist.read(persist.file_path(state, "ratio_dbs"))

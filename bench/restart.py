@@ -161,9 +161,10 @@ def _until_supervised(sup: Any, child: Any, which_children: Callable[..., Any]) 
     """Outside the timed span: wait until the supervisor has recorded ``child``.
 
     The replacement answers calls as soon as its ``init`` returned, a little
-    before the supervisor has handled the spawn's reply and recorded the
-    link.  A kill in that gap loses the exit signal in the kernel as it is
-    (see the report of this bench), so the next kill waits for it.
+    before the supervisor has handled the spawn's reply and recorded its side
+    of the link.  If the child's host dies in that gap, ``proc_down`` finds no
+    link and the exit signal is lost (a kernel race in ``actors._spawn.spawn``,
+    reported to the kernel's owner), so the next kill waits for the record.
     """
     for _ in range(100_000):
         if which_children(sup)[0].child == child:
@@ -250,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.getLogger().setLevel(logging.CRITICAL)
     budget = counts(args.quick)
+    load_before = os.getloadavg()
     wanted = set(args.only) if args.only else None
     results: dict[str, dict[str, Any]] = {}
 
@@ -283,10 +285,16 @@ def main(argv: list[str] | None = None) -> int:
     baseline("raw/spawn", "spawn")
 
     report(results)
+    load_after = os.getloadavg()
+    cpus = len(os.sched_getaffinity(0))
+    if max(load_before[0], load_after[0]) > cpus / 2:
+        print(f"  note: load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {cpus} CPUs;"
+              " other work competed with these figures")
     path = write_json("restart", {
         "benchmark": "restart",
         "quick": args.quick,
         "environment": environment(),
+        "load_average": {"before": load_before, "after": load_after},
         "targets_us": TARGETS_US,
         "results": results,
         "verdict": verdict(results),

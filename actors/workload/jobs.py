@@ -1,0 +1,167 @@
+"""couch_jobs workers in several host processes, and the exactly-once check.
+
+The host program adds jobs at a steady rate.  `JobWorker` actors, each in a
+host process of its own (supervised by the workload tree), accept them and
+finish them; each finish writes a row to ``demo_finished`` *in the same
+SQLite transaction* as the finish, so a row exists if and only if the
+finish committed.  A worker killed while it holds a job never commits; the
+activity monitor gives the job back after the type's timeout and another
+worker finishes it.  A worker whose lock was taken away gets `Halt` and its
+transaction (row included) rolls back.  At the end every job added must be
+``finished`` with exactly one row.
+
+A worker handles one job per message and casts itself the next one, so a
+kill or a shutdown takes effect between two jobs, and its ``accept`` waits
+at most ``accept_timeout``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from typing import Any
+
+from actors import Continue, GenServer, Node
+from actors import stats as _stats
+
+from .base import Check, Driver, wait_until
+
+__all__ = ["JOB_TYPE", "JobWorker", "JobsDriver", "worker_specs"]
+
+JOB_TYPE = "demo_job"
+LOG_TABLE = "demo_finished"
+
+
+class JobWorker(GenServer):
+    """Accepts and finishes ``job_type`` jobs, one per message, in whatever process it runs."""
+
+    def init(self, job_type: Any, worker_no: int, accept_timeout: float = 0.5) -> Any:
+        from actors.couch_jobs import process
+
+        self.jobs = process.use(self)
+        self.type = job_type
+        self.no = worker_no
+        self.accept_timeout = accept_timeout
+        self.done = 0
+        return Continue("work")
+
+    def handle_continue(self, arg: Any) -> None:
+        self._work()
+
+    def handle_cast(self, request: Any) -> None:
+        if request == "work":
+            self._work()
+        else:
+            raise ValueError(f"JobWorker: unknown cast {request!r}")
+
+    def _work(self) -> None:
+        from actors.couch_jobs import Halt, NotFound
+
+        try:
+            job, data = self.jobs.accept(self.type, timeout=self.accept_timeout)
+        except NotFound:
+            self.ref.cast("work")
+            return
+        digest = hashlib.sha256(job.id.encode() * 512).hexdigest()  # the "work"
+        try:
+            with self.jobs.transaction() as tx:
+                tx.execute(f"INSERT INTO {LOG_TABLE} (job_id, worker, pid) VALUES (?, ?, ?)",
+                           (job.id, self.no, os.getpid()))
+                self.jobs.finish(tx, job, {**data, "by": self.no, "digest": digest[:8]})
+            self.done += 1
+            _stats.current().increment("demo.jobs.finished")
+        except Halt:
+            _stats.current().increment("demo.jobs.halted")
+        self.ref.cast("work")
+
+    def status(self) -> dict[str, Any]:
+        return {"done": self.done}
+
+
+def worker_specs(count: int, job_type: Any = JOB_TYPE) -> list[Any]:
+    """One `JobWorker` per host process ``jobs<i>``."""
+    from supervision import ChildSpec
+
+    return [ChildSpec(f"job_worker_{i}", (JobWorker, (job_type, i)), host=f"jobs{i}") for i in range(count)]
+
+
+class JobsDriver(Driver):
+    """Adds ``batch`` jobs every ``period`` seconds from the host program."""
+
+    name = "jobs-adder"
+
+    def __init__(self, node: Node, *, batch: int = 2, period: float = 0.1, type_timeout: float = 2.0,
+                 job_type: Any = JOB_TYPE) -> None:
+        super().__init__(period)
+        self.node = node
+        self.batch = batch
+        self.type = job_type
+        self.type_timeout = type_timeout
+        self.added: list[str] = []
+        self._next = 0
+
+    def setup(self) -> None:
+        import actors.couch_jobs as couch_jobs
+        from actors.couch_jobs import force_check_types
+
+        couch_jobs.set_type_timeout(self.type, self.type_timeout)
+        with couch_jobs.transaction() as tx:
+            tx.execute(f"CREATE TABLE IF NOT EXISTS {LOG_TABLE} "
+                       "(job_id TEXT NOT NULL, worker INTEGER NOT NULL, pid INTEGER NOT NULL)")
+        force_check_types()
+
+    def tick(self, index: int) -> None:
+        import actors.couch_jobs as couch_jobs
+
+        ids = [f"job-{self._next + k:06d}" for k in range(self.batch)]
+        with couch_jobs.transaction() as tx:
+            for n, job_id in enumerate(ids):
+                couch_jobs.add(tx, self.type, job_id, {"n": self._next + n})
+        self._next += self.batch
+        with self.lock:
+            self.added.extend(ids)
+
+    def states(self) -> Counter:
+        import actors.couch_jobs as couch_jobs
+
+        return Counter(str(state) for _t, _id, state, _d in couch_jobs.get_jobs(self.type))
+
+    def settle(self, deadline: float) -> bool:
+        """Wait (bounded) until every added job is finished."""
+        return wait_until(lambda: self.states().get("finished", 0) >= len(self.added), deadline, 0.25)
+
+    def check(self) -> Check:
+        import actors.couch_jobs as couch_jobs
+
+        states = {job_id: str(state) for _t, job_id, state, _d in couch_jobs.get_jobs(self.type)}
+        with couch_jobs.transaction(write=False) as tx:
+            rows = tx.execute(f"SELECT job_id, count(*), count(DISTINCT pid) FROM {LOG_TABLE} "
+                              "GROUP BY job_id").fetchall()
+        finishes = {job_id: n for job_id, n, _ in rows}
+        processes = {pid for (pid,) in _pids(couch_jobs)}
+        added = set(self.added)
+        unfinished = sorted(j for j in added if states.get(j) != "finished")
+        twice = sorted(j for j in added if finishes.get(j, 0) > 1)
+        never = sorted(j for j in added if finishes.get(j, 0) == 0)
+        stray = sorted(set(finishes) - added)
+        c = Check("couch_jobs")
+        by_state = Counter(states.get(j, "missing") for j in added)
+        c.lines.append(f"couch_jobs: {len(added)} jobs added, finished by workers in {len(processes)} OS processes; "
+                       f"states: {', '.join(f'{k} {v}' for k, v in sorted(by_state.items()))}")
+        c.lines.append(f"  finished exactly once: {sum(1 for j in added if finishes.get(j) == 1)}; "
+                       f"twice or more: {len(twice)}; never: {len(never)}; unknown ids logged: {len(stray)}")
+        c.lost = len(set(unfinished) | set(twice) | set(never)) + len(stray)
+        if c.lost:
+            sample = (unfinished + twice + never + stray)[:8]
+            c.lines.append(f"  LOST or duplicated: {c.lost} (e.g. {', '.join(sample)})")
+        return c
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {"added": len(self.added)}
+
+
+def _pids(couch_jobs: Any) -> list[tuple[int]]:
+    with couch_jobs.transaction(write=False) as tx:
+        return tx.execute(f"SELECT DISTINCT pid FROM {LOG_TABLE}").fetchall()

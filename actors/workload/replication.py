@@ -1,0 +1,164 @@
+"""Continuous replications rotating through the scheduler while their sources grow.
+
+``jobs`` continuous replications (SQLite source -> SQLite target) are added
+to the scheduler, more than ``[replicator] max_jobs``, so the scheduler
+rotates them every ``interval``.  Meanwhile the driver writes new documents
+and new revisions of existing ones into the sources, remembering each
+document's latest revision.
+
+The replicator tree restarts ``one_for_all`` when its scheduler dies and
+comes back empty; as CouchDB's document processor does, the owner of the
+jobs adds them again -- the driver compares the scheduler's job list with
+its own every second and re-adds what is missing (counted).  At the end
+every document must be in its target at its latest revision.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from typing import Any
+
+from actors import CallTimeout, Exit, Node
+
+from .base import Check, Driver
+
+__all__ = ["Replications"]
+
+
+class Replications(Driver):
+    name = "replication-writer"
+
+    def __init__(self, node: Node, directory: str, *, jobs: int = 8, initial_docs: int = 20, period: float = 0.05,
+                 readd_every: float = 1.0, seed: int | None = None) -> None:
+        super().__init__(period)
+        self.node = node
+        self.directory = directory
+        self.n_jobs = jobs
+        self.initial_docs = initial_docs
+        self.readd_every = readd_every
+        self.rng = random.Random(seed)
+        self.expected: list[dict[str, str]] = [{} for _ in range(jobs)]
+        self.sources: list[Any] = []
+        self.reps: list[Any] = []
+        self.readds = 0
+        self.writes = 0
+        self._last_readd = 0.0
+        self._doc_no = 0
+
+    def setup(self) -> None:
+        from actors.replicator import DocStore, Rep
+        from actors.replicator import scheduler as sched
+
+        os.makedirs(self.directory, exist_ok=True)
+        for i in range(self.n_jobs):
+            store = DocStore(os.path.join(self.directory, f"source{i}.db"), create=True)
+            self.sources.append(store)
+            for _ in range(self.initial_docs):
+                self._write(i)
+            self.reps.append(Rep(
+                id=f"repl{i}", source=store.path, target=os.path.join(self.directory, f"target{i}.db"),
+                options={"continuous": True, "create_target": True, "worker_batch_size": 25,
+                         "worker_processes": 2, "checkpoint_interval": 500, "changes_poll_interval": 200},
+                db_name="_replicator"))
+        for rep in self.reps:
+            sched.add_job(self.node, rep)
+        self._last_readd = time.monotonic()
+
+    def _write(self, i: int) -> None:
+        docs = self.expected[i]
+        if docs and self.rng.random() < 0.25:
+            doc_id = self.rng.choice(list(docs))
+            rev = self.sources[i].put(doc_id, {"v": self.rng.random()}, rev=docs[doc_id])
+        else:
+            self._doc_no += 1
+            doc_id = f"doc{self._doc_no:06d}"
+            rev = self.sources[i].put(doc_id, {"n": self._doc_no})
+        with self.lock:
+            docs[doc_id] = rev
+            self.writes += 1
+
+    def tick(self, index: int) -> None:
+        self._write(self.rng.randrange(self.n_jobs))
+        if time.monotonic() - self._last_readd >= self.readd_every:
+            self._last_readd = time.monotonic()
+            self.readd_missing()
+
+    def readd_missing(self) -> int:
+        """Add again the jobs the scheduler no longer has (it restarted empty)."""
+        from actors.replicator import scheduler as sched
+
+        try:
+            known = {j["id"] for j in sched.jobs(self.node, timeout=5.0)}
+        except (Exit, CallTimeout):
+            return 0
+        added = 0
+        for rep in self.reps:
+            if rep.id not in known:
+                try:
+                    sched.add_job(self.node, rep)
+                except (Exit, CallTimeout):
+                    break
+                added += 1
+        with self.lock:
+            self.readds += added
+        return added
+
+    def missing(self) -> list[int]:
+        """Per job, how many documents its target lacks (or holds at an older revision)."""
+        from actors.replicator import DatabaseNotFound, DocStore
+
+        out = []
+        for i, rep in enumerate(self.reps):
+            with self.lock:
+                want = dict(self.expected[i])
+            try:
+                with DocStore(rep.target) as target:
+                    have = {d.id: d.rev for d in target.open_docs(list(want))}
+            except DatabaseNotFound:
+                have = {}
+            out.append(sum(1 for doc_id, rev in want.items() if have.get(doc_id) != rev))
+        return out
+
+    def settle(self, deadline: float) -> bool:
+        """Wait (bounded) until every target has caught up, re-adding lost jobs as we go."""
+        while True:
+            if sum(self.missing()) == 0:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self.readd_missing()
+            time.sleep(0.3)  # polling targets on disk until a deadline, not synchronising actors
+
+    def running(self) -> tuple[int, int]:
+        from actors.replicator import scheduler as sched
+
+        rows = sched.jobs(self.node, timeout=1.0)
+        return sum(1 for j in rows if j.get("pid") is not None), len(rows)
+
+    def check(self) -> Check:
+        gaps = self.missing()
+        c = Check("replicator")
+        total = sum(len(e) for e in self.expected)
+        try:
+            stats = self.node.stats()["counters"]
+        except Exception:
+            stats = {}
+        c.lines.append(f"replicator: {self.n_jobs} continuous jobs rotating through the scheduler "
+                       f"({stats.get('couch_replicator.jobs.starts', 0)} starts, "
+                       f"{stats.get('couch_replicator.jobs.stops', 0)} stops, "
+                       f"{stats.get('couch_replicator.jobs.crashes', 0)} crashes); "
+                       f"{self.readds} re-added after a scheduler restart")
+        c.lines.append(f"  {self.writes} writes, {total} documents: {total - sum(gaps)} present in their target "
+                       f"at the latest revision, {sum(gaps)} missing")
+        c.lost = sum(gaps)
+        return c
+
+    def close(self) -> None:
+        for store in self.sources:
+            store.close()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {"writes": self.writes, "readds": self.readds}

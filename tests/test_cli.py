@@ -21,8 +21,11 @@ def test_demo_short_reports_nothing_lost():
     out = subprocess.run([sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--seed", "1"],
                          capture_output=True, text=True, timeout=110, env=ENV)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "reason='killed'" in out.stdout
+    assert "RESULT: nothing lost" in out.stdout
     assert "0 hung" in out.stdout
+    for service in ("couch_jobs:", "replicator:", "smoosh:", "ioq:"):
+        assert service in out.stdout, service
+    assert "finished exactly once" in out.stdout and ", 0 missing" in out.stdout
 
 
 @pytest.mark.timeout(60)

@@ -126,7 +126,13 @@ class LiveView:
             cpus = ",".join(map(str, h["cpus"])) if h.get("cpus") else "any"
             host_cells.append(f"{h['label'] or h['proc']} pid {h['pid']} cpus {cpus} cpu "
                               f"{self._cpu_percent(h['pid'])} ({per_host.get(h['pid'], 0)})")
-        lines.append("hosts: " + "; ".join(host_cells))
+        row = "hosts: "
+        for cell in host_cells:  # wrapped to the terminal width, cells kept whole
+            if len(row) + len(cell) + 2 > width and row.strip() != "hosts:":
+                lines.append(row.rstrip("; "))
+                row = "       "
+            row += cell + "; "
+        lines.append(row.rstrip("; "))
         restarts = self.restarts(counters)
         lines.append("restarts: " + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
         lines.append("queues: " + self.queues())

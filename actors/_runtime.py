@@ -162,7 +162,7 @@ class Runtime:
         self.cells: dict[str, Cell] = {}
         self.sinks: dict[str, Any] = {}
         self.pending: dict[int, _Waiter] = {}
-        self.dead_procs: set[str] = set()
+        self.dead_procs: dict[str, Any] = {}
         self._dead_gen = 0
         self._ref_counter = itertools.count(1)
         self._id_counter = itertools.count(1)
@@ -534,7 +534,7 @@ class Runtime:
         """A whole OS process of the node died: fail what pointed into it."""
         if proc == self.proc or proc in self.dead_procs:
             return
-        self.dead_procs.add(proc)
+        self.dead_procs[proc] = reason
         self._dead_gen += 1
         for ref, waiter in list(self.pending.items()):
             if waiter.proc == proc and self.pending.pop(ref, None) is not None:

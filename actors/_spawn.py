@@ -12,7 +12,7 @@ from actors._reasons import Exit
 from actors._ref import ActorRef
 from actors._runtime import Runtime, current_cell
 
-__all__ = ["AlreadyRegistered", "SpawnError", "normalise_cpus", "spawn", "start_here"]
+__all__ = ["AlreadyRegistered", "SpawnError", "normalise_cpus", "record_child_link", "spawn", "start_here"]
 
 
 class SpawnError(Exit):
@@ -39,6 +39,20 @@ def normalise_cpus(cpus: Iterable[int] | int | None) -> list[int] | None:
     if not result or any(c < 0 for c in result):
         raise ValueError(f"cpus must be a non-empty set of CPU numbers, got {cpus!r}")
     return result
+
+
+def record_child_link(rt: Runtime, cell: Cell, child: ActorRef) -> None:
+    """The parent's half of a ``spawn_link``, recorded once the spawn replied.
+
+    The child's process may have died between the child's ``init`` and this
+    moment; the node's report of that death found no link to act on then, so
+    the exit signal is delivered here instead of being lost.
+    """
+    with cell.lock:
+        cell.links[child.id] = child
+        dead = rt.dead_procs.get(child.proc)
+    if dead is not None:
+        cell.proc_down(child.proc, dead)
 
 
 def start_here(
@@ -109,8 +123,7 @@ def spawn(
     if kind == "ok":
         ref: ActorRef = detail
         if link and cell is not None:
-            with cell.lock:
-                cell.links[ref.id] = ref
+            record_child_link(rt, cell, ref)
         return ref
     if kind == "ignore":
         return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shutil
 import sys
 import time
@@ -104,7 +103,6 @@ def _chaos(args: Any) -> int:
 
 def _status(args: Any) -> int:
     from actors.attach import Attached
-    from actors.tree import render_tree
 
     try:
         view = Attached(args.rundir)

@@ -6,6 +6,7 @@ import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
+from actors._cell import _M_EXIT
 from actors._reasons import Exit
 from actors._ref import ActorRef, From
 from actors._runtime import Timer
@@ -100,7 +101,7 @@ class GenServer:
             return
         if not cell.runtime.request_link(cell.ref, ref):
             if cell.trap_exit:
-                cell.enqueue(100, (ref, "noproc"))  # _M_EXIT
+                cell.enqueue(_M_EXIT, (ref, "noproc"))
                 return
             raise Exit("noproc", f"link to {ref!r}")
         with cell.lock:

@@ -27,7 +27,7 @@ from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef
 from actors._registry import Registry
 from actors._runtime import DEFER, Runtime, Timer
-from actors._spawn import normalise_cpus, spawn
+from actors._spawn import spawn
 
 __all__ = ["HostInfo", "Monitor", "Node"]
 

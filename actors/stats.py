@@ -8,7 +8,6 @@ record locally and never send a message to count something.
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field

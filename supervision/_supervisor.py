@@ -13,11 +13,20 @@ import time
 from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple, Sequence
 
-from actors import ActorRef, Exit, GenServer, SpawnError, noreply
+from actors import ActorRef, Exit, GenServer, SpawnError, ignore, is_normal_exit
 from actors import stats as _stats
 from actors.clock import MonotonicClock
-from supervision._policy import RESTARTING, RUNNING, STOPPED, ChildRecord, decide_exit, decide_restart
-from supervision._spec import ChildSpec, SupFlags, check_startspec
+from supervision._policy import (
+    RESTARTING,
+    RUNNING,
+    STOPPED,
+    ChildRecord,
+    add_restart,
+    decide_exit,
+    decide_restart,
+    should_restart,
+)
+from supervision._spec import ChildSpec, check_startspec
 from supervision.errors import (
     AlreadyPresent,
     AlreadyStarted,
@@ -70,8 +79,6 @@ class Supervisor(GenServer):
 
     def _gen_init(self, *args: Any, **kwargs: Any) -> Any:
         result = self.init(*args, **kwargs)
-        from actors import ignore
-
         if result is ignore:
             return ignore
         try:
@@ -251,10 +258,7 @@ class Supervisor(GenServer):
             child = self._dynamic.get(ref)
             if child is None:
                 return
-            restart = child.spec.restart
-            from supervision._policy import add_restart, should_restart
-
-            if not should_restart(restart, reason):
+            if not should_restart(child.spec.restart, reason):
                 del self._dynamic[ref]
                 if not _normal(reason):
                     self._report("child_terminated", None, reason, "not restarted", ref=ref)
@@ -443,8 +447,6 @@ class Supervisor(GenServer):
 
 
 def _normal(reason: Any) -> bool:
-    from actors import is_normal_exit
-
     return is_normal_exit(reason)
 
 
@@ -461,5 +463,3 @@ def unwrap(result: Any) -> Any:
         raise value
     return value
 
-
-_ = (noreply, SupFlags)

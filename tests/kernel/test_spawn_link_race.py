@@ -1,0 +1,36 @@
+"""A spawn_link child whose host dies before the spawn reply still signals its parent."""
+
+from __future__ import annotations
+
+import queue
+
+import pytest
+
+from actors._ref import ActorRef
+from actors._spawn import record_child_link
+from tests.kernel.probes import Probe
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_link_recorded_after_the_childs_process_died_still_delivers_exit(node):
+    # The race, replayed deterministically: the node reported the child's host
+    # dead before the parent got the spawn reply and recorded its half of the link.
+    q: queue.Queue = queue.Queue()
+    parent = node.spawn(Probe, q, True)
+    cell = node.runtime.cells[parent.id]
+    child = ActorRef(node.id, "h999", "h999.1", 999999)
+    node.runtime.proc_down("h999", "killed")
+    record_child_link(node.runtime, cell, child)
+    assert q.get(timeout=5) == ("EXIT", child, "killed")
+    assert child.id not in cell.links
+
+
+def test_link_to_a_live_child_is_just_recorded(node):
+    q: queue.Queue = queue.Queue()
+    parent = node.spawn(Probe, q, True)
+    cell = node.runtime.cells[parent.id]
+    child = node.spawn(Probe, queue.Queue())
+    record_child_link(node.runtime, cell, child)
+    assert cell.links[child.id] == child
+    assert q.empty()

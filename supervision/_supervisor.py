@@ -8,6 +8,7 @@ OTP's shutdown protocol and reports what it did.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -91,6 +92,8 @@ class Supervisor(GenServer):
         self._dynamic: dict[ActorRef, _Child] = {}
         self._restarts: tuple[float, ...] = ()
         self._template: ChildSpec | None = None
+        self._dynamic_restarting: dict[int, _Child] = {}
+        self._tokens = itertools.count(1)
         if self.flags.strategy == "simple_one_for_one":
             self._template = checked[0]
             return None
@@ -241,6 +244,16 @@ class Supervisor(GenServer):
         return None
 
     def handle_cast(self, request: Any) -> Any:
+        if isinstance(request, tuple) and request[0] == _TRY_AGAIN and self._template is not None:
+            child = self._dynamic_restarting.pop(request[1][1], None)
+            if child is not None:
+                ok, self._restarts = add_restart(self._restarts, self.clock.now(), self.flags.intensity,
+                                                 self.flags.period)
+                if not ok:
+                    self._give_up()
+                    return None
+                self._restart_dynamic(child)
+            return None
         if isinstance(request, tuple) and request[0] == _TRY_AGAIN:
             child = self._lookup(request[1])
             if child is not None and child.status == RESTARTING:
@@ -270,13 +283,7 @@ class Supervisor(GenServer):
             if not ok:
                 self._give_up()
                 return
-            try:
-                new = self._start(child)
-            except SpawnError as exc:
-                self._report("start_error", None, exc.reason, "restart failed")
-                return
-            if new is not None:
-                self._dynamic[new] = child
+            self._restart_dynamic(child)
             return
         child = next((c for c in self._children if c.ref == ref and c.status == RUNNING), None)
         if child is None:
@@ -290,6 +297,21 @@ class Supervisor(GenServer):
             action = "restarting" if decision.plan else ("shutting down" if decision.shutdown else "not restarted")
             self._report("child_terminated", child.spec.id, reason, action, ref=ref)
         self._carry_out(child, decision)
+
+    def _restart_dynamic(self, child: _Child) -> None:
+        """Restart a simple_one_for_one child; a failure is retried through the
+        mailbox (OTP ``try_again_restart``), each retry counting toward intensity."""
+        try:
+            new = self._start(child)
+        except SpawnError as exc:
+            child.status = RESTARTING
+            token = next(self._tokens)
+            self._dynamic_restarting[token] = child
+            self._report("start_error", None, exc.reason, "will retry")
+            self.ref.cast((_TRY_AGAIN, ("$dynamic", token)))
+            return
+        if new is not None:
+            self._dynamic[new] = child
 
     def _carry_out(self, child: _Child, decision: Any) -> None:
         if decision.drop_exited and child in self._children:
@@ -396,7 +418,7 @@ class Supervisor(GenServer):
 
     def _all_children(self) -> list[_Child]:
         if self._template is not None:
-            return list(self._dynamic.values())
+            return list(self._dynamic.values()) + list(self._dynamic_restarting.values())
         return list(self._children)
 
     def _records(self) -> list[ChildRecord]:

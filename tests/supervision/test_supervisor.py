@@ -493,3 +493,19 @@ def test_named_child_is_registered_again_after_restart(node):
     os.kill(old.os_pid, signal.SIGKILL)
     new = wait_replaced(sup, "n", old)
     assert node.whereis("named_worker") == new
+
+
+def test_simple_one_for_one_failed_restart_is_retried(node):
+    q: queue.Queue = queue.Queue()
+    plan: queue.Queue = queue.Queue()
+    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=5, period=30),
+                              [ChildSpec("g", (Gated, (q,)))])
+    r1 = sv.start_child(sup, ["g1", plan])
+    plan.put("fail")  # the first restart fails, the retry succeeds
+    crash(r1)
+    for _ in range(2000):
+        rows = sv.which_children(sup)
+        if rows and isinstance(rows[0].child, type(r1)) and rows[0].child != r1:
+            break
+    assert rows[0].child != r1 and rows[0].child.call("x") == ("g1", "x")
+    assert plan.empty()

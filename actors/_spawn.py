@@ -49,9 +49,15 @@ def record_child_link(rt: Runtime, cell: Cell, child: ActorRef) -> None:
     the exit signal is delivered here instead of being lost.
     """
     with cell.lock:
-        cell.links[child.id] = child
+        parent_alive = cell.alive
+        if parent_alive:
+            cell.links[child.id] = child
         dead = rt.dead_procs.get(child.proc)
-    if dead is not None:
+    if not parent_alive:
+        # The parent was killed while this spawn ran: its death found no link
+        # to the child, so the child gets the parent's exit signal now.
+        rt.send_exit(child, cell.ref, cell.exit_reason)
+    elif dead is not None:
         cell.proc_down(child.proc, dead)
 
 
@@ -98,6 +104,9 @@ def spawn(
     cpu_list = normalise_cpus(cpus)
     cell = current_cell()
     if cell is not None and cell.runtime is rt:
+        if not cell.alive:
+            # A callback still running in a killed actor: the dead spawn nothing.
+            raise Exit(cell.exit_reason, f"{cell.ref!r} is dead")
         parent = cell.ref
     if link and parent is None:
         raise ValueError("spawn_link needs a calling actor to link to")

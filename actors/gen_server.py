@@ -99,13 +99,19 @@ class GenServer:
         cell = self._actor_cell
         if ref == cell.ref:
             return
+        if not cell.alive:
+            raise Exit(cell.exit_reason, f"{cell.ref!r} is dead")
         if not cell.runtime.request_link(cell.ref, ref):
             if cell.trap_exit:
                 cell.enqueue(_M_EXIT, (ref, "noproc"))
                 return
             raise Exit("noproc", f"link to {ref!r}")
         with cell.lock:
-            cell.links[ref.id] = ref
+            alive = cell.alive
+            if alive:
+                cell.links[ref.id] = ref
+        if not alive:  # killed while linking: the target must hear of it
+            cell.runtime.send_exit(ref, cell.ref, cell.exit_reason)
 
     def unlink(self, ref: ActorRef) -> None:
         cell = self._actor_cell

@@ -34,3 +34,14 @@ def test_link_to_a_live_child_is_just_recorded(node):
     record_child_link(node.runtime, cell, child)
     assert cell.links[child.id] == child
     assert q.empty()
+
+
+def test_link_recorded_after_the_parent_died_signals_the_child(node):
+    q: queue.Queue = queue.Queue()
+    parent = node.spawn(Probe, q)
+    child = node.spawn(Probe, queue.Queue())
+    cell = node.runtime.cells[parent.id]
+    mon = node.monitor(child)
+    node.kill(parent)
+    record_child_link(node.runtime, cell, child)  # the spawn replied after the kill
+    assert mon.wait(5) == (child, "killed")

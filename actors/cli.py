@@ -77,13 +77,17 @@ def _chaos(args: Any) -> int:
     from actors import Node
     from actors.chaos import build_demo_tree, run_chaos
 
-    with Node() as node:
-        if args.tree == "couch":
-            from actors.couch import start_app
+    if args.tree == "couch":
+        # The full application under the demo's workload: its report counts
+        # restarts, escalations, and IO calls answered, failed and hung.
+        from argparse import Namespace
 
-            top = start_app(node).top
-        else:
-            top = build_demo_tree(node)
+        from actors.demo import run_demo
+
+        return run_demo(Namespace(duration=args.duration, kill_rate=args.rate, state_dir=None, config=None,
+                                  short=False, no_live=True, seed=args.seed))
+    with Node() as node:
+        top = build_demo_tree(node)
         print(f"tree up in {node.rundir}; killing {args.rate}/s for {args.duration:.0f} s", flush=True)
 
         def tick(elapsed: float) -> None:

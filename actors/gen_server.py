@@ -172,6 +172,22 @@ class GenServer:
     def whereis(self, name: str) -> ActorRef | None:
         return self._actor_cell.runtime.whereis(name)
 
+    def register(self, name: str) -> None:
+        """Register this actor under ``name`` (``register(Name, self())``); the
+        name is released when it dies.  A no-op when it already has that name;
+        raises ``Exit(("already_registered", holder))`` when another actor holds
+        it and ``Exit(("already_named", current))`` when it has another name."""
+        cell = self._actor_cell
+        if cell.name == name:
+            return
+        if cell.name is not None:
+            raise Exit(("already_named", cell.name), f"cannot register {name!r}")
+        holder = cell.runtime.register_name(name, cell.ref)
+        if holder is not None:
+            raise Exit(("already_registered", holder), f"{name!r} is taken")
+        cell.name = name
+        cell.ref.name = name
+
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal (``"kill"`` is untrappable)."""
         cell = self._actor_cell

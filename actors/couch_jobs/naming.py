@@ -2,16 +2,14 @@
 
 The seed registers ``couch_jobs_server`` and its supervisors locally
 (``{local, ?MODULE}``) so any process finds them by name.  The kernel's
-public API names an actor only at ``spawn(name=...)``, and a supervisor's
-``ChildSpec`` has no name, so an actor started by a supervisor takes its
-name here, from its own ``init``.  The name is tied to the actor's cell the
-same way ``spawn(name=...)`` ties it, so it is released before anyone hears
-of the actor's death and its restarted successor can take it again.
+actor takes its name from its own ``init`` with `GenServer.register`, which
+ties it to the actor as ``spawn(name=...)`` does: it is released before
+anyone hears of the actor's death, so a restarted successor can take it.
 """
 
 from __future__ import annotations
 
-from actors import AlreadyRegistered, GenServer
+from actors import AlreadyRegistered, Exit, GenServer
 
 __all__ = ["register_self"]
 
@@ -21,10 +19,11 @@ def register_self(actor: GenServer, name: str) -> None:
 
     Raises `AlreadyRegistered` when another live actor holds the name.
     """
-    cell = actor._actor_cell
-    if cell.name is not None:
-        raise RuntimeError(f"{actor.ref!r} is already registered as {cell.name!r}")
-    holder = cell.runtime.register_name(name, actor.ref)
-    if holder is not None:
-        raise AlreadyRegistered(("already_started", holder), f"name {name!r} is taken")
-    cell.name = name
+    if actor._actor_cell.name is not None:
+        raise RuntimeError(f"{actor.ref!r} is already registered as {actor._actor_cell.name!r}")
+    try:
+        actor.register(name)
+    except Exit as exc:
+        if isinstance(exc.reason, tuple) and exc.reason[0] == "already_registered":
+            raise AlreadyRegistered(("already_started", exc.reason[1]), f"name {name!r} is taken") from None
+        raise

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors import Exit
 
 __all__ = ["current_node_id", "register_self", "whereis"]
 
@@ -39,16 +38,4 @@ def register_self(server: Any, name: str) -> None:
     A no-op when the actor was spawned with that name already; raises
     `actors.Exit` ``("already_registered", holder)`` when another actor holds it.
     """
-    public = getattr(server, "register", None)
-    if callable(public):
-        public(name)
-        return
-    cell = server._actor_cell
-    if cell.name == name:
-        return
-    if cell.name is not None:
-        raise Exit(("already_named", cell.name), f"cannot register {name!r}")
-    holder = cell.runtime.register_name(name, cell.ref)
-    if holder is not None:
-        raise Exit(("already_registered", holder), f"{name!r} is taken")
-    cell.name = name
+    server.register(name)

@@ -74,3 +74,31 @@ def test_messages_with_refs_and_local_classes_cross_processes(node):
     assert echo.call(("ref", echo)) == ("ref", echo)
     assert echo.call(Local(3)) == Local(3)
     assert echo.call(lambda: 1)() == 1
+
+
+class SelfNaming(GenServer):
+    def init(self, name):
+        self.register(name)
+
+    def handle_call(self, request, from_):
+        try:
+            self.register(request)
+        except Exit as exc:
+            return exc.reason
+        return "ok"
+
+
+def test_actor_registers_itself_and_the_name_is_released_on_death(node):
+    a = node.spawn(SelfNaming, "self_named", host="own")
+    assert node.whereis("self_named") == a
+    assert a.call("self_named") == "ok"  # same name again: a no-op
+    assert a.call("other")[0] == "already_named"
+    b = node.spawn(Echo, name="taken")
+    c = node.spawn(SelfNaming, "c_named")
+    assert c.call("taken") == ("already_named", "c_named")
+    mon = node.monitor(a)
+    node.kill(a)
+    mon.wait(5)
+    assert node.whereis("self_named") is None
+    assert node.spawn(SelfNaming, "self_named") is not None
+    assert b.is_alive()

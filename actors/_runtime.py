@@ -315,13 +315,21 @@ class Runtime:
         waiter = _Waiter(target.proc)
         self.pending[ref] = waiter
         self.route(target.proc, kind, target.id, cell.id if cell else None, ref, body)
+        self._await(waiter, ref, target, timeout)
+        if waiter.ok:
+            return waiter.value
+        raise Exit(waiter.value)
+
+    def _await(self, waiter: _Waiter, ref: int, target: Any, timeout: float | None) -> None:
+        """Block until ``waiter`` is resolved; `CallTimeout` after ``timeout``.
+
+        On timeout the pending entry is withdrawn, so a late answer is dropped
+        on arrival and never reaches a later request.
+        """
         if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             if self.pending.pop(ref, None) is not None:
                 raise CallTimeout(target, timeout)
             waiter.lock.acquire()  # resolved in the meantime: take the result
-        if waiter.ok:
-            return waiter.value
-        raise Exit(waiter.value)
 
     def sys_request(
         self,
@@ -345,10 +353,7 @@ class Runtime:
             waiter.resolve(False, "noproc")
         if callback is not None:
             return None
-        if not waiter.lock.acquire(timeout=-1 if timeout is None else timeout):
-            if self.pending.pop(ref, None) is not None:
-                raise CallTimeout(f"{proc}:{op}", timeout)
-            waiter.lock.acquire()
+        self._await(waiter, ref, f"{proc}:{op}", timeout)
         if waiter.ok:
             return waiter.value
         raise Exit(waiter.value)
@@ -498,10 +503,7 @@ class Runtime:
         waiter = _Waiter(target.proc)
         self.pending[ref] = waiter
         self._send(target.proc, K_MONITOR, target.id, None, ref, (mref, watcher, target))
-        if not waiter.lock.acquire(timeout=timeout):
-            if self.pending.pop(ref, None) is not None:
-                raise CallTimeout(target, timeout)
-            waiter.lock.acquire()
+        self._await(waiter, ref, target, timeout)
         if not waiter.ok:  # the target's process died meanwhile
             self.send_down(watcher, mref, target, waiter.value)
 
@@ -519,10 +521,7 @@ class Runtime:
         waiter = _Waiter(target.proc)
         self.pending[ref] = waiter
         self._send(target.proc, K_LINK, target.id, linker.id, ref, linker)
-        if not waiter.lock.acquire(timeout=timeout):
-            if self.pending.pop(ref, None) is not None:
-                raise CallTimeout(target, timeout)
-            waiter.lock.acquire()
+        self._await(waiter, ref, target, timeout)
         return bool(waiter.ok and waiter.value)
 
     def request_unlink(self, linker: ActorRef, target: ActorRef) -> None:

@@ -1,0 +1,170 @@
+"""What the IOQ1 and IOQ2 server actors share: the actor plumbing around a queue.
+
+Both answer callers later (``noreply`` + ``reply``), queue a whole burst
+before choosing by sending themselves a *submit* message, submit with
+``("$io", ref, self, msg)`` to the file actor (monitored once per file),
+answer waiters on ``("$io_reply", ref, result)`` and fail them with the
+file's exit reason on ``DOWN``.  Only the policy differs: a subclass sets
+``self.state`` and says which requests are due (`_due`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from actors import ActorRef, GenServer
+from actors import config as _config
+
+from ._names import register_self
+from .file_server import IO_MSG, IO_REPLY, IoFailure
+from .ioq_config import affects_ioq
+from .request import Completion
+
+__all__ = ["SUBMIT", "UPDATE_CONFIG", "QueueServer"]
+
+#: The message a server sends itself so it submits once its mailbox is drained.
+SUBMIT = "$ioq_submit"
+#: Cast by the config listener (and by anyone wanting a re-read).
+UPDATE_CONFIG = "update_config"
+_MAX_FD_CACHE = 10_000
+
+
+class QueueServer(GenServer):
+    """Base of `Ioq1Server` and `Ioq2Server`; subclasses set ``self.state``."""
+
+    state: Any
+    #: ``_due(now)``: the requests to submit now, chosen by the subclass's policy.
+    _due: Callable[[float], list[Any]]
+
+    def _setup(self, name: str | None) -> _config.Config:
+        """Register, and listen for config changes (the listener only casts)."""
+        if name is not None:
+            register_self(self, name)
+        cfg = _config.current()
+        self._config = cfg
+        self._submit_pending = False
+        self._fd_monitor: dict[Any, Any] = {}  # fd -> mref
+        self._mref_fd: dict[Any, Any] = {}  # mref -> fd
+        self._fds: dict[str, ActorRef] = {}  # actor id -> ref, so equal fds are one object
+        me = self.ref
+        self._me_wire = me.to_wire()
+
+        def on_change(section: str, key: str, value: Any, persist: bool) -> None:
+            if affects_ioq(section):
+                me.cast(UPDATE_CONFIG)
+
+        self._listener = cfg.listen(on_change)
+        return cfg
+
+    def _control_extra(self, request: Any) -> Any:
+        """Control requests only one of the servers knows; `LookupError` if unknown."""
+        raise LookupError(request)
+
+    # -- the request path ------------------------------------------------------
+
+    def _fd_from_wire(self, wire: list[Any]) -> ActorRef:
+        fds = self._fds
+        fd = fds.get(wire[2])
+        if fd is None:
+            if len(fds) >= _MAX_FD_CACHE:
+                fds.clear()
+            fd = fds[wire[2]] = ActorRef.from_wire(wire)
+        return fd
+
+    def _schedule_submit(self) -> None:
+        if not self._submit_pending:
+            self._submit_pending = True
+            self.ref.send(SUBMIT)
+
+    def handle_info(self, message: Any) -> None:
+        if message == SUBMIT:
+            self._submit_pending = False
+            self._submit()
+            return None
+        kind = type(message)
+        if kind is tuple and message[0] == IO_REPLY:
+            done = self.state.complete(message[1], message[2], time.monotonic())
+            if done is not None:
+                reply = self.reply
+                value = done.reply
+                for waiter in done.waiters:
+                    reply(waiter, value)
+                self._submit()
+            return None
+        if kind is tuple and message[0] == "DOWN":
+            _down, mref, _ref, reason = message
+            fd = self._mref_fd.pop(mref, None)
+            if fd is not None:
+                self._fd_monitor.pop(fd, None)
+                self._fds.pop(getattr(fd, "id", None), None)
+                for done in self.state.fd_down(fd, reason):
+                    self._fail(done)
+                self._submit()
+            return None
+        return super().handle_info(message)
+
+    def _submit(self) -> None:
+        reqs = self._due(time.monotonic())
+        if not reqs:
+            return
+        me = self._me_wire
+        monitors = self._fd_monitor
+        for req in reqs:
+            fd = req.fd
+            if fd not in monitors:
+                try:
+                    mref = self.monitor(fd)
+                except (AttributeError, TypeError):
+                    # not an actor: the request can never be answered
+                    self._fail(self.state.io_down(req.ref, ("badarg", repr(fd))))
+                    continue
+                monitors[fd] = mref
+                self._mref_fd[mref] = fd
+            fd.send((IO_MSG, req.ref, me, req.msg))
+
+    def _fail(self, done: Completion | None) -> None:
+        if done is None:
+            return
+        failure = IoFailure("down", done.error.reason if done.error is not None else None)
+        for waiter in done.waiters:
+            self.reply(waiter, failure)
+
+    # -- control -----------------------------------------------------------------
+
+    def _control(self, request: Any) -> Any:
+        state = self.state
+        if request == "get_concurrency":
+            return state.get_concurrency()
+        if type(request) is tuple and len(request) == 2 and request[0] == "set_concurrency":
+            try:
+                return state.set_concurrency(request[1])
+            except ValueError as exc:
+                return IoFailure("error", exc)
+            finally:
+                self._submit()
+        if request == "get_queue_depths":
+            return state.get_queue_depths()
+        if request == UPDATE_CONFIG:
+            self._update_config()
+            return "ok"
+        try:
+            return self._control_extra(request)
+        except LookupError:
+            return IoFailure("error", ValueError(f"{self._label()}: unknown request {request!r}"))
+
+    def _label(self) -> str:
+        return self._actor_cell.name or self.ref.id
+
+    def _update_config(self) -> None:
+        self.state.update_config(self._config)
+        self._submit()
+
+    def handle_cast(self, request: Any) -> None:
+        if request == UPDATE_CONFIG:
+            self._update_config()
+        return None
+
+    def terminate(self, reason: Any) -> None:
+        self._config.unlisten(self._listener)

@@ -18,6 +18,7 @@ __all__ = [
     "JsonEncodingError",
     "NoTypeTimeout",
     "NotFound",
+    "StoreClosed",
 ]
 
 
@@ -53,4 +54,12 @@ class Halt(CouchJobsError):
     The job was re-enqueued by the activity monitor (the worker was too slow
     to report progress) or removed; the worker must stop working on it and
     must not retry the write.
+    """
+
+
+class StoreClosed(CouchJobsError, RuntimeError):
+    """A call on a job store after ``close()``.
+
+    Raised instead of touching a closed connection: an actor still running
+    when its store is closed gets this clear error, never a crash.
     """

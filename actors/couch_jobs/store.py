@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from .errors import StoreClosed
+
 __all__ = [
     "CommitListener",
     "JobRecord",
@@ -297,6 +299,17 @@ class SQLiteTransaction:
         return {t: v for t, v in rows}
 
 
+class _Conn:
+    """A connection and whether a transaction is using it (guarded by the store's lock)."""
+
+    __slots__ = ("connection", "pid", "busy")
+
+    def __init__(self, connection: sqlite3.Connection, pid: int) -> None:
+        self.connection = connection
+        self.pid = pid
+        self.busy = False
+
+
 class SQLiteStore:
     """The node's jobs database: one file, one connection per thread per process.
 
@@ -305,6 +318,13 @@ class SQLiteStore:
     ``synchronous=NORMAL`` in WAL mode loses nothing a committed transaction
     wrote when a process dies; pass ``synchronous="FULL"`` to survive power
     loss as well.
+
+    Closing is safe while other threads use the store: a connection is
+    closed only when no transaction is using it (an idle one at once, a busy
+    one by its own thread when its transaction ends), and every transaction
+    begun after `close` raises `StoreClosed`.  Closing a sqlite3 connection
+    another thread is executing on crashes the interpreter, so this rule is
+    what keeps a late actor from taking the process down.
     """
 
     def __init__(
@@ -323,34 +343,80 @@ class SQLiteStore:
         self.synchronous = synchronous.upper()
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[tuple[int, sqlite3.Connection]] = []
+        self._idle = threading.Condition(self._lock)
+        self._connections: list[_Conn] = []
         self._listeners: list[CommitListener] = []
         self._closed = False
-        self._connection().executescript(_SCHEMA)
+        with self._use() as conn:
+            conn.executescript(_SCHEMA)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # -- connections -------------------------------------------------------
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise RuntimeError(f"store {self.path!r} is closed")
-        pid = os.getpid()
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == pid:
-            return conn
+    def _closed_error(self) -> StoreClosed:
+        return StoreClosed(f"couch_jobs store {self.path!r} is closed")
+
+    def _open(self, pid: int) -> _Conn:
         conn = sqlite3.connect(
             self.path,
             timeout=self.busy_timeout,
             isolation_level=None,
             check_same_thread=False,
         )
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-        self._local.conn = conn
-        self._local.pid = pid
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        except BaseException:
+            conn.close()
+            raise
+        return _Conn(conn, pid)
+
+    def _acquire(self) -> _Conn:
+        """This thread's connection, marked busy; `StoreClosed` once closed."""
+        pid = os.getpid()
+        entry: _Conn | None = getattr(self._local, "entry", None)
+        if entry is None or entry.pid != pid:
+            if self._closed:
+                raise self._closed_error()
+            entry = self._open(pid)
+            with self._lock:
+                if self._closed:
+                    entry.connection.close()
+                    raise self._closed_error()
+                self._connections.append(entry)
+            self._local.entry = entry
         with self._lock:
-            self._connections.append((pid, conn))
-        return conn
+            if self._closed:
+                raise self._closed_error()
+            if entry.busy:
+                raise RuntimeError(
+                    "a couch_jobs transaction is already open in this thread; "
+                    "pass it as the tx argument instead of opening another"
+                )
+            entry.busy = True
+        return entry
+
+    def _release(self, entry: _Conn) -> None:
+        with self._lock:
+            entry.busy = False
+            close_now = self._closed
+            if close_now and entry in self._connections:
+                self._connections.remove(entry)
+            self._idle.notify_all()
+        if close_now:
+            entry.connection.close()
+
+    @contextlib.contextmanager
+    def _use(self) -> Iterator[sqlite3.Connection]:
+        entry = self._acquire()
+        try:
+            yield entry.connection
+        finally:
+            self._release(entry)
 
     @contextlib.contextmanager
     def transaction(self, write: bool = True) -> Iterator[SQLiteTransaction]:
@@ -359,26 +425,21 @@ class SQLiteStore:
         Commits when the block ends, rolls back if it raises.  After a commit
         the commit listeners are told which job types changed.
         """
-        conn = self._connection()
-        if conn.in_transaction:
-            raise RuntimeError(
-                "a couch_jobs transaction is already open in this thread; "
-                "pass it as the tx argument instead of opening another"
-            )
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        tx = SQLiteTransaction(self, conn, write)
-        try:
-            yield tx
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        with self._use() as conn:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            tx = SQLiteTransaction(self, conn, write)
+            try:
+                yield tx
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
         # Committed: what follows must not make the caller believe it failed.
         touched = tx.touched
         callbacks: list[Callable[[], None]] = []
@@ -402,15 +463,28 @@ class SQLiteStore:
             with contextlib.suppress(ValueError):
                 self._listeners.remove(listener)
 
-    def close(self) -> None:
-        """Close this process's connections; other processes keep theirs."""
+    def close(self, timeout: float = 5.0) -> None:
+        """Close the store in this process; other processes keep theirs.
+
+        New transactions are refused at once (`StoreClosed`); transactions
+        already running get up to ``timeout`` seconds to end (an actor the
+        tree just stopped may still be finishing its last callback).  Idle
+        connections close here; one still busy after the wait closes when its
+        transaction ends, in its own thread.  Idempotent.
+        """
         pid = os.getpid()
+        current = getattr(self._local, "entry", None)
         with self._lock:
-            mine = [c for p, c in self._connections if p == pid]
-            self._connections = [(p, c) for p, c in self._connections if p != pid]
             self._closed = True
-        for conn in mine:
-            conn.close()
+
+            def others_busy() -> bool:
+                return any(c.busy and c.pid == pid and c is not current for c in self._connections)
+
+            self._idle.wait_for(lambda: not others_busy(), timeout)
+            idle = [c for c in self._connections if c.pid == pid and not c.busy]
+            self._connections = [c for c in self._connections if c not in idle]
+        for entry in idle:
+            entry.connection.close()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"

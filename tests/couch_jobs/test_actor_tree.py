@@ -36,7 +36,9 @@ def test_type_timeouts_and_server(ctx):
     assert couch_jobs.get_type_timeout(t) == ctx["t1_timeout"]
     assert len(activity_monitors(node)) == 2
     assert len(notifiers(node)) == 2
-    assert get_notifier_server(t) is not None
+    # each type has its own notifier, and those are the notifier_sup's children
+    pair = {get_notifier_server(t), get_notifier_server(ctx["t2"])}
+    assert pair == set(notifiers(node))
 
     couch_jobs.set_type_timeout("t3", 8)
     couch_jobs.server.force_check_types()

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 import actors.couch_jobs as couch_jobs
+from actors.couch_jobs import Subscription
 from actors.couch_jobs import (
     ActivityMonitorLogic,
     Halt,
@@ -299,7 +300,8 @@ def test_subscribe(ctx):
     sub_res0 = couch_jobs.subscribe(t, j)
     sub_id0, state, data = sub_res0
     assert (state, data) == ("pending", {"z": 1})
-    assert sub_id0 is not None
+    assert isinstance(sub_id0, Subscription)
+    assert (sub_id0.type, sub_id0.id) == (t, j)
 
     sub_res1 = couch_jobs.subscribe(t, j)
     assert sub_res1 == sub_res0

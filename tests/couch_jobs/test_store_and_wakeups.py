@@ -169,15 +169,19 @@ def test_threads_racing_to_accept_never_share_a_job(tmp_path):
     with CouchJobs(tmp_path / "r.db") as jobs:
         jobs.set_type_timeout("t", 30)
         finished: list[list[str]] = [[] for _ in range(n_threads)]
+        errors: list[BaseException] = []
 
         def worker(i):
-            for _ in range(n_jobs + 1):
-                try:
-                    job, _ = jobs.accept("t", timeout=1.0)
-                except NotFound:
-                    return
-                jobs.finish(None, job, {"by": i})
-                finished[i].append(job.id)
+            try:
+                for _ in range(n_jobs + 1):
+                    try:
+                        job, _ = jobs.accept("t", timeout=1.0)
+                    except NotFound:
+                        return
+                    jobs.finish(None, job, {"by": i})  # Halt here: the job went to two workers
+                    finished[i].append(job.id)
+            except BaseException as exc:  # any other end of a worker fails the test
+                errors.append(exc)
 
         threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n_threads)]
         for th in threads:
@@ -187,6 +191,7 @@ def test_threads_racing_to_accept_never_share_a_job(tmp_path):
         for th in threads:
             th.join(20)
         assert not any(th.is_alive() for th in threads)
+        assert errors == []
         done = [j for ids in finished for j in ids]
         assert sorted(done) == sorted(f"j{k}" for k in range(n_jobs))
         assert all(state == "finished" for _, _, state, _ in jobs.get_jobs("t"))

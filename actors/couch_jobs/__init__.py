@@ -15,7 +15,7 @@ host program) to attach its default instance to it.
 
 from .activity import ActivityMonitorLogic
 from .activity_monitor import ActivityMonitor
-from .agent import ProcessAgent
+from .agent import AgentSup, ProcessAgent
 from .app import start, stop
 from .api import (
     CouchJobs,
@@ -41,7 +41,7 @@ from .api import (
     update,
     wait,
 )
-from .errors import CouchJobsError, Halt, JsonEncodingError, NoTypeTimeout, NotFound
+from .errors import CouchJobsError, Halt, JsonEncodingError, NoTypeTimeout, NotFound, StoreClosed
 from .model import (
     UNDEFINED_MAX_SCHEDULED_TIME,
     Job,
@@ -55,7 +55,8 @@ from .model import (
 from .notifications import NOT_FOUND, Notification, NotifierLogic, TypeMonitorLogic
 from .notifier import Notifier, TypeMonitor
 from .process import use
-from .server import JobsServer, force_check_types, get_notifier_server
+from .client import force_check_types, get_notifier_server
+from .server import JobsServer
 from .store import JobRecord, SQLiteStore, SQLiteTransaction, Store, StoreTx
 from .sup import ActivityMonitorSup, CouchJobsSup, NotifierSup
 from .type_discovery import TypeDiscovery, diff_types
@@ -68,6 +69,7 @@ __all__ = [
     "ActivityMonitor",
     "ActivityMonitorLogic",
     "ActivityMonitorSup",
+    "AgentSup",
     "ConditionWaker",
     "CouchJobs",
     "CouchJobsError",
@@ -89,6 +91,7 @@ __all__ = [
     "ProcessAgent",
     "SQLiteStore",
     "SQLiteTransaction",
+    "StoreClosed",
     "Store",
     "StoreTx",
     "Subscription",

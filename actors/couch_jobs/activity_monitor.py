@@ -14,7 +14,7 @@ from actors import GenServer, Stop
 
 from .activity import ActivityMonitorLogic
 from .model import JobType
-from .process import local_jobs
+from .attachment import local_jobs
 
 __all__ = ["ActivityMonitor"]
 

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from actors import ActorRef, Exit
 
+from .client import get_notifier_server
 from .errors import NotFound
 from .model import JobEvent, JobType, Subscription, decode_type, encode_type
 
 if TYPE_CHECKING:
-    from .process import Attachment
+    from .attachment import Attachment
 
 __all__ = ["ActorSubscriptions", "EVENT_TAG"]
 
@@ -61,9 +62,9 @@ class ActorSubscriptions:
     def subscribe(
         self, job_type: JobType, job_id: str, state: str, seq: int | None, subscriber: Hashable
     ) -> Subscription:
-        from .server import get_notifier_server
-
         agent = self.attachment.agent
+        if agent is None:
+            raise NotFound("couch_jobs has no process agent in this process (detached)")
         try:
             notifier = get_notifier_server(job_type)
         except Exit as exc:
@@ -83,8 +84,9 @@ class ActorSubscriptions:
         """Unsubscribe at the notifier, then discard undelivered and late events."""
         server = sub.server
         try:
-            if isinstance(server, ActorRef):
-                server.call(("unsubscribe", sub.ref, (self.attachment.agent.id, subscriber)),
+            agent = self.attachment.agent
+            if isinstance(server, ActorRef) and agent is not None:
+                server.call(("unsubscribe", sub.ref, (agent.id, subscriber)),
                             timeout=CALL_TIMEOUT)
         except Exit:
             pass  # a dead notifier has no subscriptions left to drop

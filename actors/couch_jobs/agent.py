@@ -10,24 +10,32 @@ It is the process's mailbox for everything couch_jobs actors send it:
 
 It finds the hub by name, monitors it, and subscribes again when the hub
 restarts (retrying on a timer, never in a loop).  Unknown messages are
-logged and dropped: this process-wide helper is not under a supervisor, and
-one stray message must not cost the process its wake-ups.
+logged and dropped: one stray message must not cost the process its
+wake-ups.
+
+The agent runs under its own `AgentSup` in its process (``one_for_one``,
+the agent ``transient`` and ``significant``): a crashed agent is restarted
+and re-registers itself in the attachment; ``["detach"]`` stops it normally,
+which shuts the supervisor down with it (``auto_shutdown``).  After a
+restart the type monitors of the process fall back to their periodic
+re-check, and subscriptions delivered to the old agent are gone (the
+notifiers monitored it), as a restarted Erlang process loses its mailbox.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from actors import ActorRef, CallTimeout, Exit, GenServer
+from actors import ActorRef, CallTimeout, Exit, GenServer, Stop
+from supervision import ChildSpec, SupFlags, Supervisor
 
 from .actor_subscriptions import EVENT_TAG
-from .wakeups import HUB_NAME
+from .attachment import Attachment, attachment
+from .errors import CouchJobsError
+from .naming import HUB_NAME
 
-if TYPE_CHECKING:
-    from .process import Attachment
-
-__all__ = ["ProcessAgent"]
+__all__ = ["AgentSup", "ProcessAgent"]
 
 _log = logging.getLogger(__name__)
 
@@ -35,9 +43,24 @@ _RETRY_MIN = 0.02
 _RETRY_MAX = 1.0
 
 
+class AgentSup(Supervisor):
+    """Supervises this process's `ProcessAgent` (restarts it; stops with it on detach)."""
+
+    def init(self) -> tuple[SupFlags, list[ChildSpec]]:
+        flags = SupFlags(strategy="one_for_one", intensity=10, period=10,
+                         auto_shutdown="any_significant")
+        child = ChildSpec("couch_jobs_agent", (ProcessAgent, ()), restart="transient",
+                          significant=True, shutdown=5.0)
+        return flags, [child]
+
+
 class ProcessAgent(GenServer):
-    def init(self, attachment: "Attachment") -> None:
-        self.attachment = attachment
+    def init(self) -> None:
+        att = attachment()
+        if att is None:
+            raise CouchJobsError("couch_jobs is not attached in this process; call process.use()")
+        self.attachment: Attachment = att
+        att.agent = self.ref
         self.hub: ActorRef | None = None
         self.hub_mref: Any = None
         self.retry = _RETRY_MIN
@@ -100,6 +123,8 @@ class ProcessAgent(GenServer):
             return self.whereis(request[1])
         if request == "hub":
             return self.hub
+        if request == "detach":
+            return Stop("normal", reply="ok")
         _log.warning("couch_jobs process agent refused unexpected call %r", request)
         return ("bad_call", request)
 
@@ -133,6 +158,7 @@ class ProcessAgent(GenServer):
     def terminate(self, reason: Any) -> None:
         if self.attachment.agent == self.ref:
             self.attachment.hub = None
+            self.attachment.agent = None
 
 
 def _tagged(message: Any, tag: str, size: int) -> bool:

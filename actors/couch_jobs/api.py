@@ -145,8 +145,12 @@ class CouchJobs:
         self.rng = rng if rng is not None else random.Random()
         self._rng_lock = threading.Lock()
         self.new_lock = new_lock
-        self.subscriptions = LocalSubscriptions(self.store)
+        self.subscriptions = self.local_subscriptions()
         self.store.add_commit_listener(self.waker.notify_many)
+
+    def local_subscriptions(self) -> LocalSubscriptions:
+        """A fresh in-process subscription backend (used when no actor layer serves this process)."""
+        return LocalSubscriptions(self.store)
 
     def close(self) -> None:
         self.store.remove_commit_listener(self.waker.notify_many)

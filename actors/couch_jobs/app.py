@@ -1,10 +1,13 @@
 """Start and stop couch_jobs on a node (the seed's ``application:start(couch_jobs)``).
 
-``start(node, path)`` records the database in the node's config (``[couch_jobs]
-database_path``, so every host process can open it), attaches the host
-program and starts the ``couch_jobs_sup`` tree in the node process.  Any
-other process then calls ``process.use(self)`` from an actor (or
-``process.use(node)`` in the host program) before using the module-level API.
+``start(node, store)`` records the store in the node's config (``[couch_jobs]
+store``, plus ``database_path`` for a SQLite file, so every host process can
+open it), attaches the host program and starts the ``couch_jobs_sup`` tree
+in the node process.  Any other process then calls ``process.use(self)``
+from an actor (or ``process.use(node)`` in the host program) before using
+the module-level API.  ``stop(node)`` stops the tree and then detaches this
+process: its agent stops, and the store `start` opened is closed and is no
+longer the process default, so a later ``start`` with another store uses it.
 """
 
 from __future__ import annotations
@@ -15,37 +18,56 @@ from typing import Any
 from actors import ActorRef, Exit, Node
 
 from . import process
-from .process import DATABASE_PATH_KEY
+from .attachment import DATABASE_PATH_KEY, STORE_KEY
+from .naming import TOP_SUP
 from .settings import SECTION
-from .sup import TOP_SUP, CouchJobsSup
+from .sup import CouchJobsSup
 
 __all__ = ["start", "stop", "whereis"]
 
 
 def start(node: Node, path: str | os.PathLike[str] | None = None, **options: Any) -> ActorRef:
-    """Start the tree; returns ``couch_jobs_sup``.  ``options`` go to this process's `CouchJobs`."""
+    """Start the tree; returns ``couch_jobs_sup``.
+
+    ``path``: a SQLite file, ``sqlite:///path`` or ``postgresql://...`` (else
+    the node's ``[couch_jobs] store``/``database_path``).  ``options`` go to
+    this process's `CouchJobs`.
+    """
     if path is not None:
-        node.config.set(SECTION, DATABASE_PATH_KEY, os.fspath(path))
+        location = os.fspath(path)
+        node.config.set(SECTION, STORE_KEY, location)
+        if "://" not in location:
+            node.config.set(SECTION, DATABASE_PATH_KEY, location)
     process.use(node, path, **options)
-    sup = node.spawn(CouchJobsSup, name=TOP_SUP)
-    assert sup is not None, "CouchJobsSup.init never returns ignore"
-    att = process.attachment()
-    if att is not None:
-        att.agent.cast("find_hub")  # connect now rather than at the agent's next retry
-        att.agent.call("hub", timeout=10.0)
+    try:
+        sup = node.spawn(CouchJobsSup, name=TOP_SUP)
+        if sup is None:
+            raise RuntimeError("CouchJobsSup.init never returns ignore")
+        att = process.attachment()
+        if att is not None and att.agent is not None:
+            att.agent.cast("find_hub")  # connect now rather than at the agent's next retry
+            att.agent.call("hub", timeout=10.0)
+    except BaseException:
+        stop(node)
+        raise
     return sup
 
 
 def stop(node: Node, timeout: float | None = 30.0) -> None:
-    """Stop the tree (the seed's ``application:stop(couch_jobs)``); the store stays open."""
+    """Stop the tree (the seed's ``application:stop(couch_jobs)``), then detach this process.
+
+    Every actor of the tree has stopped before the store `start` opened is
+    closed.  An instance the caller installed itself stays open.
+    """
     sup = node.whereis(TOP_SUP)
-    if sup is None:
-        return
     try:
-        node.stop(sup, "shutdown", timeout=timeout)
+        if sup is not None:
+            node.stop(sup, "shutdown", timeout=timeout)
     except Exit as exc:
         if exc.reason != "noproc":
             raise
+    finally:
+        process.detach()
 
 
 def whereis(node: Node, name: str) -> ActorRef | None:

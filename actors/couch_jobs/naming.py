@@ -1,17 +1,33 @@
-"""Registered names for actors started by a supervisor.
+"""Registered names of couch_jobs's actors, and how an actor takes one.
 
 The seed registers ``couch_jobs_server`` and its supervisors locally
-(``{local, ?MODULE}``) so any process finds them by name.  The kernel's
-actor takes its name from its own ``init`` with `GenServer.register`, which
-ties it to the actor as ``spawn(name=...)`` does: it is released before
-anyone hears of the actor's death, so a restarted successor can take it.
+(``{local, ?MODULE}``) so any process finds them by name.  The names live
+here, at the bottom of the actor layer, so that a module can name an actor
+without importing the module that defines it.  The kernel's actor takes its
+name from its own ``init`` with `GenServer.register`, which ties it to the
+actor as ``spawn(name=...)`` does: it is released before anyone hears of the
+actor's death, so a restarted successor can take it.
 """
 
 from __future__ import annotations
 
 from actors import AlreadyRegistered, Exit, GenServer
 
-__all__ = ["register_self"]
+__all__ = [
+    "ACTIVITY_MONITOR_SUP",
+    "HUB_NAME",
+    "NOTIFIER_SUP",
+    "SERVER_NAME",
+    "TOP_SUP",
+    "register_self",
+]
+
+TOP_SUP = "couch_jobs_sup"
+ACTIVITY_MONITOR_SUP = "couch_jobs_activity_monitor_sup"
+NOTIFIER_SUP = "couch_jobs_notifier_sup"
+SERVER_NAME = "couch_jobs_server"
+#: The wake-up hub's registered name (the brief's ``couch_jobs_wakeups``).
+HUB_NAME = "couch_jobs_wakeups"
 
 
 def register_self(actor: GenServer, name: str) -> None:

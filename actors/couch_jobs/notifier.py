@@ -27,7 +27,7 @@ from . import db, settings
 from .actor_subscriptions import event_message
 from .model import JobType, decode_data
 from .notifications import Notification, NotifierLogic, TypeMonitorLogic
-from .process import attachment, local_jobs
+from .attachment import attachment, local_jobs
 
 __all__ = ["Notifier", "TypeMonitor"]
 
@@ -131,7 +131,7 @@ class TypeMonitor(GenServer):
         self.interval = interval
         self.check_queued = False
         att = attachment()
-        if att is not None:
+        if att is not None and att.agent is not None:
             att.agent.cast(["listen", type_key, self.ref])
         self.timer = self.schedule()
 

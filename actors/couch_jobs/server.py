@@ -23,19 +23,15 @@ from typing import Any
 import supervision
 from actors import ActorRef, Exit, GenServer, Stop
 
+from .attachment import local_jobs
+from .client import CALL_TIMEOUT, force_check_types, get_notifier_server
 from .model import JobType, encode_type
-from .naming import register_self
-from .process import local_jobs
+from .naming import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP, SERVER_NAME, register_self
 from .type_discovery import TypeDiscovery, diff_types
 
-__all__ = ["SERVER_NAME", "JobsServer", "force_check_types", "get_notifier_server"]
+__all__ = ["CALL_TIMEOUT", "SERVER_NAME", "JobsServer", "force_check_types", "get_notifier_server"]
 
 _log = logging.getLogger(__name__)
-
-SERVER_NAME = "couch_jobs_server"
-
-#: Seconds a caller waits for the server (the seed's ``infinity``, bounded).
-CALL_TIMEOUT = 60.0
 
 
 @dataclass
@@ -49,8 +45,6 @@ class _TypeActors:
 
 class JobsServer(GenServer):
     def init(self) -> None:
-        from .sup import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP
-
         register_self(self, SERVER_NAME)
         self.monitor_sup = self.whereis(ACTIVITY_MONITOR_SUP)
         self.notifier_sup = self.whereis(NOTIFIER_SUP)
@@ -148,38 +142,6 @@ class JobsServer(GenServer):
 
     def schedule_check(self) -> None:
         self.send_after(self.discovery.next_check_delay(), "check_types")
-
-
-# -- the API other processes use ---------------------------------------------
-
-
-def _server() -> ActorRef:
-    from .process import attachment
-
-    att = attachment()
-    if att is None:
-        raise Exit("noproc", "couch_jobs is not attached in this process")
-    ref = att.agent.call(["whereis", SERVER_NAME], timeout=CALL_TIMEOUT)
-    if ref is None:
-        raise Exit("noproc", f"{SERVER_NAME} is not running")
-    return ref
-
-
-def force_check_types() -> None:
-    """Make the server look for new and removed types now (the seed's ``force_check_types``)."""
-    _server().call("check_types", timeout=CALL_TIMEOUT)
-
-
-def get_notifier_server(job_type: JobType) -> ActorRef | None:
-    """The notifier actor of ``job_type``, checking types once if it is unknown; None if none."""
-    key = encode_type(job_type)
-    for attempt in range(2):  # once more if the server restarted under us
-        try:
-            return _server().call(["get_notifier_server", key], timeout=CALL_TIMEOUT)
-        except Exit:
-            if attempt:
-                raise
-    return None
 
 
 def _tagged(message: Any, tag: str, size: int) -> bool:

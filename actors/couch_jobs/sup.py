@@ -26,10 +26,11 @@ from supervision import ChildSpec, SupFlags, Supervisor
 
 from .activity_monitor import ActivityMonitor
 from .model import JobType
-from .naming import register_self
+from .naming import ACTIVITY_MONITOR_SUP, HUB_NAME, NOTIFIER_SUP, TOP_SUP, register_self
 from .notifier import Notifier
+from .process import use
 from .server import JobsServer
-from .wakeups import HUB_NAME, WakeupHub
+from .wakeups import WakeupHub
 
 __all__ = [
     "ACTIVITY_MONITOR_SUP",
@@ -46,10 +47,6 @@ __all__ = [
     "stop_notifier",
 ]
 
-TOP_SUP = "couch_jobs_sup"
-ACTIVITY_MONITOR_SUP = "couch_jobs_activity_monitor_sup"
-NOTIFIER_SUP = "couch_jobs_notifier_sup"
-
 
 class StoreInit(GenServer):
     """The seed's ``couch_jobs_fdb:init_cache`` child: set up shared state, then ``ignore``.
@@ -60,8 +57,6 @@ class StoreInit(GenServer):
     """
 
     def init(self, path: str | os.PathLike[str] | None = None) -> Any:
-        from .process import use
-
         use(self, path)
         return ignore
 

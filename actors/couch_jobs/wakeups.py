@@ -19,12 +19,12 @@ from typing import Any
 
 from actors import ActorRef, GenServer, Stop
 
+from .naming import HUB_NAME, register_self
+
 __all__ = ["HUB_NAME", "WakeupHub"]
 
 _log = logging.getLogger(__name__)
 
-#: The hub's registered name (the brief's ``couch_jobs_wakeups``).
-HUB_NAME = "couch_jobs_wakeups"
 
 
 class WakeupHub(GenServer):
@@ -36,8 +36,6 @@ class WakeupHub(GenServer):
     """
 
     def init(self) -> None:
-        from .naming import register_self
-
         register_self(self, HUB_NAME)
         self.agents: dict[Any, ActorRef] = {}  # monitor ref -> agent
         self.forwarded = 0

@@ -9,8 +9,10 @@ from typing import Any
 import supervision
 from actors import ActorRef, Exit, Node
 from actors.couch_jobs import app, process, set_default
-from actors.couch_jobs.server import SERVER_NAME, force_check_types
-from actors.couch_jobs.sup import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP, TOP_SUP, get_child_pids
+from actors.couch_jobs.client import force_check_types
+from actors.couch_jobs.naming import SERVER_NAME
+from actors.couch_jobs.naming import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP, TOP_SUP
+from actors.couch_jobs.sup import get_child_pids
 
 T1 = ("t1", 1024)  # a complex type should work
 T2 = 42  # a number should work as well

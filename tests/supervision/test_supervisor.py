@@ -224,7 +224,11 @@ def test_simple_one_for_one(node):
     sv.terminate_child(sup, r1)
     assert [row.child for row in sv.which_children(sup)] == [r2]
     with pytest.raises(sv.NotFound):
-        sv.terminate_child(sup, r1)
+        sv.terminate_child(sup, r1)  # a ref that is no child: OTP not_found
+    with pytest.raises(sv.SimpleOneForOne) as info:
+        sv.terminate_child(sup, "w")  # a child id: OTP {error, simple_one_for_one}
+    assert info.value.operation == "terminate_child"
+    assert [row.child for row in sv.which_children(sup)] == [r2]
     with pytest.raises(sv.SimpleOneForOne):
         sv.restart_child(sup, "w")
     with pytest.raises(sv.SimpleOneForOne):

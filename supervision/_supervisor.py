@@ -198,7 +198,12 @@ class Supervisor(GenServer):
 
     def _call_terminate_child(self, key: Any) -> None:
         if self._template is not None:
-            child = self._dynamic.pop(key, None) if isinstance(key, ActorRef) else None
+            # OTP: a simple_one_for_one child is terminated by its pid only;
+            # any other key is ``{error, simple_one_for_one}``, an unknown pid
+            # ``{error, not_found}``.
+            if not isinstance(key, ActorRef):
+                raise SimpleOneForOne("terminate_child")
+            child = self._dynamic.pop(key, None)
             if child is None:
                 raise NotFound(key)
             self._shutdown(child)

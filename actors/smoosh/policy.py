@@ -319,19 +319,35 @@ def get_priority(
 
 
 def quantize(priority: float) -> float:
-    """Round a priority down so that small changes do not reshuffle the queue.
+    """Round a priority so that small changes do not reshuffle the queue.
 
-    Below 16 a priority is kept to sixteenths, at or above 16 to integers;
-    ``inf`` and 0 stay as they are.  Since re-inserting an unchanged
-    priority is a no-op, a database whose ratio creeps from 3.01 to 3.02
-    keeps its place.
+    Upstream `smoosh_server:quantize/1`: an integer is returned unchanged; a
+    float below 16 is rounded to the nearest sixteenth (a float result), a
+    float at or above 16 to the nearest integer (an int result).  Halves
+    round away from zero, as Erlang's ``round/1`` does (Python's ``round``
+    would round them to even).  ``inf`` stays as it is.  Since re-inserting
+    an unchanged priority is a no-op, a database whose ratio creeps from
+    3.01 to 3.02 keeps its place.
     """
     priority = _check_priority(priority)
-    if math.isinf(priority):
+    if isinstance(priority, int) or math.isinf(priority):
         return priority
-    if priority < 16:
-        return math.floor(priority * 16) / 16
-    return math.floor(priority)
+    if priority >= 16:
+        return _round_half_away(priority)
+    return _round_half_away(priority * 16) / 16
+
+
+def _round_half_away(value: float) -> int:
+    """Erlang ``round/1``: the nearest integer, halves away from zero.
+
+    ``a - floor(a)`` is exact for a float ``a``, so unlike
+    ``floor(a + 0.5)`` this never rounds a value just below a half up.
+    """
+    magnitude = abs(value)
+    whole = math.floor(magnitude)
+    if magnitude - whole >= 0.5:
+        whole += 1
+    return whole if value >= 0 else -whole
 
 
 # -- windows ---------------------------------------------------------------

@@ -100,5 +100,7 @@ def test_actor_registers_itself_and_the_name_is_released_on_death(node):
     node.kill(a)
     mon.wait(5)
     assert node.whereis("self_named") is None
-    assert node.spawn(SelfNaming, "self_named") is not None
+    again = node.spawn(SelfNaming, "self_named")
+    assert again != a and again.is_alive()
+    assert node.whereis("self_named") == again
     assert b.is_alive()

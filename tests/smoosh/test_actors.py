@@ -373,12 +373,17 @@ def test_helpers_restarted_when_they_die(node, dirs):
     events.wait_for("helper_restarted", "event_listener")
     new = server_ref(node).call("helpers")
     assert new["event_listener"] != helpers["event_listener"]
-    assert new["access_cleaner"].call("clean") >= 0
+    assert new["access_cleaner"] != helpers["access_cleaner"]
+    assert new["access_cleaner"].call("clean") == 0  # nothing enqueued yet: an empty table
     # Events still reach the (new) listener.
     make_db(adapter.db_path("db1"), rows=300)
     smoosh_api._cache.clear()
     handle_db_event("db1", "local_updated", node)
     assert events.wait_for("exited", "ratio_dbs", "db1")[4] == "normal"
+    # The new cleaner sweeps the server's own table: db1's access time, older
+    # than staleness 0, is the one entry it removes; a second sweep finds none.
+    assert new["access_cleaner"].call("clean") == 1
+    assert new["access_cleaner"].call("clean") == 0
 
 
 @pytest.mark.timeout(60)

@@ -232,21 +232,45 @@ def test_bad_sizes_are_named():
 
 
 def test_quantize():
+    # upstream smoosh_server quantize_test (=:= compares types too)
+    cases = [
+        (0, 0, int), (1, 1, int), (0.0, 0.0, float), (16.0, 16, int), (15.0, 15.0, float),
+        (0.01, 0.0, float), (0.1, 0.125, float), (0.1042, 0.125, float),
+        (0.125111111111, 0.125, float), (10.0002, 10.0, float),
+    ]
+    for value, expected, kind in cases:
+        got = quantize(value)
+        assert (got, type(got)) == (expected, kind), value
     assert quantize(3.03) == 3.0
     assert quantize(3.07) == 3.0625
-    assert quantize(15.99) == 15.9375
-    assert quantize(16.7) == 16
-    assert quantize(536870912.5) == 536870912
+    assert quantize(3.04) == 3.0625  # nearest sixteenth, not the one below
+    assert quantize(15.99) == 16.0
+    assert quantize(16.7) == 17
+    assert quantize(16.5) == 17 and quantize(17.5) == 18  # halves away from zero, not to even
+    assert quantize(3.03125) == 3.0625  # 48.5 sixteenths rounds up
+    assert quantize(0.49999999999999994 / 16) == 0.0  # just below a half stays down
+    assert quantize(536870912.5) == 536870913
+    assert quantize(536870913) == 536870913 and type(quantize(536870913)) is int
     assert quantize(INF) == INF
-    assert quantize(0) == 0
+    with pytest.raises(TypeError):
+        quantize("3")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 1e12, allow_nan=False))
+def test_quantize_is_nearest_and_stable(p):
+    q = quantize(p)
+    step = 1 / 16 if p < 16 else 1
+    assert abs(p - q) <= step / 2
+    assert quantize(q) == q
+    assert isinstance(q, int) == (p >= 16)
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.floats(0, 1e12, allow_nan=False))
-def test_quantize_is_stable_and_below(p):
-    q = quantize(p)
-    assert q <= p and quantize(q) == q
-    assert p - q < (1 / 16 if p < 16 else 1)
+@given(st.integers(-(2**70), 2**70))
+def test_quantize_keeps_integers(n):
+    q = quantize(n)
+    assert q == n and type(q) is int
 
 
 # -- windows ------------------------------------------------------------------

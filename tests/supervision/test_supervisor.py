@@ -74,7 +74,10 @@ def test_transient_child_not_restarted_on_normal_exit_spec_kept(node, how):
     mon.wait(5)
     assert sv.which_children(sup)[0].child is None
     assert sv.count_children(sup) == {"specs": 1, "active": 0, "supervisors": 0, "workers": 1}
-    assert sv.restart_child(sup, "t") is not None
+    new = sv.restart_child(sup, "t")
+    assert new != ref and new.call("hi") == ("t", "hi")
+    assert child_ref(sup, "t") == new
+    assert sv.count_children(sup)["active"] == 1
 
 
 def test_transient_child_restarted_on_abnormal_exit(node):
@@ -162,9 +165,13 @@ def test_escalation_permanent_child_supervisor_comes_back(node):
     top = sv.start_supervisor(node, SupFlags(intensity=5), [inner])
     inner_ref = child_ref(top, "inner")
     w = child_ref(inner_ref, "w")
+    drain(q)
     crash(w)
     new_inner = wait_replaced(top, "inner", inner_ref)
-    assert child_ref(new_inner, "w") is not None
+    new_w = child_ref(new_inner, "w")
+    assert new_inner != inner_ref and new_w != w
+    assert new_w.call("hi") == ("w", "hi")  # the new inner supervisor started a fresh child
+    assert drain(q) == [("terminate", "w"), ("init", "w")]
 
 
 def test_escalation_transient_child_supervisor_not_restarted(node):
@@ -224,7 +231,11 @@ def test_simple_one_for_one(node):
     sv.terminate_child(sup, r1)
     assert [row.child for row in sv.which_children(sup)] == [r2]
     with pytest.raises(sv.NotFound):
-        sv.terminate_child(sup, r1)
+        sv.terminate_child(sup, r1)  # a ref that is no child: OTP not_found
+    with pytest.raises(sv.SimpleOneForOne) as info:
+        sv.terminate_child(sup, "w")  # a child id: OTP {error, simple_one_for_one}
+    assert info.value.operation == "terminate_child"
+    assert [row.child for row in sv.which_children(sup)] == [r2]
     with pytest.raises(sv.SimpleOneForOne):
         sv.restart_child(sup, "w")
     with pytest.raises(sv.SimpleOneForOne):
@@ -303,6 +314,8 @@ def test_failed_restart_is_retried_through_the_mailbox(node):
         if node.runtime.cells[sup.id].inbox.qsize() >= 1:
             break
         threading.Event().wait(0.001)
+    else:
+        raise AssertionError("which_children never reached the supervisor's mailbox")
     gate.set()
     asker.join(10)
     assert rows[0].child == "restarting"
@@ -435,10 +448,14 @@ def test_auto_shutdown(node, mode, stop_both):
     mon = node.monitor(sup)
     assert child_ref(sup, "s1").call("stop_normal") == "ok"
     if stop_both:
-        for _ in range(200):
+        # Bounded: until the supervisor has handled s1's exit; it must then still run.
+        for _ in range(2000):
             if sv.which_children(sup)[0].child is None:
                 break
+        else:
+            raise AssertionError("s1's normal exit never reached the supervisor")
         assert sup.is_alive()
+        assert sv.count_children(sup)["active"] == 1
         assert child_ref(sup, "s2").call("stop_normal") == "ok"
     assert mon.wait(5) == (sup, "shutdown")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import actors.couch_jobs as couch_jobs
 from actors import ActorRef, GenServer
-from actors.couch_jobs import process
+from actors.couch_jobs import PostgresTransaction, process
 
 
 class Collector(GenServer):
@@ -88,7 +88,9 @@ class Worker(GenServer):
                 break
             with self.jobs.transaction() as tx:
                 tx.execute(
-                    "INSERT INTO finished_log (job_id, worker) VALUES (?, ?)", (job.id, self.no)
+                    "INSERT INTO finished_log (job_id, worker) VALUES "
+                    + ("(%s, %s)" if isinstance(tx, PostgresTransaction) else "(?, ?)"),
+                    (job.id, self.no),
                 )
                 self.jobs.finish(tx, job, {**data, "by": self.no})
             done += 1

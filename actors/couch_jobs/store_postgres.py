@@ -384,6 +384,9 @@ class PostgresStore:
                     open=False,
                     timeout=self.connect_timeout,
                     reconnect_timeout=24 * 3600.0,
+                    # One round trip per checkout: a connection the server
+                    # dropped (restart, failover) is replaced, not handed out.
+                    check=psycopg_pool.ConnectionPool.check_connection,
                     kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
                     name="couch_jobs",
                 )

@@ -4,7 +4,10 @@ process's default instance, with the seed's two types."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,7 +51,7 @@ def ctx(jobs: CouchJobs) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def pg_cluster(tmp_path_factory):
+def pg_cluster():
     """The session's PostgreSQL cluster (pgserver), stopped and deleted at the end."""
     try:
         import pgserver  # noqa: F401
@@ -56,11 +59,18 @@ def pg_cluster(tmp_path_factory):
         import psycopg_pool  # noqa: F401
     except ImportError:
         pytest.skip(HOW_TO_GET)
-    cluster = PgCluster(tmp_path_factory.mktemp("pg"))
+    # Not under pytest's 0700 tmp tree: when run as root, pgserver runs the
+    # server (and pg_ctl) as its own user, who must reach the data directory.
+    root = Path(tempfile.mkdtemp(prefix="couch_jobs_pg_"))
+    root.chmod(0o755)
     try:
-        yield cluster
+        cluster = PgCluster(root)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
     finally:
-        cluster.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

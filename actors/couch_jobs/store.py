@@ -164,6 +164,10 @@ class SQLiteTransaction:
     ``use_fabric_transaction_object`` case).
     """
 
+    #: The parameter marker of ``execute`` (PostgreSQL's is ``%s``): host SQL
+    #: meant for either store writes ``f"... VALUES ({tx.param})"``.
+    param = "?"
+
     def __init__(self, store: "SQLiteStore", connection: sqlite3.Connection, write: bool) -> None:
         self.store = store
         self.connection = connection

@@ -123,6 +123,7 @@ class PostgresTransaction:
     """One open PostgreSQL transaction; also what host code uses for its own tables."""
 
     claim_limit = 1  # SKIP LOCKED: each worker claims the first row nobody holds
+    param = "%s"  # the parameter marker of execute (SQLite's is "?")
 
     def __init__(self, store: "PostgresStore", connection: psycopg.Connection, write: bool) -> None:
         self.store = store

@@ -247,3 +247,19 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
     # The tree rode it out: same top supervisor and server, no restart storm.
     assert node.whereis(TOP_SUP) == sup
     assert node.whereis(SERVER_NAME) == server
+
+
+def test_demo_runs_with_couch_jobs_on_postgres(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(
+        [sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--store", "postgres",
+         "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=110, env=env,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "couch_jobs store: PostgreSQL at postgresql://" in done.stdout
+    assert "twice or more: 0; never: 0" in done.stdout
+    assert "RESULT: nothing lost" in done.stdout

@@ -12,15 +12,20 @@ import signal
 import time
 from typing import Any
 
-import psycopg
 import pytest
 
-import actors.couch_jobs as couch_jobs
-from actors.couch_jobs import CouchJobs, PostgresStore, StoreUnavailable, app, open_store
-from actors.couch_jobs.naming import SERVER_NAME, TOP_SUP
-from actors.couch_jobs.store_postgres import SCHEMA_VERSION, redact
-from tests.couch_jobs.actor_fixtures import start_tree
-from tests.couch_jobs.actor_workers import Collector, Worker
+from tests.couch_jobs.pg import HOW_TO_GET
+
+psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
+pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
+pytest.importorskip("pgserver", reason=HOW_TO_GET)
+
+import actors.couch_jobs as couch_jobs  # noqa: E402
+from actors.couch_jobs import CouchJobs, PostgresStore, StoreUnavailable, app, open_store  # noqa: E402
+from actors.couch_jobs.naming import SERVER_NAME, TOP_SUP  # noqa: E402
+from actors.couch_jobs.store_postgres import SCHEMA_VERSION, redact  # noqa: E402
+from tests.couch_jobs.actor_fixtures import start_tree  # noqa: E402
+from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -18,6 +18,7 @@ that nothing was lost; the exit status is 1 if anything was.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -27,6 +28,9 @@ from typing import Any
 
 from actors import Node
 from actors.config import Config
+from actors.couch_jobs.errors import StoreUnavailable
+from actors.couch_jobs.local_postgres import local_postgres
+from actors.couch_jobs.store_postgres import redact
 
 __all__ = ["DEMO_CONFIG", "run_demo"]
 
@@ -83,8 +87,17 @@ def run_demo(args: Any) -> int:
         return 2
     state_dir, temporary = _state_dir(args.state_dir)
     seed = args.seed
-    with Node() as node:
-        ok = _run(node, cfg, state_dir, duration, rate, grace, live, seed, short=args.short)
+    with contextlib.ExitStack() as stack:
+        if getattr(args, "store", "sqlite") == "postgres":  # couch_jobs on a throwaway PostgreSQL
+            try:
+                url = stack.enter_context(local_postgres(os.path.join(state_dir, "postgres")))
+            except StoreUnavailable as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            cfg.set("couch_jobs", "database_path", url)
+            print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
+        with Node() as node:
+            ok = _run(node, cfg, state_dir, duration, rate, grace, live, seed, short=args.short)
     if ok and temporary:
         shutil.rmtree(state_dir, ignore_errors=True)
     elif not ok:

@@ -1,7 +1,8 @@
 """couch_jobs throughput and wake-up latency, with workers in separate host processes.
 
-Measures, on one node running the real ``couch_jobs_sup`` tree over one
-SQLite file (WAL):
+Measures, on one node running the real ``couch_jobs_sup`` tree, first over
+one SQLite file (WAL), then over a PostgreSQL database (a throwaway cluster
+from the ``pgserver`` wheel, over a unix socket) in the same run:
 
 - **add**: jobs added per second by the host program, one transaction per
   job and 100 jobs per transaction;
@@ -11,11 +12,14 @@ SQLite file (WAL):
 - **wake-up**: latency from an ``add`` in the host program to the return of
   ``accept`` in a worker blocked in another process (p50/p99).  Blocked
   callers re-check the store only every 60 s in this run, so the figure is
-  the cross-process wake-up path (commit listener -> ``couch_jobs_wakeups``
-  hub -> the worker process's agent -> its waker), plus the accept itself.
+  the cross-process wake-up path plus the accept itself: on SQLite commit
+  listener -> ``couch_jobs_wakeups`` hub -> the worker process's agent -> its
+  waker; on PostgreSQL ``pg_notify`` at commit -> the worker process's
+  ``LISTEN`` thread -> its waker.
 
 Prints a table and writes ``bench/results/couch_jobs.json``.  ``--quick``
-runs in about 20 s.
+runs in about a minute.  Without pgserver/psycopg the PostgreSQL column
+says how to get them.
 """
 
 from __future__ import annotations
@@ -155,51 +159,81 @@ def bench_wakeup(node: Node, jobs: Any, q: "queue.Queue[Any]", collector: Any,
             "p99_ms": round(percentile(lat_ms, 99), 3), "max_ms": round(max(lat_ms), 3)}
 
 
+def run_store(label: str, location: str, n_add: int, n_drain: int, n_wake: int) -> dict[str, Any]:
+    """Every measure on one store, on a fresh node."""
+    from actors.couch_jobs import app, process
+
+    config = {"couch_jobs": {"wakeup_recheck_msec": "60000", "type_check_period_msec": "60000"}}
+    out: dict[str, Any] = {}
+    with Node(config) as node:
+        app.start(node, location)
+        jobs = process.local_jobs()
+        q: "queue.Queue[Any]" = queue.Queue()
+        collector = node.spawn(Collector, q)
+        try:
+            out["add"] = bench_add(jobs, n_add)
+            print(f"{label} add: {out['add']}", file=sys.stderr)
+            out["accept_finish"] = []
+            for workers in (1, 2, 4):
+                row = bench_drain(node, jobs, q, collector, workers, n_drain)
+                out["accept_finish"].append(row)
+                print(f"{label} accept+finish: {row}", file=sys.stderr)
+            out["wakeup"] = bench_wakeup(node, jobs, q, collector, n_wake)
+            print(f"{label} wake-up: {out['wakeup']}", file=sys.stderr)
+        finally:
+            app.stop(node)  # stops the tree, then closes the store start opened
+    return out
+
+
+def postgres_cluster(root: str) -> Any:
+    """A throwaway PostgreSQL cluster under ``root`` (pgserver), or None with the reason."""
+    try:
+        import pgserver
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        return None
+    os.chmod(root, 0o755)  # as root, pgserver runs the server as its own user
+    return pgserver.get_server(os.path.join(root, "data"), cleanup_mode="delete")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small counts, about 20 s")
+    parser.add_argument("--quick", action="store_true", help="small counts, about a minute")
     args = parser.parse_args(argv)
     n_add = 2000 if args.quick else 10000
     n_drain = 1000 if args.quick else 5000
     n_wake = 100 if args.quick else 500
 
-    from actors.couch_jobs import app, process, set_default
-
-    config = {"couch_jobs": {"wakeup_recheck_msec": "60000", "type_check_period_msec": "60000"}}
     results: dict[str, Any] = {"quick": args.quick, "environment": environment()}
-    with tempfile.TemporaryDirectory(prefix="couch_jobs_bench_") as tmp, Node(config) as node:
-        app.start(node, os.path.join(tmp, "jobs.db"))
-        jobs = process.local_jobs()
-        q: "queue.Queue[Any]" = queue.Queue()
-        collector = node.spawn(Collector, q)
-        try:
-            results["add"] = bench_add(jobs, n_add)
-            print(f"add: {results['add']}", file=sys.stderr)
-            results["accept_finish"] = []
-            for workers in (1, 2, 4):
-                row = bench_drain(node, jobs, q, collector, workers, n_drain)
-                results["accept_finish"].append(row)
-                print(f"accept+finish: {row}", file=sys.stderr)
-            results["wakeup"] = bench_wakeup(node, jobs, q, collector, n_wake)
-            print(f"wake-up: {results['wakeup']}", file=sys.stderr)
-        finally:
-            app.stop(node)
-            process.detach()
-            set_default(None)
-            jobs.close()
+    with tempfile.TemporaryDirectory(prefix="couch_jobs_bench_") as tmp:
+        results["sqlite"] = run_store("sqlite", os.path.join(tmp, "jobs.db"), n_add, n_drain, n_wake)
+        server = postgres_cluster(tmp)
+        if server is None:
+            results["postgres"] = {"skipped": "pip install pgserver 'psycopg[binary]' psycopg_pool"}
+        else:
+            try:
+                results["postgres"] = run_store("postgres", server.get_uri(), n_add, n_drain, n_wake)
+            finally:
+                server.cleanup()
 
+    stores = [k for k in ("sqlite", "postgres") if "add" in results[k]]
     print()
-    print("couch_jobs on SQLite (WAL), workers in separate host processes")
-    print(f"{'measure':<40} {'value':>14}")
-    add = results["add"]
-    print(f"{'add, 1 job/tx (jobs/s)':<40} {add['per_tx_1_jobs_per_s']:>14.1f}")
-    print(f"{'add, 100 jobs/tx (jobs/s)':<40} {add['per_tx_100_jobs_per_s']:>14.1f}")
-    for row in results["accept_finish"]:
-        label = f"accept+finish, {row['workers']} worker proc(s) (jobs/s)"
-        print(f"{label:<40} {row['jobs_per_s']:>14.1f}")
-    wake = results["wakeup"]
-    print(f"{'accept wake-up after add, p50 (ms)':<40} {wake['p50_ms']:>14.3f}")
-    print(f"{'accept wake-up after add, p99 (ms)':<40} {wake['p99_ms']:>14.3f}")
+    print("couch_jobs, workers in separate host processes (SQLite WAL file; PostgreSQL over a unix socket)")
+    print(f"{'measure':<42}" + "".join(f"{k:>14}" for k in stores))
+
+    def row(label: str, get: Any, fmt: str = ".1f") -> None:
+        print(f"{label:<42}" + "".join(f"{get(results[k]):>14{fmt}}" for k in stores))
+
+    row("add, 1 job/tx (jobs/s)", lambda r: r["add"]["per_tx_1_jobs_per_s"])
+    row("add, 100 jobs/tx (jobs/s)", lambda r: r["add"]["per_tx_100_jobs_per_s"])
+    for i, workers in enumerate((1, 2, 4)):
+        row(f"accept+finish, {workers} worker proc(s) (jobs/s)",
+            lambda r, i=i: r["accept_finish"][i]["jobs_per_s"])
+    row("accept wake-up after add, p50 (ms)", lambda r: r["wakeup"]["p50_ms"], ".3f")
+    row("accept wake-up after add, p99 (ms)", lambda r: r["wakeup"]["p99_ms"], ".3f")
+    if "skipped" in results["postgres"]:
+        print(f"postgres: not measured ({results['postgres']['skipped']})")
     print(f"written to {write_json('couch_jobs', results)}")
     return 0
 

@@ -1,4 +1,4 @@
-"""couch_jobs: durable background jobs on a transactional store (SQLite by default).
+"""couch_jobs: durable background jobs on a transactional store (SQLite or PostgreSQL).
 
 A port of Apache CouchDB's ``couch_jobs``.  Any process of a node adds jobs
 of a type; workers in any process `accept` them, `update` progress, `finish`
@@ -41,7 +41,7 @@ from .api import (
     update,
     wait,
 )
-from .errors import CouchJobsError, Halt, JsonEncodingError, NoTypeTimeout, NotFound, StoreClosed
+from .errors import CouchJobsError, Halt, JsonEncodingError, NoTypeTimeout, NotFound, StoreClosed, StoreUnavailable
 from .model import (
     UNDEFINED_MAX_SCHEDULED_TIME,
     Job,
@@ -58,6 +58,8 @@ from .process import use
 from .client import force_check_types, get_notifier_server
 from .server import JobsServer
 from .store import JobRecord, SQLiteStore, SQLiteTransaction, Store, StoreTx
+from .store_postgres import PostgresStore, PostgresTransaction
+from .stores import open_store
 from .sup import ActivityMonitorSup, CouchJobsSup, NotifierSup
 from .type_discovery import TypeDiscovery, diff_types
 from .waker import ConditionWaker, Waker
@@ -92,6 +94,9 @@ __all__ = [
     "SQLiteStore",
     "SQLiteTransaction",
     "StoreClosed",
+    "StoreUnavailable",
+    "PostgresStore",
+    "PostgresTransaction",
     "Store",
     "StoreTx",
     "Subscription",
@@ -123,6 +128,7 @@ __all__ = [
     "set_type_timeout",
     "start",
     "stop",
+    "open_store",
     "subscribe",
     "transaction",
     "unsubscribe",

@@ -8,13 +8,21 @@ through the supervision tree, starts a fresh one.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from actors import GenServer, Stop
 
 from .activity import ActivityMonitorLogic
-from .model import JobType
 from .attachment import local_jobs
+from .errors import StoreUnavailable
+from .model import JobType
+
+_log = logging.getLogger(__name__)
+
+#: Seconds between checks while the store is away (doubling up to the max).
+_RETRY_MIN = 0.1
+_RETRY_MAX = 5.0
 
 __all__ = ["ActivityMonitor"]
 
@@ -22,8 +30,20 @@ __all__ = ["ActivityMonitor"]
 class ActivityMonitor(GenServer):
     def init(self, job_type: JobType) -> None:
         self.logic = ActivityMonitorLogic(job_type, local_jobs().store)
-        self.timer = self.send_after(self.logic.init(), "check_activity")
         self.re_enqueued = 0
+        self.retry = _RETRY_MIN
+        try:
+            delay = self.logic.init()
+        except StoreUnavailable as exc:
+            delay = self.store_away(exc)
+        self.timer = self.send_after(delay, "check_activity")
+
+    def store_away(self, exc: StoreUnavailable) -> float:
+        """Back off instead of crashing: an outage must not exhaust the tree's restarts."""
+        _log.warning("couch_jobs activity monitor %r: %s; retrying in %.2fs",
+                     self.logic.type, exc, self.retry)
+        delay, self.retry = self.retry, min(_RETRY_MAX, self.retry * 2)
+        return delay
 
     def handle_call(self, request: Any, from_: Any) -> Any:
         return Stop(("bad_call", request), reply=("bad_call", request))
@@ -33,7 +53,12 @@ class ActivityMonitor(GenServer):
 
     def handle_info(self, message: Any) -> Any:
         if message == "check_activity":
-            ids, delay = self.logic.handle_check()
+            try:
+                ids, delay = self.logic.handle_check()
+            except StoreUnavailable as exc:
+                ids, delay = [], self.store_away(exc)
+            else:
+                self.retry = _RETRY_MIN
             self.re_enqueued += len(ids)
             self.timer = self.send_after(delay, "check_activity")
             return None

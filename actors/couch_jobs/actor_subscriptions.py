@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from actors import ActorRef, Exit
 
 from .client import get_notifier_server
-from .errors import NotFound
+from .errors import NotFound, StoreUnavailable
 from .model import JobEvent, JobType, Subscription, decode_type, encode_type
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ class ActorSubscriptions:
             ref = notifier.call(request, timeout=CALL_TIMEOUT)
         except Exit as exc:
             raise NotFound(f"the notifier of job type {job_type!r} is gone ({exc.reason!r})") from exc
+        if isinstance(ref, (list, tuple)) and len(ref) == 2 and ref[0] == "store_unavailable":
+            raise StoreUnavailable(ref[1])
         with self._lock:
             self._closed.pop(ref, None)
         return Subscription(job_type, job_id, ref, server=notifier)

@@ -47,7 +47,8 @@ from .model import (
     encode_type,
 )
 from .notifications import NOT_FOUND
-from .store import JobRecord, SQLiteStore, Store, StoreTx
+from .store import JobRecord, Store, StoreTx
+from .stores import open_store
 from .subscriptions import LocalSubscriptions
 from .waker import ConditionWaker, Waker
 
@@ -133,7 +134,12 @@ class CouchJobs:
     ) -> None:
         self._owns_store = not hasattr(store, "transaction")
         if self._owns_store:
-            store = SQLiteStore(store, busy_timeout=settings.busy_timeout_msec(config) / 1000.0)
+            store = open_store(
+                store,  # type: ignore[arg-type]
+                busy_timeout=settings.busy_timeout_msec(config) / 1000.0,
+                connect_timeout=settings.pg_connect_timeout_msec(config) / 1000.0,
+                pool_size=settings.pg_pool_size(config),
+            )
         self.store: Store = store  # type: ignore[assignment]
         self.config = config
         self.waker: Waker = (
@@ -147,6 +153,10 @@ class CouchJobs:
         self.new_lock = new_lock
         self.subscriptions = self.local_subscriptions()
         self.store.add_commit_listener(self.waker.notify_many)
+        # A store shared across machines (PostgreSQL) also reports others' commits.
+        self._add_change = getattr(self.store, "add_change_listener", None)
+        if self._add_change is not None:
+            self._add_change(self.waker.notify_many)
 
     def local_subscriptions(self) -> LocalSubscriptions:
         """A fresh in-process subscription backend (used when no actor layer serves this process)."""
@@ -154,6 +164,9 @@ class CouchJobs:
 
     def close(self) -> None:
         self.store.remove_commit_listener(self.waker.notify_many)
+        remove_change = getattr(self.store, "remove_change_listener", None)
+        if remove_change is not None:
+            remove_change(self.waker.notify_many)
         if self._owns_store:
             self.store.close()
 
@@ -171,7 +184,12 @@ class CouchJobs:
 
     @contextlib.contextmanager
     def _tx(self, tx: Any, write: bool = True) -> Iterator[StoreTx]:
+        adopt = getattr(self.store, "adopt", None)
         while tx is not None and not hasattr(tx, "get_job"):
+            adopted = adopt(tx) if adopt is not None else None
+            if adopted is not None:  # the caller's own database transaction
+                tx = adopted
+                break
             if not hasattr(tx, "tx"):
                 raise TypeError(
                     f"tx must be None, a couch_jobs transaction or an object with a "

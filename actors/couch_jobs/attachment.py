@@ -61,6 +61,17 @@ class Attachment:
             hub.cast(["changed", sorted(type_keys)])
             self.broadcasts += 1
 
+    def on_change(self, type_keys: Any) -> None:
+        """Change listener of a shared store (PostgreSQL NOTIFY): tell this process's agent.
+
+        The store reports every commit on every machine, this process's
+        included, so no hub is needed: the agent wakes the waiters and type
+        monitors here.
+        """
+        agent = self.agent
+        if agent is not None and type_keys:
+            agent.cast(["changed", sorted(type_keys)])
+
 
 lock = threading.RLock()
 _attachment: Attachment | None = None

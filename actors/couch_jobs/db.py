@@ -53,8 +53,7 @@ def bump_activity(tx: StoreTx, type_key: str) -> int:
     The seed's ``update_watch``: notifiers and activity monitors compare this
     per-type value between checks to see whether anything happened.
     """
-    seq = tx.next_sequence()
-    tx.set_type_activity(type_key, seq)
+    seq = tx.bump_type_activity(type_key)
     tx.touch(type_key)
     return seq
 

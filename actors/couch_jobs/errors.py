@@ -19,6 +19,7 @@ __all__ = [
     "NoTypeTimeout",
     "NotFound",
     "StoreClosed",
+    "StoreUnavailable",
 ]
 
 
@@ -62,4 +63,13 @@ class StoreClosed(CouchJobsError, RuntimeError):
 
     Raised instead of touching a closed connection: an actor still running
     when its store is closed gets this clear error, never a crash.
+    """
+
+
+class StoreUnavailable(CouchJobsError, ConnectionError):
+    """The job store cannot be reached (a PostgreSQL server stopped, a bad URL).
+
+    The message names the store (its URL without the password).  Nothing
+    the caller saw committed is lost; a call that raised this may or may not
+    have committed, as with any lost connection, and may be retried.
     """

@@ -17,6 +17,7 @@ supervision tree starts everything again, as in the seed.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -24,12 +25,19 @@ from typing import Any
 from actors import ActorRef, GenServer, Stop
 
 from . import db, settings
+from .errors import StoreUnavailable
 from .actor_subscriptions import event_message
 from .model import JobType, decode_data
 from .notifications import Notification, NotifierLogic, TypeMonitorLogic
 from .attachment import attachment, local_jobs
 
 __all__ = ["Notifier", "TypeMonitor"]
+
+_log = logging.getLogger(__name__)
+
+#: Back-off (seconds) for retrying a notification while the store is away.
+_RETRY_MIN = 0.05
+_RETRY_MAX = 2.0
 
 
 class Notifier(GenServer):
@@ -39,7 +47,14 @@ class Notifier(GenServer):
         self.deliver_to: dict[str, ActorRef] = {}  # sub ref -> agent
         self.sub_mrefs: dict[str, Any] = {}  # sub ref -> monitor ref
         self.mref_subs: dict[Any, tuple[str, Any]] = {}  # monitor ref -> (sub ref, subscriber)
-        seq = self.logic.activity_seq()
+        try:
+            seq = self.logic.activity_seq()
+        except StoreUnavailable as exc:
+            # The store is away: start anyway (the type monitor notices its
+            # return), so an outage does not become a storm of restarts.
+            _log.warning("couch_jobs notifier %r: %s", job_type, exc)
+            seq = None
+        self.retry = _RETRY_MIN
         holdoff = settings.type_monitor_holdoff_msec() / 1000.0
         timeout = settings.type_monitor_timeout_msec() / 1000.0
         interval = min(timeout, jobs.waker.recheck_interval)
@@ -52,7 +67,10 @@ class Notifier(GenServer):
     def handle_call(self, request: Any, from_: Any) -> Any:
         if _tagged(request, "subscribe", 6):
             _, job_id, state, seq, subscriber, deliver_to = request
-            return self.subscribe(job_id, state, seq, subscriber, deliver_to)
+            try:
+                return self.subscribe(job_id, state, seq, subscriber, deliver_to)
+            except StoreUnavailable as exc:
+                return ("store_unavailable", str(exc))
         if _tagged(request, "unsubscribe", 3):
             _, ref, subscriber = request
             self.logic.unsubscribe(ref, subscriber)
@@ -90,7 +108,16 @@ class Notifier(GenServer):
 
     def handle_info(self, message: Any) -> Any:
         if _tagged(message, "type_updated", 2):
-            self.send_all(self.logic.type_updated(message[1]))
+            try:
+                notes = self.logic.type_updated(message[1])
+            except StoreUnavailable as exc:
+                # Try the same update again later, backing off while the store is away.
+                _log.warning("couch_jobs notifier: %s; retrying in %.2fs", exc, self.retry)
+                self.send_after(self.retry, message)
+                self.retry = min(_RETRY_MAX, self.retry * 2)
+                return None
+            self.retry = _RETRY_MIN
+            self.send_all(notes)
             return None
         if _tagged(message, "DOWN", 4):
             sub = self.mref_subs.pop(message[1], None)
@@ -130,6 +157,7 @@ class TypeMonitor(GenServer):
         self.notifier = notifier
         self.interval = interval
         self.check_queued = False
+        self.store_away = False
         att = attachment()
         if att is not None and att.agent is not None:
             att.agent.cast(["listen", type_key, self.ref])
@@ -141,8 +169,16 @@ class TypeMonitor(GenServer):
         return self.send_after(self.interval, "check")
 
     def check(self) -> None:
-        with self.store.transaction(write=False) as tx:
-            seq = db.get_activity_seq(tx, self.type_key)
+        try:
+            with self.store.transaction(write=False) as tx:
+                seq = db.get_activity_seq(tx, self.type_key)
+        except StoreUnavailable as exc:
+            # Ride out the outage: the next periodic check (or change) reads again.
+            if not self.store_away:
+                _log.warning("couch_jobs type monitor: %s", exc)
+            self.store_away = True
+            return
+        self.store_away = False
         delay = self.logic.observe(seq, time.monotonic())
         if delay is not None:
             self.send_after(delay, ["type_updated", seq], dest=self.notifier)

@@ -3,7 +3,9 @@
 Pending jobs are indexed by ``(type, sched_time, job_id)``.  Dequeue picks a
 random job among the first `RANGE_LIMIT` due ones rather than the oldest, as
 the seed does, so that many workers accepting at once spread over different
-jobs; here the write lock of the enclosing transaction, not a read-conflict
+jobs; here the write lock of the enclosing transaction (SQLite) or a row
+lock taken with ``FOR UPDATE SKIP LOCKED`` (PostgreSQL, which chooses among
+one candidate: the first one no other worker holds), not a read-conflict
 key, guarantees that no two workers take the same one.
 """
 
@@ -38,7 +40,8 @@ def dequeue(
     ``sched_time <= max_sched_time`` is due.
     """
     hi = 0 if no_schedule else max_sched_time
-    candidates = tx.pending_range(type_key, 0, hi, RANGE_LIMIT)
+    limit = min(RANGE_LIMIT, getattr(tx, "claim_limit", RANGE_LIMIT))
+    candidates = tx.pending_range(type_key, 0, hi, limit)
     if not candidates:
         return None
     sched_time, job_id = candidates[0] if len(candidates) == 1 else rng.choice(candidates)

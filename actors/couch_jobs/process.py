@@ -100,7 +100,11 @@ def use(spawner: Any, path: str | os.PathLike[str] | None = None, **options: Any
                 jobs.close()
             raise
         jobs.subscriptions = att.subscriptions  # type: ignore[assignment]
-        jobs.store.add_commit_listener(att.on_commit)
+        add_change = getattr(jobs.store, "add_change_listener", None)
+        if add_change is not None:
+            add_change(att.on_change)  # the store itself reaches every process
+        else:
+            jobs.store.add_commit_listener(att.on_commit)  # through the hub
         return jobs
 
 
@@ -131,6 +135,9 @@ def _same_store(a: str, b: str) -> bool:
 
 def _detach(att: Attachment) -> None:
     att.jobs.store.remove_commit_listener(att.on_commit)
+    remove_change = getattr(att.jobs.store, "remove_change_listener", None)
+    if remove_change is not None:
+        remove_change(att.on_change)
     att.hub = None
     agent = att.agent
     if agent is not None:

@@ -24,6 +24,7 @@ import supervision
 from actors import ActorRef, Exit, GenServer, Stop
 
 from .attachment import local_jobs
+from .errors import StoreUnavailable
 from .client import CALL_TIMEOUT, force_check_types, get_notifier_server
 from .model import JobType, encode_type
 from .naming import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP, SERVER_NAME, register_self
@@ -97,7 +98,7 @@ class JobsServer(GenServer):
     def check_types(self) -> None:
         try:
             store_types = self.discovery.store_types()
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, StoreUnavailable) as exc:
             # The seed treats an FDB timeout as "no types" and so stops every
             # monitor; the intent is to ride out a slow store: change nothing.
             _log.warning("couch_jobs_server: timed out reading job types: %s", exc)

@@ -88,3 +88,23 @@ def busy_timeout_msec(config: Config | None = None) -> int:
     if value <= 0:
         raise ConfigError(f"[{SECTION}] busy_timeout_msec = {value} must be positive")
     return value
+
+
+PG_CONNECT_TIMEOUT_DEFAULT = 5000
+PG_POOL_SIZE_DEFAULT = 8
+
+
+def pg_connect_timeout_msec(config: Config | None = None) -> int:
+    """PostgreSQL store: how long a call waits for a connection before `StoreUnavailable`."""
+    value = _cfg(config).get_integer(SECTION, "pg_connect_timeout_msec", PG_CONNECT_TIMEOUT_DEFAULT)
+    if value <= 0:
+        raise ConfigError(f"[{SECTION}] pg_connect_timeout_msec = {value} must be positive")
+    return value
+
+
+def pg_pool_size(config: Config | None = None) -> int:
+    """PostgreSQL store: most connections one process holds."""
+    value = _cfg(config).get_integer(SECTION, "pg_pool_size", PG_POOL_SIZE_DEFAULT)
+    if value <= 0:
+        raise ConfigError(f"[{SECTION}] pg_pool_size = {value} must be positive")
+    return value

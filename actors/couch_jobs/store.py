@@ -80,7 +80,14 @@ class StoreTx(Protocol):
         self, type_key: str, min_sched_time: int, max_sched_time: int, limit: int
     ) -> list[tuple[int, str]]: ...
 
-    def next_sequence(self) -> int: ...
+    def bump_type_activity(self, type_key: str) -> int:
+        """Advance the type's activity sequence and return the new value.
+
+        Values of one type grow in commit order: a store serialises the
+        bumps of one type (SQLite's single writer, a row lock on PostgreSQL).
+        """
+        ...
+
     def get_type_activity(self, type_key: str) -> int | None: ...
     def set_type_activity(self, type_key: str, seq: int) -> None: ...
 
@@ -92,6 +99,9 @@ class StoreTx(Protocol):
     def touch(self, type_key: str) -> None:
         """Record that this transaction changed jobs of ``type_key`` (for wake-ups)."""
         ...
+
+    #: How many due pending jobs a dequeue chooses among (see `pending.dequeue`).
+    claim_limit: int
 
 
 class Store(Protocol):
@@ -153,6 +163,10 @@ class SQLiteTransaction:
     its own tables and a job in one atomic commit (the seed's
     ``use_fabric_transaction_object`` case).
     """
+
+    #: The parameter marker of ``execute`` (PostgreSQL's is ``%s``): host SQL
+    #: meant for either store writes ``f"... VALUES ({tx.param})"``.
+    param = "?"
 
     def __init__(self, store: "SQLiteStore", connection: sqlite3.Connection, write: bool) -> None:
         self.store = store
@@ -255,6 +269,13 @@ class SQLiteTransaction:
         return [(int(s), i) for s, i in rows]
 
     # -- activity ----------------------------------------------------------
+
+    claim_limit = 1024  # the seed's RANGE_LIMIT: the write lock already serialises accepts
+
+    def bump_type_activity(self, type_key: str) -> int:
+        seq = self.next_sequence()
+        self.set_type_activity(type_key, seq)
+        return seq
 
     def next_sequence(self) -> int:
         (value,) = self.connection.execute(

@@ -66,7 +66,8 @@ class JobWorker(GenServer):
         digest = hashlib.sha256(job.id.encode() * 512).hexdigest()  # the "work"
         try:
             with self.jobs.transaction() as tx:
-                tx.execute(f"INSERT INTO {LOG_TABLE} (job_id, worker, pid) VALUES (?, ?, ?)",
+                p = getattr(tx, "param", "?")  # "%s" on PostgreSQL
+                tx.execute(f"INSERT INTO {LOG_TABLE} (job_id, worker, pid) VALUES ({p}, {p}, {p})",
                            (job.id, self.no, os.getpid()))
                 self.jobs.finish(tx, job, {**data, "by": self.no, "digest": digest[:8]})
             self.done += 1

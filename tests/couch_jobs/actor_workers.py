@@ -14,7 +14,7 @@ from typing import Any
 
 import actors.couch_jobs as couch_jobs
 from actors import ActorRef, GenServer
-from actors.couch_jobs import process
+from actors.couch_jobs import PostgresTransaction, process
 
 
 class Collector(GenServer):
@@ -70,6 +70,9 @@ class Worker(GenServer):
             job, _ = self.jobs.accept(self.type, timeout=timeout)
             collector.send(("accepted", self.no, job.id, time.monotonic() - t0))
             self.jobs.finish(None, job)
+        elif op == "run_resilient":
+            _, collector, max_jobs, idle_timeout, max_errors = request
+            self.run_resilient(collector, max_jobs, idle_timeout, max_errors)
         elif op == "accept_and_hold":
             # Take a job and never update it: the activity monitor must take it back.
             _, collector = request
@@ -88,9 +91,45 @@ class Worker(GenServer):
                 break
             with self.jobs.transaction() as tx:
                 tx.execute(
-                    "INSERT INTO finished_log (job_id, worker) VALUES (?, ?)", (job.id, self.no)
+                    "INSERT INTO finished_log (job_id, worker) VALUES "
+                    + ("(%s, %s)" if isinstance(tx, PostgresTransaction) else "(?, ?)"),
+                    (job.id, self.no),
                 )
                 self.jobs.finish(tx, job, {**data, "by": self.no})
+            done += 1
+            collector.send(("finished", self.no, job.id))
+        collector.send(("done", self.no, done))
+
+    def run_resilient(
+        self, collector: ActorRef, max_jobs: int, idle_timeout: float, max_errors: int
+    ) -> None:
+        """Like `run`, but a lost lock (`Halt`) or an absent store is reported, not fatal."""
+        done = errors = 0
+        collector.send(("running", self.no))
+        while done < max_jobs and errors <= max_errors:
+            try:
+                job, data = self.jobs.accept(self.type, timeout=idle_timeout)
+            except couch_jobs.NotFound:
+                break
+            except couch_jobs.StoreUnavailable as exc:
+                errors += 1
+                collector.send(("store_error", self.no, str(exc)))
+                continue
+            try:
+                with self.jobs.transaction() as tx:
+                    tx.execute(
+                        "INSERT INTO finished_log (job_id, worker) VALUES "
+                        + ("(%s, %s)" if isinstance(tx, PostgresTransaction) else "(?, ?)"),
+                        (job.id, self.no),
+                    )
+                    self.jobs.finish(tx, job, {**data, "by": self.no})
+            except couch_jobs.Halt:
+                collector.send(("halted", self.no, job.id))
+                continue
+            except couch_jobs.StoreUnavailable as exc:
+                errors += 1
+                collector.send(("store_error", self.no, str(exc)))
+                continue
             done += 1
             collector.send(("finished", self.no, job.id))
         collector.send(("done", self.no, done))

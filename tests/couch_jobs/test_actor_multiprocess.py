@@ -44,8 +44,8 @@ def _finish_counts(jobs) -> dict[str, int]:
 
 
 @pytest.fixture
-def tree(node, tmp_path):
-    yield from start_tree(node, tmp_path / "jobs.db", {"activity_monitor_max_jitter_msec": "100"})
+def tree(node, store_url):
+    yield from start_tree(node, store_url, {"activity_monitor_max_jitter_msec": "100"})
 
 
 N_JOBS = 1000
@@ -116,10 +116,11 @@ def test_killed_worker_host_job_is_rerun_by_the_activity_monitor(tree):
 
 
 @pytest.fixture
-def slow_recheck_tree(node, tmp_path):
+def slow_recheck_tree(node, store_url):
     # Blocked callers re-read the store only once a minute: a prompt accept
-    # below can only come from the cross-process wake-up.
-    yield from start_tree(node, tmp_path / "jobs.db", {"wakeup_recheck_msec": "60000"})
+    # below can only come from the cross-process wake-up (the hub on SQLite,
+    # LISTEN/NOTIFY on PostgreSQL).
+    yield from start_tree(node, store_url, {"wakeup_recheck_msec": "60000"})
 
 
 def test_accept_wakes_up_across_processes_without_recheck(slow_recheck_tree):

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def ctx(node, tmp_path):
+def ctx(node, store_url):
     # Short jitter so enqueue_inactive's checks land soon after the timeout.
-    yield from start_tree(node, tmp_path / "jobs.db", {"activity_monitor_max_jitter_msec": "100"})
+    yield from start_tree(node, store_url, {"activity_monitor_max_jitter_msec": "100"})
 
 
 def test_type_timeouts_and_server(ctx):

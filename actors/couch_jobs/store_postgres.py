@@ -1,0 +1,553 @@
+"""The PostgreSQL job store: one database shared by nodes on many machines.
+
+The seed keeps jobs in FoundationDB so that every node of a cluster sees one
+transactional store.  This is the store a deployment across machines uses
+(SQLite stays the embedded default).  psycopg 3 with a `psycopg_pool`
+connection pool, no ORM; the same `Store`/`StoreTx` protocols as SQLite, so
+everything above works unchanged.
+
+How the seed's guarantees are kept without FoundationDB:
+
+- **No job handed to two workers.**  ``accept`` claims a pending row with
+  ``SELECT ... FOR UPDATE SKIP LOCKED`` (joined with the job row, so a job a
+  concurrent ``resubmit``/``remove`` holds is skipped, never waited for), and
+  every read of a job inside a writing transaction is ``FOR UPDATE``, so two
+  writers of one job are serialised on its row under READ COMMITTED.
+- **Activity sequences in commit order.**  ``bump_type_activity`` increments
+  the type's row (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``), so
+  the bumps of one type are serialised by that row lock and a value never
+  commits after a larger one -- what the activity monitor's "not updated
+  since S" needs.  Different types do not contend.
+- **Wake-ups across machines.**  A transaction that changes jobs of a type
+  runs ``pg_notify('couch_jobs', type)``; PostgreSQL delivers it at commit,
+  to every ``LISTEN``-ing connection on any machine.  One listener thread per
+  process turns them into calls of the store's change listeners.  No polling.
+- **The caller's transaction.**  ``tx`` may be a psycopg connection the
+  caller has in a transaction (its own tables and a job commit together), or
+  what `PostgresStore.transaction` yields.
+
+The schema is created on first start and versioned (``couch_jobs_schema``):
+migrations run under an advisory lock, so nodes starting together agree;
+a database newer than this code is refused.  Connection failures raise
+`StoreUnavailable` naming the store by its URL without the password.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+try:  # the PostgreSQL store is optional: pip install 'otpy[postgres]'
+    import psycopg
+    import psycopg_pool
+except ImportError:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+    psycopg_pool = None  # type: ignore[assignment]
+
+from .errors import StoreClosed, StoreUnavailable
+from .store import CommitListener, JobRecord
+
+__all__ = ["NOTIFY_CHANNEL", "SCHEMA_VERSION", "PostgresStore", "PostgresTransaction", "redact"]
+
+_log = logging.getLogger(__name__)
+
+#: The LISTEN/NOTIFY channel; the payload is an encoded job type.
+NOTIFY_CHANNEL = "couch_jobs"
+
+#: Migrations, in order; the schema version is their count.
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE couch_jobs (
+        type TEXT NOT NULL,
+        id TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'finished')),
+        seq BIGINT,
+        jlock TEXT,
+        sched_time BIGINT NOT NULL,
+        resubmit BOOLEAN NOT NULL DEFAULT FALSE,
+        data TEXT NOT NULL,
+        PRIMARY KEY (type, id)
+    );
+    CREATE INDEX couch_jobs_activity ON couch_jobs (type, seq) WHERE state = 'running';
+    CREATE TABLE couch_jobs_pending (
+        type TEXT NOT NULL,
+        sched_time BIGINT NOT NULL,
+        id TEXT NOT NULL,
+        PRIMARY KEY (type, sched_time, id)
+    );
+    CREATE TABLE couch_jobs_type_timeouts (
+        type TEXT PRIMARY KEY,
+        timeout DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE couch_jobs_type_activity (
+        type TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL
+    );
+    """,
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+#: Advisory lock key under which migrations run (any fixed 64-bit value).
+_MIGRATION_LOCK = 0x636F7563686A6F62  # "couchjob"
+
+_JOB_COLUMNS = "type, id, state, seq, jlock, sched_time, resubmit, data"
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (safe for logs and error messages)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<malformed store URL>"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = parts.username or ""
+    netloc = f"{user}:***@{host}" if user else f":***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _record(row: tuple[Any, ...]) -> JobRecord:
+    type_key, job_id, state, seq, jlock, sched_time, resubmit, data = row
+    return JobRecord(type_key, job_id, state, seq, jlock, int(sched_time), bool(resubmit), data)
+
+
+class PostgresTransaction:
+    """One open PostgreSQL transaction; also what host code uses for its own tables."""
+
+    claim_limit = 1  # SKIP LOCKED: each worker claims the first row nobody holds
+    param = "%s"  # the parameter marker of execute (SQLite's is "?")
+
+    def __init__(self, store: "PostgresStore", connection: psycopg.Connection, write: bool) -> None:
+        self.store = store
+        self.connection = connection
+        self.write = write
+        self._touched: set[str] = set()
+        self._after_commit: list[Callable[[], None]] = []
+
+    # -- host access -------------------------------------------------------
+
+    def execute(self, sql: str, params: Any = None) -> psycopg.Cursor:
+        return self.connection.execute(sql, params)
+
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` after this transaction commits (only for transactions couch_jobs opened)."""
+        self._after_commit.append(callback)
+
+    def touch(self, type_key: str) -> None:
+        if type_key not in self._touched:
+            self._touched.add(type_key)
+            # Delivered by PostgreSQL at commit, to every listener on every machine.
+            self.connection.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, type_key))
+
+    @property
+    def touched(self) -> frozenset[str]:
+        return frozenset(self._touched)
+
+    # -- jobs --------------------------------------------------------------
+
+    def get_job(self, type_key: str, job_id: str) -> JobRecord | None:
+        lock = " FOR UPDATE" if self.write else ""
+        row = self.connection.execute(
+            f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = %s AND id = %s{lock}",
+            (type_key, job_id),
+        ).fetchone()
+        return None if row is None else _record(row)
+
+    def put_job(self, record: JobRecord) -> None:
+        self.connection.execute(
+            f"INSERT INTO couch_jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (type, id) DO UPDATE SET state = EXCLUDED.state, seq = EXCLUDED.seq, "
+            "jlock = EXCLUDED.jlock, sched_time = EXCLUDED.sched_time, "
+            "resubmit = EXCLUDED.resubmit, data = EXCLUDED.data",
+            (
+                record.type,
+                record.id,
+                record.state,
+                record.seq,
+                record.jlock,
+                record.sched_time,
+                record.resubmit,
+                record.data,
+            ),
+        )
+
+    def delete_job(self, type_key: str, job_id: str) -> None:
+        self.connection.execute(
+            "DELETE FROM couch_jobs WHERE type = %s AND id = %s", (type_key, job_id)
+        )
+
+    def list_jobs(self, type_key: str | None = None) -> list[JobRecord]:
+        if type_key is None:
+            rows = self.connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM couch_jobs ORDER BY type, id"
+            ).fetchall()
+        else:
+            rows = self.connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = %s ORDER BY id", (type_key,)
+            ).fetchall()
+        return [_record(row) for row in rows]
+
+    def running_jobs(
+        self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
+    ) -> list[JobRecord]:
+        lo = -1 if min_seq is None else min_seq
+        hi = (1 << 63) - 1 if max_seq is None else max_seq
+        rows = self.connection.execute(
+            f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = %s AND state = 'running' "
+            "AND seq BETWEEN %s AND %s ORDER BY seq",
+            (type_key, lo, hi),
+        ).fetchall()
+        return [_record(row) for row in rows]
+
+    # -- pending queue -----------------------------------------------------
+
+    def add_pending(self, type_key: str, sched_time: int, job_id: str) -> None:
+        self.connection.execute(
+            "INSERT INTO couch_jobs_pending (type, sched_time, id) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (type_key, sched_time, job_id),
+        )
+
+    def remove_pending(self, type_key: str, sched_time: int, job_id: str) -> None:
+        self.connection.execute(
+            "DELETE FROM couch_jobs_pending WHERE type = %s AND sched_time = %s AND id = %s",
+            (type_key, sched_time, job_id),
+        )
+
+    def pending_range(
+        self, type_key: str, min_sched_time: int, max_sched_time: int, limit: int
+    ) -> list[tuple[int, str]]:
+        if self.write:
+            # Claim: lock the pending row and its job, skipping rows that another
+            # accept (or a resubmit/remove of that job) holds -- never wait, never
+            # hand one job to two workers.
+            rows = self.connection.execute(
+                "SELECT p.sched_time, p.id FROM couch_jobs_pending p "
+                "JOIN couch_jobs j ON j.type = p.type AND j.id = p.id "
+                "WHERE p.type = %s AND p.sched_time BETWEEN %s AND %s "
+                "ORDER BY p.sched_time, p.id LIMIT %s FOR UPDATE SKIP LOCKED",
+                (type_key, min_sched_time, max_sched_time, limit),
+            ).fetchall()
+        else:
+            rows = self.connection.execute(
+                "SELECT sched_time, id FROM couch_jobs_pending WHERE type = %s "
+                "AND sched_time BETWEEN %s AND %s ORDER BY sched_time, id LIMIT %s",
+                (type_key, min_sched_time, max_sched_time, limit),
+            ).fetchall()
+        return [(int(s), i) for s, i in rows]
+
+    # -- activity ----------------------------------------------------------
+
+    def bump_type_activity(self, type_key: str) -> int:
+        (value,) = self.connection.execute(
+            "INSERT INTO couch_jobs_type_activity (type, seq) VALUES (%s, 1) "
+            "ON CONFLICT (type) DO UPDATE SET seq = couch_jobs_type_activity.seq + 1 "
+            "RETURNING seq",
+            (type_key,),
+        ).fetchone()
+        return int(value)
+
+    def get_type_activity(self, type_key: str) -> int | None:
+        row = self.connection.execute(
+            "SELECT seq FROM couch_jobs_type_activity WHERE type = %s", (type_key,)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_type_activity(self, type_key: str, seq: int) -> None:
+        self.connection.execute(
+            "INSERT INTO couch_jobs_type_activity (type, seq) VALUES (%s, %s) "
+            "ON CONFLICT (type) DO UPDATE SET seq = EXCLUDED.seq",
+            (type_key, seq),
+        )
+
+    # -- type timeouts -----------------------------------------------------
+
+    def get_type_timeout(self, type_key: str) -> float | None:
+        row = self.connection.execute(
+            "SELECT timeout FROM couch_jobs_type_timeouts WHERE type = %s", (type_key,)
+        ).fetchone()
+        return None if row is None else _number(row[0])
+
+    def set_type_timeout(self, type_key: str, timeout: float) -> None:
+        self.connection.execute(
+            "INSERT INTO couch_jobs_type_timeouts (type, timeout) VALUES (%s, %s) "
+            "ON CONFLICT (type) DO UPDATE SET timeout = EXCLUDED.timeout",
+            (type_key, timeout),
+        )
+
+    def clear_type_timeout(self, type_key: str) -> None:
+        self.connection.execute("DELETE FROM couch_jobs_type_timeouts WHERE type = %s", (type_key,))
+
+    def list_type_timeouts(self) -> dict[str, float]:
+        rows = self.connection.execute(
+            "SELECT type, timeout FROM couch_jobs_type_timeouts ORDER BY type"
+        ).fetchall()
+        return {t: _number(v) for t, v in rows}
+
+
+def _number(value: float) -> float:
+    """Whole timeouts come back as ints, as SQLite returns what was stored."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+class PostgresStore:
+    """couch_jobs's tables in one PostgreSQL database, through a connection pool.
+
+    ``url`` is a libpq URL (``postgresql://user:password@host:5432/db``, or
+    ``?host=/socket/dir``).  Opening connects (at most ``connect_timeout``
+    seconds), creates or migrates the schema, and fails with one
+    `StoreUnavailable` line naming the store if it cannot.  ``pool_size``
+    bounds this process's connections.  The pool is per process: an
+    instance inherited across ``fork`` opens its own.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 8,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        if psycopg is None or psycopg_pool is None:
+            raise StoreUnavailable(
+                f"couch_jobs store {redact(url)!r} needs psycopg 3 and psycopg_pool: "
+                "pip install 'otpy[postgres]' (psycopg[binary], psycopg_pool)"
+            )
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, got {pool_size!r}")
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout must be positive seconds, got {connect_timeout!r}")
+        self.url = url
+        self.location = redact(url)
+        self.pool_size = pool_size
+        self.connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._listeners: list[CommitListener] = []
+        self._change_listeners: list[CommitListener] = []
+        self._closed = False
+        self._pool: psycopg_pool.ConnectionPool | None = None
+        self._pool_pid: int | None = None
+        self._listen_thread: threading.Thread | None = None
+        self._listen_stop = threading.Event()
+        try:
+            psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.ProgrammingError as exc:
+            raise StoreUnavailable(
+                f"couch_jobs store {self.location!r} is not a valid PostgreSQL URL: "
+                f"{self._scrub(str(exc))}"
+            ) from None
+        self._migrate()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.location!r})"
+
+    # -- errors ------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        password = urlsplit(self.url).password if "://" in self.url else None
+        first = text.strip().splitlines()[0] if text.strip() else text
+        return first.replace(password, "***") if password else first
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"couch_jobs store {self.location!r} is unavailable: {self._scrub(str(exc))}"
+        )
+
+    # -- connections -------------------------------------------------------
+
+    def _get_pool(self) -> psycopg_pool.ConnectionPool:
+        if self._closed:
+            raise StoreClosed(f"couch_jobs store {self.location!r} is closed")
+        pid = os.getpid()
+        pool = self._pool
+        if pool is not None and self._pool_pid == pid:
+            return pool
+        with self._lock:
+            if self._closed:
+                raise StoreClosed(f"couch_jobs store {self.location!r} is closed")
+            if self._pool is None or self._pool_pid != pid:
+                self._pool = psycopg_pool.ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=self.pool_size,
+                    open=False,
+                    timeout=self.connect_timeout,
+                    reconnect_timeout=24 * 3600.0,
+                    # One round trip per checkout: a connection the server
+                    # dropped (restart, failover) is replaced, not handed out.
+                    check=psycopg_pool.ConnectionPool.check_connection,
+                    kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
+                    name="couch_jobs",
+                )
+                self._pool.open(wait=False)
+                self._pool_pid = pid
+            return self._pool
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        pool = self._get_pool()
+        try:
+            with pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            raise self._unavailable(exc) from None
+        except psycopg_pool.PoolClosed:
+            raise StoreClosed(f"couch_jobs store {self.location!r} is closed") from None
+
+    def _migrate(self) -> None:
+        try:
+            with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout)),
+                                 autocommit=False) as conn:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS couch_jobs_schema (version INTEGER NOT NULL)"
+                    )
+                    row = conn.execute("SELECT max(version) FROM couch_jobs_schema").fetchone()
+                    current = 0 if row is None or row[0] is None else int(row[0])
+                    if current > SCHEMA_VERSION:
+                        raise StoreUnavailable(
+                            f"couch_jobs store {self.location!r} has schema version {current}, "
+                            f"newer than this couch_jobs ({SCHEMA_VERSION}); upgrade the code"
+                        )
+                    for version in range(current + 1, SCHEMA_VERSION + 1):
+                        conn.execute(_MIGRATIONS[version - 1])
+                        conn.execute("INSERT INTO couch_jobs_schema (version) VALUES (%s)", (version,))
+                        _log.info("couch_jobs store %s: schema version %d", self.location, version)
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
+
+    def schema_version(self) -> int:
+        with self._connection() as conn:
+            row = conn.execute("SELECT max(version) FROM couch_jobs_schema").fetchone()
+            conn.rollback()
+        return int(row[0])
+
+    # -- transactions ------------------------------------------------------
+
+    def adopt(self, tx: Any) -> PostgresTransaction | None:
+        """A caller's psycopg connection (in a transaction) as a couch_jobs ``tx``; else None."""
+        if psycopg is not None and isinstance(tx, psycopg.Connection):
+            return PostgresTransaction(self, tx, True)
+        return None
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool = True) -> Iterator[PostgresTransaction]:
+        """A transaction (READ COMMITTED; writers lock the rows they change).
+
+        Commits when the block ends, rolls back if it raises.  After the
+        commit the commit listeners hear which job types changed; listeners
+        in every process hear it through NOTIFY as well.
+        """
+        with self._connection() as conn:
+            tx = PostgresTransaction(self, conn, write)
+            with conn.transaction():
+                yield tx
+        touched = tx.touched
+        callbacks: list[Callable[[], None]] = []
+        if touched:
+            callbacks.extend(lambda f=f: f(touched) for f in list(self._listeners))
+        callbacks.extend(tx._after_commit)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                _log.exception("couch_jobs commit callback %r failed", callback)
+
+    # -- listeners ---------------------------------------------------------
+
+    def add_commit_listener(self, listener: CommitListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_commit_listener(self, listener: CommitListener) -> None:
+        with self._lock:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+    def add_change_listener(self, listener: CommitListener) -> None:
+        """Call ``listener(types)`` for commits in any process on any machine (LISTEN/NOTIFY)."""
+        with self._lock:
+            self._change_listeners.append(listener)
+            if self._listen_thread is None or not self._listen_thread.is_alive():
+                self._listen_stop.clear()
+                self._listen_thread = threading.Thread(
+                    target=self._listen_loop, name="couch_jobs-pg-listen", daemon=True
+                )
+                self._listen_thread.start()
+
+    def remove_change_listener(self, listener: CommitListener) -> None:
+        with self._lock:
+            with contextlib.suppress(ValueError):
+                self._change_listeners.remove(listener)
+
+    def _fire_changes(self, types: frozenset[str]) -> None:
+        for listener in list(self._change_listeners):
+            try:
+                listener(types)
+            except Exception:
+                _log.exception("couch_jobs change listener %r failed", listener)
+
+    def _listen_loop(self) -> None:
+        """LISTEN on a connection of its own; reconnect with back-off when it drops."""
+        delay = 0.05
+        warned = False
+        while not self._listen_stop.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True,
+                                     connect_timeout=max(1, int(self.connect_timeout))) as conn:
+                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    if warned:
+                        _log.warning("couch_jobs store %s: listening again", self.location)
+                        # Notifications sent while we were away are lost: wake everyone.
+                        self._fire_changes(frozenset(self._known_types(conn)))
+                    delay, warned = 0.05, False
+                    while not self._listen_stop.is_set():
+                        for note in conn.notifies(timeout=0.2):
+                            self._fire_changes(frozenset((note.payload,)))
+                            if self._listen_stop.is_set():
+                                break
+            except psycopg.Error as exc:
+                if self._listen_stop.is_set():
+                    return
+                if not warned:
+                    _log.warning("couch_jobs store %s: listener lost its connection (%s); "
+                                 "reconnecting", self.location, self._scrub(str(exc)))
+                    warned = True
+                self._listen_stop.wait(delay)
+                delay = min(2.0, delay * 2)
+
+    @staticmethod
+    def _known_types(conn: psycopg.Connection) -> list[str]:
+        return [r[0] for r in conn.execute("SELECT type FROM couch_jobs_type_timeouts").fetchall()]
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Close this process's pool and listener; other processes keep theirs.
+
+        Transactions already running get up to ``timeout`` seconds; later
+        calls raise `StoreClosed`.  Idempotent.
+        """
+        with self._lock:
+            self._closed = True
+            pool = self._pool if self._pool_pid == os.getpid() else None
+            self._pool = None
+            thread = self._listen_thread
+            self._listen_thread = None
+        self._listen_stop.set()
+        if pool is not None:
+            pool.close(timeout=timeout)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=max(timeout, 1.0))
+

@@ -1,0 +1,55 @@
+"""Choose the job store from a URL (``[couch_jobs] store``).
+
+- ``sqlite:///abs/path/jobs.db`` or a plain path: `SQLiteStore`, the embedded
+  default (one machine);
+- ``postgresql://user@host:5432/db`` (or ``postgres://``): `PostgresStore`,
+  shared by nodes on many machines.
+
+Anything else fails with one line naming the URL (its password removed).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import StoreUnavailable
+from .store import SQLiteStore, Store
+from .store_postgres import PostgresStore, redact
+
+__all__ = ["is_url", "open_store", "redact"]
+
+_SQLITE = "sqlite://"
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+def is_url(location: str) -> bool:
+    return "://" in location
+
+
+def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
+    """Open the store ``location`` names.
+
+    ``options``: ``busy_timeout`` (seconds) and ``synchronous`` for SQLite;
+    ``pool_size`` and ``connect_timeout`` for PostgreSQL (options meant for
+    the other store are ignored, so one config serves both).
+    """
+    text = os.fspath(location)
+    if text.startswith(_POSTGRES):
+        pg = {k: v for k, v in options.items() if k in ("pool_size", "connect_timeout")}
+        return PostgresStore(text, **pg)
+    if text.startswith(_SQLITE):
+        path = text[len(_SQLITE):]
+        if not path.startswith("/"):
+            raise StoreUnavailable(
+                f"couch_jobs store {redact(text)!r}: a sqlite URL needs an absolute path "
+                "(sqlite:///abs/path/jobs.db)"
+            )
+        text = path
+    elif is_url(text):
+        raise StoreUnavailable(
+            f"couch_jobs store {redact(text)!r}: unknown scheme (use sqlite:///path or "
+            "postgresql://user@host:5432/db)"
+        )
+    lite = {k: v for k, v in options.items() if k in ("busy_timeout", "synchronous")}
+    return SQLiteStore(text, **lite)

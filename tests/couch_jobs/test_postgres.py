@@ -1,0 +1,270 @@
+"""What only the PostgreSQL store has to show (issue 13): schema versioning,
+bad URLs, exactly once under killed and stalled worker processes, and the
+server going away and coming back under load."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import random
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from tests.couch_jobs.pg import HOW_TO_GET
+
+psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
+pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
+pytest.importorskip("pgserver", reason=HOW_TO_GET)
+
+import actors.couch_jobs as couch_jobs  # noqa: E402
+from actors.couch_jobs import CouchJobs, PostgresStore, StoreUnavailable, app, open_store  # noqa: E402
+from actors.couch_jobs.naming import SERVER_NAME, TOP_SUP  # noqa: E402
+from actors.couch_jobs.store_postgres import SCHEMA_VERSION, redact  # noqa: E402
+from tests.couch_jobs.actor_fixtures import start_tree  # noqa: E402
+from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+TYPE = "pgjob"
+
+
+def _expect(q: "queue.Queue[Any]", tag: str, timeout: float) -> tuple[Any, ...]:
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"no {tag!r} message within {timeout}s")
+        message = q.get(timeout=remaining)
+        if message[0] == tag:
+            return message
+
+
+def _log_table(jobs: CouchJobs) -> None:
+    with jobs.transaction() as tx:
+        tx.execute("CREATE TABLE finished_log (job_id TEXT NOT NULL, worker INTEGER NOT NULL)")
+
+
+def _finish_counts(jobs: CouchJobs) -> dict[str, int]:
+    with jobs.transaction(write=False) as tx:
+        rows = tx.execute("SELECT job_id, count(*) FROM finished_log GROUP BY job_id").fetchall()
+    return dict(rows)
+
+
+# -- schema and URLs ------------------------------------------------------------
+
+
+def test_schema_is_created_once_and_versioned(pg_url):
+    with CouchJobs(pg_url) as first:
+        assert first.store.schema_version() == SCHEMA_VERSION
+        first.set_type_timeout("t", 5)
+    with CouchJobs(pg_url) as second:  # a second start migrates nothing, loses nothing
+        assert second.get_type_timeout("t") == 5
+        with second.transaction(write=False) as tx:
+            rows = tx.execute("SELECT version FROM couch_jobs_schema ORDER BY version").fetchall()
+        assert rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
+        with second.transaction() as tx:
+            tx.execute("INSERT INTO couch_jobs_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreUnavailable, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
+        PostgresStore(pg_url)
+
+
+def test_the_url_chooses_the_store(pg_url, tmp_path):
+    pg = open_store(pg_url)
+    lite = open_store(f"sqlite://{tmp_path}/x.db")
+    plain = open_store(tmp_path / "y.db")
+    try:
+        assert type(pg).__name__ == "PostgresStore"
+        assert (type(lite).__name__, lite.path) == ("SQLiteStore", f"{tmp_path}/x.db")
+        assert (type(plain).__name__, plain.path) == ("SQLiteStore", f"{tmp_path}/y.db")
+    finally:
+        for store in (pg, lite, plain):
+            store.close()
+    with pytest.raises(StoreUnavailable, match="unknown scheme"):
+        open_store("mysql://u:pw@127.0.0.1/db")
+    with pytest.raises(StoreUnavailable, match="absolute path"):
+        open_store("sqlite://relative.db")
+
+
+def test_redact_hides_only_the_password():
+    assert redact("postgresql://bob:s3cret@db.example:5432/jobs") == (
+        "postgresql://bob:***@db.example:5432/jobs"
+    )
+    assert redact("postgresql://bob@db.example/jobs") == "postgresql://bob@db.example/jobs"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://bob:s3cret@127.0.0.1:1/jobs",  # nothing listens on port 1
+        "postgresql://bob:s3cret@127.0.0.1:5432/jobs?sslmode=bogus",  # malformed option
+    ],
+)
+def test_a_bad_or_unreachable_url_fails_start_with_one_line(node, url, caplog):
+    caplog.set_level(logging.DEBUG)
+    node.config.set("couch_jobs", "pg_connect_timeout_msec", "1000")
+    with pytest.raises(StoreUnavailable) as info:
+        app.start(node, url)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "postgresql://bob:***@127.0.0.1" in message
+    assert "s3cret" not in message
+    assert "s3cret" not in caplog.text
+    assert node.whereis(TOP_SUP) is None  # nothing left running
+    with pytest.raises(couch_jobs.CouchJobsError, match="not configured"):
+        couch_jobs.default()
+
+
+def test_a_caller_psycopg_transaction_is_the_jobs_transaction(pg_url):
+    with CouchJobs(pg_url) as jobs:
+        jobs.set_type_timeout("t", 5)
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("CREATE TABLE docs (id TEXT PRIMARY KEY)")
+            conn.commit()
+            with pytest.raises(RuntimeError):
+                with conn.transaction():
+                    conn.execute("INSERT INTO docs VALUES ('a')")
+                    jobs.add(conn, "t", "j", {})
+                    raise RuntimeError("roll both back")
+            assert jobs.get_jobs("t") == []
+            with conn.transaction():
+                conn.execute("INSERT INTO docs VALUES ('a')")
+                jobs.add(conn, "t", "j", {})
+        assert [j[1] for j in jobs.get_jobs("t")] == ["j"]
+
+
+# -- many worker processes --------------------------------------------------------
+
+
+@pytest.fixture
+def pg_tree(node, pg_url):
+    yield from start_tree(node, pg_url, {"activity_monitor_max_jitter_msec": "100",
+                                         "pg_connect_timeout_msec": "500"})
+
+
+def test_exactly_once_with_worker_processes_killed(pg_tree):
+    """SIGKILLed workers lose their jobs to others; a late finish after a takeover gets Halt."""
+    node, jobs = pg_tree["node"], pg_tree["jobs"]
+    n_jobs = 150
+    jobs.set_type_timeout(TYPE, 1)
+    couch_jobs.server.force_check_types()
+    _log_table(jobs)
+    q: "queue.Queue[Any]" = queue.Queue()
+    collector = node.spawn(Collector, q)
+    rng = random.Random(1234)
+    # A worker that takes a job and stalls: its lock must be taken over.
+    holder = node.spawn(Worker, TYPE, 99, host="holder")
+    jobs.add(None, TYPE, "held-job", {})
+    holder.cast(("accept_and_hold", collector))
+    _, _, held_job, _ = _expect(q, "held", 30)
+
+    workers = {i: node.spawn(Worker, TYPE, i, host=f"pw{i}") for i in range(4)}
+    for w in workers.values():
+        w.cast(("run_resilient", collector, n_jobs + 1, 3.0, 0))
+    for _ in workers:
+        _expect(q, "running", 30)
+    with jobs.transaction() as tx:
+        for k in range(n_jobs):
+            jobs.add(tx, TYPE, f"job-{k:03d}", {"k": k})
+
+    next_no = len(workers)
+    for _ in range(3):  # kill a random worker at three moments, start a replacement
+        for _ in range(10):
+            _expect(q, "finished", 30)
+        victim = workers.pop(rng.choice(sorted(workers)))
+        down = node.monitor(victim)
+        os.kill(victim.os_pid, signal.SIGKILL)
+        assert down.wait(10)[1] == "killed"
+        workers[next_no] = node.spawn(Worker, TYPE, next_no, host=f"pw{next_no}")
+        workers[next_no].cast(("run_resilient", collector, n_jobs + 1, 3.0, 0))
+        next_no += 1
+
+    live = set(workers)
+    while live:
+        message = q.get(timeout=60)
+        if message[0] == "done":
+            live.discard(message[1])
+    counts = _finish_counts(jobs)
+    assert len(counts) == n_jobs + 1 and set(counts.values()) == {1}, counts
+    assert {state for _, _, state, _ in jobs.get_jobs(TYPE)} == {"finished"}
+    # The stalled holder's finish comes after its lock was taken over: refused.
+    with pytest.raises(couch_jobs.Halt):
+        jobs.finish(None, held_job)
+    assert _finish_counts(jobs)["held-job"] == 1
+
+
+def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
+    node, jobs = pg_tree["node"], pg_tree["jobs"]
+    jobs.set_type_timeout(TYPE, 2)
+    couch_jobs.server.force_check_types()
+    _log_table(jobs)
+    sup, server = node.whereis(TOP_SUP), node.whereis(SERVER_NAME)
+    q: "queue.Queue[Any]" = queue.Queue()
+    collector = node.spawn(Collector, q)
+    workers = [node.spawn(Worker, TYPE, i, host=f"ow{i}") for i in range(2)]
+    for w in workers:
+        w.cast(("run_resilient", collector, 10_000, 15.0, 10_000))
+    for _ in workers:
+        _expect(q, "running", 30)
+    acked = []
+    for k in range(40):
+        jobs.add(None, TYPE, f"before-{k}", {})
+        acked.append(f"before-{k}")
+    for _ in range(5):
+        _expect(q, "finished", 30)
+
+    pg_cluster.stop()
+    try:
+        with pytest.raises(StoreUnavailable) as info:
+            jobs.add(None, TYPE, "during", {})
+        assert repr(jobs.store.location)[1:-1] in str(info.value)
+        assert "is unavailable" in str(info.value)
+        for _ in workers:  # each worker saw the same clear error, and lives on
+            assert "is unavailable" in _expect(q, "store_error", 30)[2]
+    finally:
+        pg_cluster.start()
+
+    deadline = time.monotonic() + 30
+    k = 0
+    while k < 40 and time.monotonic() < deadline:  # bounded; retries only while reconnecting
+        try:
+            jobs.add(None, TYPE, f"after-{k}", {})
+        except StoreUnavailable:
+            continue
+        acked.append(f"after-{k}")
+        k += 1
+    assert k == 40
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        counts = _finish_counts(jobs)
+        if set(acked) <= set(counts):
+            break
+        try:
+            q.get(timeout=1.0)  # paced by the workers' messages
+        except queue.Empty:
+            pass
+    counts = _finish_counts(jobs)
+    assert set(acked) <= set(counts), sorted(set(acked) - set(counts))
+    assert set(counts.values()) == {1}
+    # The tree rode it out: same top supervisor and server, no restart storm.
+    assert node.whereis(TOP_SUP) == sup
+    assert node.whereis(SERVER_NAME) == server
+
+
+def test_demo_runs_with_couch_jobs_on_postgres(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(
+        [sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--store", "postgres",
+         "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=110, env=env,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "couch_jobs store: PostgreSQL at postgresql://" in done.stdout
+    assert "twice or more: 0; never: 0" in done.stdout
+    assert "RESULT: nothing lost" in done.stdout

@@ -153,6 +153,7 @@ def run_chaos(
     call_timeout: float = 5.0,
     seed: int | None = None,
     on_tick: Callable[[float], None] | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> ChaosReport:
     """Kill ``rate`` workers a second for ``duration`` seconds while clients call.
 
@@ -165,7 +166,7 @@ def run_chaos(
     rng = random.Random(seed)
     report = ChaosReport(seed=seed)
     names: dict[str, str] = {top.id: top.name or top.id}
-    before = node.stats()["counters"]
+    before: dict[str, Any] = {}
     stop = threading.Event()
     lock = threading.Lock()
     start = time.monotonic()
@@ -200,11 +201,14 @@ def run_chaos(
 
     threads = [threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}", daemon=True)
                for i in range(clients)]
-    for t in threads:
-        t.start()
     interval = 1.0 / rate if rate > 0 else None
     next_kill = start + (interval or duration)
     try:
+        before.update(node.stats()["counters"])
+        for t in threads:
+            t.start()
+        if on_start is not None:
+            on_start()  # inside the try: a signal from here on gets the partial report
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -231,7 +235,8 @@ def run_chaos(
     with deferred():
         stop.set()
         for t in threads:
-            t.join(call_timeout + 5)
+            if t.ident is not None:
+                t.join(call_timeout + 5)
         report.duration = time.monotonic() - start
         tree_workers(top, names=names)
         after = node.stats()["counters"]
@@ -254,8 +259,6 @@ def run_chaos_command(args: Any) -> int:
     node = Node()
     try:
         top = build_demo_tree(node)
-        print(f"tree up in {node.rundir}; killing {args.rate:g}/s for {args.duration:g} s; seed {seed} "
-              f"(repeat with --seed {seed})", flush=True)
 
         def tick(elapsed: float) -> None:
             if sys.stderr.isatty():
@@ -263,7 +266,12 @@ def run_chaos_command(args: Any) -> int:
                 bar = "#" * int(done * 30)
                 print(f"\r[{bar:<30}] {elapsed:5.1f}/{args.duration:g} s", end="", file=sys.stderr, flush=True)
 
-        report = run_chaos(node, top, args.rate, args.duration, clients=args.clients, seed=seed, on_tick=tick)
+        def started() -> None:
+            print(f"tree up in {node.rundir}; killing {args.rate:g}/s for {args.duration:g} s; seed {seed} "
+                  f"(repeat with --seed {seed})", flush=True)
+
+        report = run_chaos(node, top, args.rate, args.duration, clients=args.clients, seed=seed, on_tick=tick,
+                           on_start=started)
         with deferred():
             if sys.stderr.isatty():
                 print(file=sys.stderr)

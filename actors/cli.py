@@ -176,7 +176,8 @@ COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_chaos, add_status,
 
 
 def _prog() -> str:
-    return "python -m actors" if os.path.basename(sys.argv[0]) == "__main__.py" else "otpy"
+    main_module = os.path.join("actors", "__main__.py")
+    return "python -m actors" if sys.argv and sys.argv[0].endswith(main_module) else "otpy"
 
 
 def version() -> str:

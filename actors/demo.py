@@ -183,17 +183,18 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
     repl.setup()
     drivers = {"smoosh": writer, "ioq": reads, "jobs": jobs, "replication": repl, "killer": killer}
     view = LiveView(node, app, drivers, duration)
-    print(f"workload (seed {seed}): {len(files)} files read through IOQ, {len(writer.dbs)} databases for smoosh, "
-          f"{repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), 3 couch_jobs workers in "
-          f"their own processes; killing {rate:g}/s for {duration:g} s", flush=True)
 
-    for d in (writer, reads, jobs, repl, killer):
-        d.start()
     start = time.monotonic()
     every = 1.0 if live else (2.0 if short else 5.0)
     next_show = start + (0 if live else every)
     try:
         try:
+            for d in (writer, reads, jobs, repl, killer):
+                d.start()
+            print(f"workload (seed {seed}): {len(files)} files read through IOQ, {len(writer.dbs)} databases "
+                  f"for smoosh, {repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), "
+                  f"3 couch_jobs workers in their own processes; killing {rate:g}/s for {duration:g} s",
+                  flush=True)
             for _ in range(int(duration / 0.1) + 10):
                 now = time.monotonic()
                 if now - start >= duration:

@@ -73,6 +73,7 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # No PDEATHSIG here: when the node dies the zygote must outlive it long
     # enough to kill its hosts and remove the runtime directory (EOF below).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the node shuts us down (actors._lifecycle)
     for fd in close_fds:
         try:
             os.close(fd)
@@ -121,6 +122,7 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
 def host_main(boot: dict[str, Any]) -> None:
     """The body of a host process: a runtime that serves actors until halted."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
     if os.getppid() != boot["zygote_pid"]:
         os._exit(1)

@@ -3,6 +3,11 @@
 The attaching program binds its own endpoint in the node's directory (it must
 run as the same user: the directory is 0700) and asks the node process for
 snapshots.  It starts no actor and changes nothing.
+
+Every way a directory can fail to be a running node's -- missing, not a
+directory, no ``node.json``, a corrupt one, a node process that is gone
+(a stale directory), a node that does not answer -- raises `NotANode` with
+one line that says which, before anything is bound in the directory.
 """
 
 from __future__ import annotations
@@ -11,22 +16,54 @@ import json
 import os
 from typing import Any
 
+from actors._reasons import CallTimeout, Exit
 from actors._runtime import Runtime
 
-__all__ = ["Attached"]
+__all__ = ["Attached", "NotANode", "read_node_file"]
+
+
+class NotANode(Exception):
+    """The directory is not the runtime directory of a running node; says why."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_node_file(rundir: str) -> dict[str, Any]:
+    """``node.json`` of a live node in ``rundir``, or `NotANode` saying what is wrong."""
+    if not os.path.exists(rundir):
+        raise NotANode(f"{rundir}: no such directory")
+    if not os.path.isdir(rundir):
+        raise NotANode(f"{rundir}: not a directory")
+    path = os.path.join(rundir, "node.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            info = json.load(fh)
+    except FileNotFoundError:
+        raise NotANode(f"{rundir} is not the runtime directory of a running node (no node.json)") from None
+    except PermissionError:
+        raise NotANode(f"{path}: permission denied (attach as the user that runs the node)") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise NotANode(f"{path} is corrupt: {exc}") from None
+    if not isinstance(info, dict) or not all(k in info for k in ("node_id", "pid", "proc")):
+        raise NotANode(f"{path} is corrupt: expected node_id, pid and proc")
+    if not isinstance(info["pid"], int) or not _alive(info["pid"]):
+        raise NotANode(f"{rundir} is stale: its node process {info['pid']} is gone")
+    return info
 
 
 class Attached:
     """A read-only view of a running node: ``actors()``, ``hosts()``, ``stats()``."""
 
     def __init__(self, rundir: str, timeout: float = 5.0) -> None:
-        path = os.path.join(rundir, "node.json")
-        try:
-            with open(path, encoding="utf-8") as fh:
-                info = json.load(fh)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{rundir} is not the runtime directory of a running node "
-                                    f"(no node.json)") from None
+        info = read_node_file(rundir)
         self.rundir = rundir
         self.node_id = info["node_id"]
         self.node_pid = info["pid"]
@@ -35,7 +72,10 @@ class Attached:
         self._rt.start()
 
     def _ask(self, op: str) -> Any:
-        return self._rt.sys_request(self._rt.node_proc, op, (), timeout=self.timeout)
+        try:
+            return self._rt.sys_request(self._rt.node_proc, op, (), timeout=self.timeout)
+        except (CallTimeout, Exit) as exc:
+            raise NotANode(f"the node of {self.rundir} (pid {self.node_pid}) did not answer: {exc}") from None
 
     def actors(self) -> list[dict[str, Any]]:
         return self._ask("actors")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["discover", "flatten", "run_benches"]
+__all__ = ["BenchError", "discover", "find_root", "flatten", "run_benches"]
 
 _THROUGHPUT_HINTS = ("per_s", "per_sec", "rps", "throughput", "msgs_s", "jobs_s", "ops_s")
 _LATENCY_HINTS = ("p50", "p99", "latency", "_ms", "_us")
@@ -50,31 +50,43 @@ def _progress(done: int, total: int, label: str) -> None:
           file=sys.stderr, flush=True)
 
 
-def run_benches(args: Any) -> int:
-    root = Path.cwd()
+class BenchError(Exception):
+    """The bench cannot run as asked (wrong folder, unknown harness, bad core list); says why."""
+
+
+def find_root(cwd: Path) -> Path:
+    """The repository root holding ``bench/``: the current folder, or `BenchError` saying where to go."""
+    if (cwd / "bench").is_dir() and any(discover(cwd / "bench")):
+        return cwd
+    source = Path(__file__).resolve().parent.parent
+    if (source / "bench").is_dir():
+        raise BenchError(f"no bench/ folder in {cwd}: run it from the repository root, "
+                         f"e.g. cd {source} && otpy bench")
+    raise BenchError(f"no bench/ folder in {cwd}: the harnesses live in a source checkout of otpy; "
+                     f"run 'otpy bench' from the root of that checkout")
+
+
+def run_benches(args: Any, root: Path | None = None) -> int:
+    """Run the harnesses; print each one's table (its stdout) as it finishes."""
+    root = find_root(Path.cwd()) if root is None else root
     bench_dir = root / "bench"
-    if not bench_dir.is_dir():
-        print(f"error: no bench/ folder in {root}", file=sys.stderr)
-        return 2
     harnesses = discover(bench_dir)
     if args.only:
         wanted = set(args.only.split(","))
         harnesses = [h for h in harnesses if h.stem in wanted]
         missing = wanted - {h.stem for h in harnesses}
         if missing:
-            print(f"error: no harness named {', '.join(sorted(missing))}", file=sys.stderr)
-            return 2
+            raise BenchError(f"--only: no harness named {', '.join(sorted(missing))} in {bench_dir} "
+                             f"(there are: {', '.join(h.stem for h in discover(bench_dir))})")
     available = sorted(os.sched_getaffinity(0))
     if args.cores:
         try:
             counts = sorted({int(c) for c in args.cores.split(",")})
         except ValueError:
-            print(f"error: --cores takes numbers like 1,2 (got {args.cores!r})", file=sys.stderr)
-            return 2
+            raise BenchError(f"--cores takes numbers like 1,2 (got {args.cores!r})") from None
         bad = [c for c in counts if c < 1 or c > len(available)]
         if bad:
-            print(f"error: core counts {bad} not in 1..{len(available)}", file=sys.stderr)
-            return 2
+            raise BenchError(f"--cores: {bad} not in 1..{len(available)}")
     else:
         counts = list(range(1, len(available) + 1))
     out_dir = root / args.out
@@ -108,6 +120,7 @@ def run_benches(args: Any) -> int:
                     failures.append(f"{harness.stem}: unreadable {result_file}")
             per_core[str(count)] = entry
             done += 1
+            _show(harness.stem, count, proc, elapsed)
         results["harnesses"][harness.stem] = per_core
     _progress(done, total, "done")
     print(file=sys.stderr)
@@ -118,6 +131,18 @@ def run_benches(args: Any) -> int:
     for line in failures:
         print(f"FAILED {line}")
     return 1 if failures else 0
+
+
+def _show(name: str, cores: int, proc: "subprocess.CompletedProcess[str]", elapsed: float) -> None:
+    """One harness's table, printed as soon as it finished (its own stdout, unchanged)."""
+    print(file=sys.stderr)
+    status = "ok" if proc.returncode == 0 else f"FAILED, exit {proc.returncode}"
+    print(f"== {name} on {cores} core(s): {status} in {elapsed:.0f} s ==")
+    if proc.stdout.strip():
+        print(proc.stdout.rstrip())
+    if proc.returncode != 0 and proc.stderr.strip():
+        print("\n".join(proc.stderr.rstrip().splitlines()[-10:]))
+    print(flush=True)
 
 
 def _plot(results: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -9,9 +9,11 @@ no answer at all within its timeout is a hang, and there must be none.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -20,9 +22,10 @@ from typing import Any, Callable
 
 import supervision as sv
 from actors import ActorRef, CallTimeout, Exit, GenServer, Node
+from actors.interrupt import deferred, exit_status
 from supervision import ChildSpec, SupFlags
 
-__all__ = ["ChaosReport", "ChaosWorker", "build_demo_tree", "run_chaos", "tree_workers"]
+__all__ = ["ChaosReport", "ChaosWorker", "build_demo_tree", "run_chaos", "run_chaos_command", "tree_workers"]
 
 
 class ChaosWorker(GenServer):
@@ -79,8 +82,14 @@ def _child(sup: ActorRef, cid: Any) -> ActorRef:
     raise LookupError(cid)
 
 
-def tree_workers(sup: ActorRef, timeout: float = 5.0) -> tuple[list[ActorRef], list[ActorRef]]:
-    """(workers, supervisors) currently running under ``sup`` (inclusive)."""
+def tree_workers(sup: ActorRef, timeout: float = 5.0,
+                 names: dict[str, str] | None = None) -> tuple[list[ActorRef], list[ActorRef]]:
+    """(workers, supervisors) currently running under ``sup`` (inclusive).
+
+    ``names``, when given, learns each supervisor's child id by its actor
+    id, so restart counters (kept by actor id for unregistered supervisors)
+    can be reported by the names the tree was built with.
+    """
     workers: list[ActorRef] = []
     sups: list[ActorRef] = [sup]
     frontier = [sup]
@@ -94,6 +103,8 @@ def tree_workers(sup: ActorRef, timeout: float = 5.0) -> tuple[list[ActorRef], l
             if not isinstance(row.child, ActorRef):
                 continue
             if row.type == "supervisor":
+                if names is not None:
+                    names[row.child.id] = str(row.id)
                 sups.append(row.child)
                 frontier.append(row.child)
             else:
@@ -110,6 +121,9 @@ class ChaosReport:
     calls_hung: int = 0
     restarts: dict[str, int] = field(default_factory=dict)
     escalations: dict[str, int] = field(default_factory=dict)
+    seed: int | None = None
+    #: the exit status of the signal that cut the run short (130, 143), else None
+    interrupted: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -117,7 +131,8 @@ class ChaosReport:
 
     def lines(self) -> list[str]:
         out = [
-            f"chaos ran {self.duration:.1f} s: {sum(self.kills.values())} kills "
+            ("INTERRUPTED, partial report: " if self.interrupted else "")
+            + f"chaos ran {self.duration:.1f} s (seed {self.seed}): {sum(self.kills.values())} kills "
             f"({', '.join(f'{k} {v}' for k, v in sorted(self.kills.items())) or 'none'})",
             f"calls: {self.calls_ok} answered, {self.calls_failed} failed with an exit reason, "
             f"{self.calls_hung} hung",
@@ -138,13 +153,20 @@ def run_chaos(
     call_timeout: float = 5.0,
     seed: int | None = None,
     on_tick: Callable[[float], None] | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> ChaosReport:
-    """Kill ``rate`` workers a second for ``duration`` seconds while clients call."""
-    if rate < 0 or duration < 0:
-        raise ValueError(f"rate and duration must be >= 0, got {rate} and {duration}")
+    """Kill ``rate`` workers a second for ``duration`` seconds while clients call.
+
+    Ctrl-C or SIGTERM (`actors.interrupt`) stops the run early: the report
+    covers what happened until then and says it was interrupted.
+    Supervisors are named in the report by registered name, else child id.
+    """
+    if not (math.isfinite(rate) and math.isfinite(duration)) or rate < 0 or duration < 0:
+        raise ValueError(f"rate and duration must be finite and >= 0, got {rate} and {duration}")
     rng = random.Random(seed)
-    report = ChaosReport()
-    before = node.stats()["counters"]
+    report = ChaosReport(seed=seed)
+    names: dict[str, str] = {top.id: top.name or top.id}
+    before: dict[str, Any] = {}
     stop = threading.Event()
     lock = threading.Lock()
     start = time.monotonic()
@@ -179,11 +201,14 @@ def run_chaos(
 
     threads = [threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}", daemon=True)
                for i in range(clients)]
-    for t in threads:
-        t.start()
     interval = 1.0 / rate if rate > 0 else None
     next_kill = start + (interval or duration)
     try:
+        before.update(node.stats()["counters"])
+        for t in threads:
+            t.start()
+        if on_start is not None:
+            on_start()  # inside the try: a signal from here on gets the partial report
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -192,7 +217,7 @@ def run_chaos(
                 on_tick(now - start)
             if interval is not None and now >= next_kill:
                 next_kill += interval
-                workers = tree_workers(top)[0]
+                workers = tree_workers(top, names=names)[0]
                 if workers:
                     victim = rng.choice(workers)
                     if victim.os_pid != os.getpid() and rng.random() < 0.5:
@@ -205,18 +230,57 @@ def run_chaos(
                         node.kill(victim)
                         report.kills["kill"] += 1
             stop.wait(min(0.1, max(0.0, min(deadline, next_kill) - time.monotonic())))
-    finally:
+    except KeyboardInterrupt as exc:
+        report.interrupted = exit_status(exc)
+    with deferred():
         stop.set()
         for t in threads:
-            t.join(call_timeout + 5)
-    report.duration = time.monotonic() - start
-    after = node.stats()["counters"]
+            if t.ident is not None:
+                t.join(call_timeout + 5)
+        report.duration = time.monotonic() - start
+        tree_workers(top, names=names)
+        after = node.stats()["counters"]
     for key, value in after.items():
         delta = value - before.get(key, 0)
         if delta <= 0:
             continue
-        if key.startswith("supervision.restarts."):
-            report.restarts[key[len("supervision.restarts."):]] = delta
-        elif key.startswith("supervision.escalations."):
-            report.escalations[key[len("supervision.escalations."):]] = delta
+        for prefix, table in (("supervision.restarts.", report.restarts),
+                              ("supervision.escalations.", report.escalations)):
+            if key.startswith(prefix):
+                label = key[len(prefix):]
+                label = names.get(label, label)
+                table[label] = table.get(label, 0) + delta
     return report
+
+
+def run_chaos_command(args: Any) -> int:
+    """``otpy chaos --tree demo``: build the tree, run, print the report; 0, 1, 130 or 143."""
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    node = Node()
+    try:
+        top = build_demo_tree(node)
+
+        def tick(elapsed: float) -> None:
+            if sys.stderr.isatty():
+                done = min(1.0, elapsed / max(args.duration, 1e-9))
+                bar = "#" * int(done * 30)
+                print(f"\r[{bar:<30}] {elapsed:5.1f}/{args.duration:g} s", end="", file=sys.stderr, flush=True)
+
+        def started() -> None:
+            print(f"tree up in {node.rundir}; killing {args.rate:g}/s for {args.duration:g} s; seed {seed} "
+                  f"(repeat with --seed {seed})", flush=True)
+
+        report = run_chaos(node, top, args.rate, args.duration, clients=args.clients, seed=seed, on_tick=tick,
+                           on_start=started)
+        with deferred():
+            if sys.stderr.isatty():
+                print(file=sys.stderr)
+            for line in report.lines():
+                print(line)
+            print("OK: no call hung" if report.ok else "FAIL: calls hung", flush=True)
+    finally:
+        with deferred():
+            node.close()
+    if report.interrupted:
+        return report.interrupted
+    return 0 if report.ok else 1

@@ -1,120 +1,276 @@
-"""The command line: ``python -m actors {demo,chaos,status,bench}``."""
+"""The command line: ``otpy`` (or ``python -m actors``) demo, chaos, status, bench.
+
+Every subcommand is one ``add_<name>(subparsers)`` function in `COMMANDS`
+that declares its options and sets ``run``; adding a subcommand is writing
+one such function and listing it.
+
+One error path: a user error (bad option, bad config file or value, a
+directory that is not a running node's) ends as one line on stderr naming
+what and where, and exit status 2; the traceback only with ``-v``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import configparser
 import logging
+import math
+import os
 import shutil
 import sys
 import time
-from typing import Any, Sequence
+import traceback
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import Any, NoReturn
 
-__all__ = ["main"]
+from actors.attach import Attached, NotANode
+from actors.config import ConfigError
+from actors.interrupt import catch_sigterm, exit_status
+
+__all__ = ["COMMANDS", "CliError", "build_parser", "main", "status_text"]
+
+DESCRIPTION = """\
+Erlang/OTP's process model for Python across OS processes, with CouchDB's
+ioq, smoosh, replicator and couch_jobs ported onto it.  Start with
+'demo --short'; every subcommand has its own --help."""
+
+EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+class CliError(Exception):
+    """A user error: reported as one line and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line naming the option, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+# -- number types: the message names the option (argparse prefixes "argument --x:") --
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if math.isnan(value) or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m actors", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log info messages")
-    sub = parser.add_subparsers(dest="command", required=True)
+def seconds(text: str) -> float:
+    """A duration: a finite number of seconds > 0."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
 
-    demo = sub.add_parser("demo", help="boot the whole node, drive a workload, kill actors, check nothing is lost")
-    demo.add_argument("--duration", type=_positive, default=60.0, help="seconds of workload (default 60)")
-    demo.add_argument("--kill-rate", type=_positive, default=0.5, help="kills per second (default 0.5)")
-    demo.add_argument("--state-dir", default=None, help="where SQLite files and queues live (default: fresh temp dir)")
-    demo.add_argument("--config", default=None, help="ini file with [ioq2], [smoosh], [replicator], [couch_jobs] ...")
-    demo.add_argument("--short", action="store_true", help="a few seconds, for tests and smoke checks")
-    demo.add_argument("--no-live", action="store_true", help="no refreshing terminal view")
-    demo.add_argument("--seed", type=int, default=None)
-    demo.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
-                      help="couch_jobs store: a SQLite file, or a throwaway PostgreSQL server (pgserver)")
 
-    chaos = sub.add_parser("chaos", help="kill actors in a demo supervision tree at a rate; report restarts and hangs")
-    chaos.add_argument("--rate", type=_positive, default=5.0, help="kills per second (default 5)")
-    chaos.add_argument("--duration", type=_positive, default=10.0, help="seconds (default 10)")
-    chaos.add_argument("--clients", type=int, default=3)
-    chaos.add_argument("--seed", type=int, default=None)
-    chaos.add_argument("--tree", choices=["demo", "couch"], default="demo",
-                       help="demo: a three-level tree of workers; couch: the full application tree")
+def per_second(text: str) -> float:
+    """A rate: a finite number per second > 0."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a rate per second > 0, got {text!r}")
+    return value
 
-    status = sub.add_parser("status", help="attach to a running node through its runtime directory")
-    status.add_argument("rundir", help="the node's runtime directory (printed at start, or Node.rundir)")
-    status.add_argument("--watch", type=_positive, default=0.0, help="refresh every N seconds")
-    status.add_argument("--count", type=int, default=0, help="with --watch: stop after N refreshes")
 
-    bench = sub.add_parser("bench", help="run every harness in bench/ per core count")
-    bench.add_argument("--cores", default=None, help="comma-separated core counts (default 1..N)")
-    bench.add_argument("--quick", action="store_true")
-    bench.add_argument("--only", default=None, help="comma-separated harness names")
-    bench.add_argument("--out", default="bench/results", help="output folder")
+def count(text: str) -> int:
+    """A count: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+# -- the parser -----------------------------------------------------------------------------
+
+
+def _common(defaults: bool) -> argparse.ArgumentParser:
+    """``-v`` and ``--log-level``, accepted before and after the subcommand."""
+    parent = argparse.ArgumentParser(add_help=False)
+    keep = {} if defaults else {"default": argparse.SUPPRESS}
+    parent.add_argument("-v", "--verbose", action="store_true",
+                        help="log info messages and show tracebacks of errors", **keep)
+    parent.add_argument("--log-level", choices=["debug", "info", "warning", "error", "critical"],
+                        help="log level for the actors.* loggers (default: critical, info with -v)",
+                        **({"default": None} if defaults else keep))
+    return parent
+
+
+Subparsers = Any  # argparse's _SubParsersAction, which has no public name
+
+
+def add_demo(sub: Subparsers) -> None:
+    p = sub.add_parser("demo", parents=[_common(False)],
+                       help="boot the whole node, drive a workload, kill actors, check nothing is lost",
+                       description="Boot the application (IOQ, couch_jobs, smoosh, replicator), drive a real "
+                                   "workload while killing actors, then check that nothing was lost.")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--duration", type=seconds, default=60.0, help="seconds of workload (default 60)")
+    length.add_argument("--short", action="store_true",
+                        help="a 6-second run with at least 1.5 kills/s, for smoke checks (not with --duration)")
+    p.add_argument("--kill-rate", type=per_second, default=0.5, help="kills per second (default 0.5)")
+    p.add_argument("--state-dir", default=None,
+                   help="where SQLite files and queues live (default: a fresh temporary folder, removed after)")
+    p.add_argument("--config", default=None,
+                   help="ini file overriding the demo settings: [couch], [ioq2], [smoosh], [replicator], ...")
+    p.add_argument("--no-live", action="store_true", help="progress lines instead of a refreshing terminal view")
+    p.add_argument("--seed", type=seed, default=None,
+                   help="random seed of the workload and the killer (default: random, printed)")
+    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
+                   help="couch_jobs store: a SQLite file (default), or a throwaway PostgreSQL server (pgserver)")
+    p.set_defaults(run=_run_demo)
+
+
+def add_chaos(sub: Subparsers) -> None:
+    p = sub.add_parser("chaos", parents=[_common(False)],
+                       help="kill actors in a demo supervision tree at a rate; report restarts and hangs",
+                       description="Kill workers of a supervision tree at a fixed rate while clients call "
+                                   "them; report restarts per supervisor and calls answered, failed, hung.")
+    p.add_argument("--rate", type=per_second, default=5.0, help="kills per second (default 5)")
+    p.add_argument("--duration", type=seconds, default=10.0, help="seconds (default 10)")
+    p.add_argument("--clients", type=count, default=3, help="client threads calling the workers (default 3)")
+    p.add_argument("--seed", type=seed, default=None, help="random seed (default: random, printed)")
+    p.add_argument("--tree", choices=["demo", "couch"], default="demo",
+                   help="demo: a three-level tree of workers; couch: the full application under the demo workload")
+    p.set_defaults(run=_run_chaos)
+
+
+def add_status(sub: Subparsers) -> None:
+    p = sub.add_parser("status", parents=[_common(False)],
+                       help="attach to a running node through its runtime directory",
+                       description="Show a running node's supervision tree, host processes and restarts.")
+    p.add_argument("rundir", help="the node's runtime directory (printed by demo, or Node.rundir)")
+    p.add_argument("--watch", type=seconds, default=None, help="refresh every N seconds until Ctrl-C")
+    p.add_argument("--count", type=count, default=None, help="with --watch: stop after N refreshes")
+    p.set_defaults(run=_run_status)
+
+
+def add_bench(sub: Subparsers) -> None:
+    p = sub.add_parser("bench", parents=[_common(False)],
+                       help="run every harness in bench/ per core count (from the repository root)",
+                       description="Run each bench/*.py harness restricted to 1..N cores, print each "
+                                   "harness's table as it finishes, collect bench/results/all.json.")
+    p.add_argument("--cores", default=None, help="comma-separated core counts, e.g. 1,2 (default 1..N)")
+    p.add_argument("--quick", action="store_true", help="pass --quick to every harness (about 20 s each)")
+    p.add_argument("--only", default=None, help="comma-separated harness names, e.g. messaging,restart")
+    p.add_argument("--out", default="bench/results", help="output folder (default bench/results)")
+    p.set_defaults(run=_run_bench)
+
+
+#: The subcommands, in --help order.  Each entry adds one subparser.
+COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_chaos, add_status, add_bench]
+
+
+def _prog() -> str:
+    main_module = os.path.join("actors", "__main__.py")
+    return "python -m actors" if sys.argv and sys.argv[0].endswith(main_module) else "otpy"
+
+
+def version() -> str:
+    try:
+        return metadata.version("otpy-actors")
+    except metadata.PackageNotFoundError:
+        return "(not installed; run 'pip install -e .')"
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(prog=prog or _prog(), description=DESCRIPTION, parents=[_common(True)],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(
+        f.__name__[len("add_"):] for f in COMMANDS) + "}", parser_class=_Parser)
+    for add in COMMANDS:
+        add(sub)
     return parser
 
 
+# -- running ---------------------------------------------------------------------------------
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    level = args.log_level.upper() if args.log_level else ("INFO" if args.verbose else "CRITICAL")
+    logging.basicConfig(level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.CRITICAL,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command == "demo":
-        from actors.demo import run_demo
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(args)
+    where = f"{parser.prog} {args.command}"
+    try:
+        return int(args.run(args))
+    except (CliError, NotANode, ConfigError, configparser.Error, OSError) as exc:
+        if isinstance(exc, BrokenPipeError):
+            # `otpy demo | head`: the reader is gone; the command has cleaned up on its way out.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+        if args.verbose:
+            traceback.print_exc()
+        print(f"{where}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        print(f"{where}: interrupted", file=sys.stderr)
+        return exit_status(exc)
 
-        return run_demo(args)
-    if args.command == "chaos":
-        return _chaos(args)
-    if args.command == "status":
-        return _status(args)
-    if args.command == "bench":
-        from actors.benchrun import run_benches
 
-        return run_benches(args)
-    return 2
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text
 
 
-def _chaos(args: Any) -> int:
-    from actors import Node
-    from actors.chaos import build_demo_tree, run_chaos
+def _run_demo(args: argparse.Namespace) -> int:
+    from actors.demo import run_demo
 
+    catch_sigterm()
+    return run_demo(args)
+
+
+def _run_chaos(args: argparse.Namespace) -> int:
+    from actors.chaos import run_chaos_command
+    from actors.demo import run_demo
+
+    catch_sigterm()
     if args.tree == "couch":
         # The full application under the demo's workload: its report counts
         # restarts, escalations, and IO calls answered, failed and hung.
-        from argparse import Namespace
-
-        from actors.demo import run_demo
-
-        return run_demo(Namespace(duration=args.duration, kill_rate=args.rate, state_dir=None, config=None,
-                                  short=False, no_live=True, seed=args.seed))
-    with Node() as node:
-        top = build_demo_tree(node)
-        print(f"tree up in {node.rundir}; killing {args.rate}/s for {args.duration:.0f} s", flush=True)
-
-        def tick(elapsed: float) -> None:
-            if sys.stderr.isatty():
-                done = min(1.0, elapsed / max(args.duration, 1e-9))
-                bar = "#" * int(done * 30)
-                print(f"\r[{bar:<30}] {elapsed:5.1f}/{args.duration:.0f} s", end="", file=sys.stderr, flush=True)
-
-        report = run_chaos(node, top, args.rate, args.duration, clients=args.clients, seed=args.seed, on_tick=tick)
-        if sys.stderr.isatty():
-            print(file=sys.stderr)
-        for line in report.lines():
-            print(line)
-        print("OK: no call hung" if report.ok else "FAIL: calls hung")
-        return 0 if report.ok else 1
+        return run_demo(argparse.Namespace(duration=args.duration, kill_rate=args.rate, state_dir=None,
+                                           config=None, short=False, no_live=True, seed=args.seed))
+    return run_chaos_command(args)
 
 
-def _status(args: Any) -> int:
-    from actors.attach import Attached
+def _run_bench(args: argparse.Namespace) -> int:
+    from actors.benchrun import BenchError, run_benches
 
+    catch_sigterm()
     try:
-        view = Attached(args.rundir)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return run_benches(args)
+    except BenchError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    if args.count is not None and args.watch is None:
+        raise CliError("--count needs --watch")
+    view = Attached(args.rundir)
     try:
         shown = 0
         while True:
@@ -123,20 +279,23 @@ def _status(args: Any) -> int:
             counters = view.stats().get("counters", {})
             if args.watch and sys.stdout.isatty():
                 print("\x1b[2J\x1b[H", end="")
-            print(status_text(view.node_id, view.node_pid, actors, hosts, counters))
+            width = shutil.get_terminal_size((120, 40)).columns if sys.stdout.isatty() else None
+            print(status_text(view.node_id, view.node_pid, actors, hosts, counters, width=width), flush=True)
             shown += 1
             if not args.watch or (args.count and shown >= args.count):
                 return 0
             time.sleep(args.watch)  # pacing a human-facing refresh, not synchronisation
+    except KeyboardInterrupt:
+        return 0 if args.watch else 130
     finally:
         view.close()
 
 
 def status_text(node_id: str, node_pid: int, actors: list[dict[str, Any]], hosts: list[dict[str, Any]],
-                counters: dict[str, Any]) -> str:
+                counters: dict[str, Any], width: int | None = None) -> str:
+    """The status report; with ``width`` (a terminal) tree lines are cut to fit, else kept whole."""
     from actors.tree import render_tree
 
-    width = shutil.get_terminal_size((120, 40)).columns
     live_hosts = [h for h in hosts if h["state"] == "up"]
     lines = [f"node {node_id} (pid {node_pid}): {len(actors)} actors, {len(live_hosts)} host processes"]
     for h in live_hosts:
@@ -146,7 +305,11 @@ def status_text(node_id: str, node_pid: int, actors: list[dict[str, Any]], hosts
     if restarts:
         lines.append("restarts: " + ", ".join(f"{k} {v}" for k, v in sorted(restarts.items())))
     lines.append("tree:")
-    lines.extend("  " + line[: width - 2] for line in render_tree(actors))
+    for line in render_tree(actors):
+        line = "  " + line
+        if width is not None and len(line) > width:
+            line = line[: max(1, width - 1)] + "…"
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -19,20 +19,37 @@ that nothing was lost; the exit status is 1 if anything was.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import random
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from actors import Node
-from actors.config import Config
-from actors.couch_jobs.errors import StoreUnavailable
+from actors import Node, configcheck
+from actors.config import Config, ConfigError
+from actors.interrupt import deferred, exit_status
+from actors.couch import start_app
 from actors.couch_jobs.local_postgres import local_postgres
 from actors.couch_jobs.store_postgres import redact
+from actors.workload import (
+    Check,
+    DbWriter,
+    IoqReaders,
+    JobsDriver,
+    Killer,
+    Replications,
+    SmooshObserver,
+    start_workload,
+)
+from actors.workload.ioq_reads import make_files
+from actors.workload.view import LiveView
 
-__all__ = ["DEMO_CONFIG", "run_demo"]
+__all__ = ["DEMO_CONFIG", "Outcome", "load_config", "result_line", "run_demo"]
 
 #: Settings that make a minute show everything: short intervals, small files,
 #: more replications than slots.  An ``--config`` file overrides any of them.
@@ -55,13 +72,30 @@ SHORT_DURATION = 6.0
 SHORT_MIN_KILL_RATE = 1.5
 
 
-def _config(path: str | None) -> Config:
+def load_config(path: str | None, warn: Callable[[str], None] | None = None) -> Config:
+    """The demo settings overridden by ``path``, checked before anything boots.
+
+    Unknown sections and keys go to ``warn`` by name (a typo must not pass
+    unnoticed); bad values raise `ConfigError` naming file, section, key and
+    value.  An unreadable or malformed file raises `OSError` or
+    `configparser.Error`, which name the file.
+    """
     cfg = Config(DEMO_CONFIG)
     if path:
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"--config {path!r} does not exist")
+            raise FileNotFoundError(errno.ENOENT, "config file not found", path)
         cfg.load_ini(path)
+    result = configcheck.check(cfg)
+    where = f"{path}: " if path else ""
+    for line in result.warnings:
+        (warn or _warn)(f"{where}{line}")
+    if result.errors:
+        raise ConfigError(where + "; ".join(result.errors))
     return cfg
+
+
+def _warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr, flush=True)
 
 
 def _state_dir(requested: str | None) -> tuple[str, bool]:
@@ -69,6 +103,8 @@ def _state_dir(requested: str | None) -> tuple[str, bool]:
     if requested is None:
         return tempfile.mkdtemp(prefix="couch-demo-"), True
     path = os.path.abspath(requested)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(errno.ENOTDIR, "--state-dir is not a directory", path)
     if os.path.isdir(path) and os.listdir(path):
         path = os.path.join(path, time.strftime("run-%Y%m%d-%H%M%S"))
     os.makedirs(path, exist_ok=True)
@@ -76,52 +112,66 @@ def _state_dir(requested: str | None) -> tuple[str, bool]:
 
 
 def run_demo(args: Any) -> int:
+    """``otpy demo``: 0 when nothing was lost, 1 when something was, 130/143 when interrupted.
+
+    A temporary state directory is removed however the run ends, except
+    when a check failed: then it is kept, and named, for inspection.
+    """
     duration = SHORT_DURATION if args.short else args.duration
     rate = max(args.kill_rate, SHORT_MIN_KILL_RATE) if args.short else args.kill_rate
     grace = 45.0 if args.short else 60.0
     live = sys.stdout.isatty() and not args.no_live
-    try:
-        cfg = _config(args.config)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    cfg = load_config(args.config)
     state_dir, temporary = _state_dir(args.state_dir)
-    seed = args.seed
-    with contextlib.ExitStack() as stack:
-        if getattr(args, "store", "sqlite") == "postgres":  # couch_jobs on a throwaway PostgreSQL
-            try:
+    outcome = Outcome()
+    try:
+        print(f"seed {seed} (repeat this run with --seed {seed})", flush=True)
+        with contextlib.ExitStack() as stack:
+            if getattr(args, "store", "sqlite") == "postgres":  # couch_jobs on a throwaway PostgreSQL
                 url = stack.enter_context(local_postgres(os.path.join(state_dir, "postgres")))
-            except StoreUnavailable as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-            cfg.set("couch_jobs", "database_path", url)
-            print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
-        with Node() as node:
-            ok = _run(node, cfg, state_dir, duration, rate, grace, live, seed, short=args.short)
-    if ok and temporary:
-        shutil.rmtree(state_dir, ignore_errors=True)
-    elif not ok:
-        print(f"state directory kept for inspection: {state_dir}")
-    return 0 if ok else 1
+                cfg.set("couch_jobs", "store", url)
+                print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
+            node = Node()
+            try:
+                _run(node, cfg, state_dir, duration, rate, grace, live, seed, outcome, short=args.short)
+            finally:
+                with deferred():
+                    node.close()
+    finally:
+        if temporary and outcome.ok is not False:
+            shutil.rmtree(state_dir, ignore_errors=True)
+    if outcome.ok is False:
+        print(f"state directory kept for inspection: {state_dir}", flush=True)
+    if outcome.interrupted:
+        return outcome.interrupted
+    return 0 if outcome.ok else 1
+
+
+@dataclass
+class Outcome:
+    """How `_run` ended: ``ok`` None until judged; ``interrupted`` the exit status of a signal."""
+
+    ok: bool | None = None
+    interrupted: int | None = None
+
+
+def result_line(checks: list[Check], failed_calls: int, top_alive: bool) -> str:
+    """The verdict, saying what "nothing lost" counted and what it did not."""
+    lost = sum(c.lost for c in checks)
+    counted = ", ".join(c.counted for c in checks if c.counted) or "nothing"
+    expected = (f"; {failed_calls} calls failed with an exit reason under kills (expected, not lost)"
+                if failed_calls else "")
+    if lost == 0 and top_alive:
+        return f"RESULT: nothing lost -- checked {counted}{expected}"
+    return (f"RESULT: FAILED -- {lost} items lost of {counted}" + ("" if top_alive else ", couch_sup is down")
+            + expected)
 
 
 def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float, live: bool,
-         seed: int | None, *, short: bool) -> bool:
-    from actors.couch import start_app
-    from actors.workload import (
-        DbWriter,
-        IoqReaders,
-        JobsDriver,
-        Killer,
-        Replications,
-        SmooshObserver,
-        start_workload,
-    )
-    from actors.workload.ioq_reads import make_files
-    from actors.workload.view import LiveView
-
+         seed: int, outcome: Outcome, *, short: bool) -> None:
     t0 = time.monotonic()
-    print(f"node up, runtime directory {node.rundir} (attach: python -m actors status {node.rundir})", flush=True)
+    print(f"node up, runtime directory {node.rundir} (attach: otpy status {node.rundir})", flush=True)
     writer_box: list[Any] = []
     observer = node.spawn(SmooshObserver, lambda ev, rest: writer_box and writer_box[0].on_event(ev, rest))
     app = start_app(node, cfg, state_dir, smoosh_overrides=SMOOSH_OVERRIDES, smoosh_observer=observer)
@@ -141,42 +191,69 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
     repl.setup()
     drivers = {"smoosh": writer, "ioq": reads, "jobs": jobs, "replication": repl, "killer": killer}
     view = LiveView(node, app, drivers, duration)
-    print(f"workload: {len(files)} files read through IOQ, {len(writer.dbs)} databases for smoosh, "
-          f"{repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), 3 couch_jobs workers in "
-          f"their own processes; killing {rate:g}/s for {duration:g} s", flush=True)
 
-    for d in (writer, reads, jobs, repl, killer):
-        d.start()
     start = time.monotonic()
     every = 1.0 if live else (2.0 if short else 5.0)
     next_show = start + (0 if live else every)
     try:
-        for _ in range(int(duration / 0.1) + 10):
-            now = time.monotonic()
-            if now - start >= duration:
-                break
-            if now >= next_show:
-                next_show += every
-                if live:
-                    print("\x1b[2J\x1b[H" + view.render(now - start), flush=True)
-                else:
-                    print(view.progress_line(now - start), flush=True)
-            time.sleep(min(0.1, max(0.0, start + duration - now)))  # pacing the display, not synchronisation
+        try:
+            for d in (writer, reads, jobs, repl, killer):
+                d.start()
+            print(f"workload (seed {seed}): {len(files)} files read through IOQ, {len(writer.dbs)} databases "
+                  f"for smoosh, {repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), "
+                  f"3 couch_jobs workers in their own processes; killing {rate:g}/s for {duration:g} s",
+                  flush=True)
+            for _ in range(int(duration / 0.1) + 10):
+                now = time.monotonic()
+                if now - start >= duration:
+                    break
+                if now >= next_show:
+                    next_show += every
+                    if live:
+                        print("\x1b[2J\x1b[H" + view.render(now - start), flush=True)
+                    else:
+                        print(view.progress_line(now - start), flush=True)
+                time.sleep(min(0.1, max(0.0, start + duration - now)))  # pacing the display, not synchronisation
+        except KeyboardInterrupt as exc:
+            outcome.interrupted = exit_status(exc)
+        finally:
+            with deferred():
+                killer.stop()
+                for d in (jobs, writer, repl, reads):
+                    d.stop()
+        with deferred():
+            _report(node, app, view, killer, drivers, (jobs, repl, writer, reads), duration, rate, seed, grace,
+                    start, live, outcome)
     finally:
-        killer.stop()
-        for d in (jobs, writer, repl, reads):
-            d.stop()
-    if live:
-        print("\x1b[2J\x1b[H" + view.render(time.monotonic() - start, "stopped"), flush=True)
-    print(f"load stopped after {time.monotonic() - start:.1f} s; {killer.summary()}", flush=True)
+        with deferred():
+            try:
+                node.stop(workload_sup, "shutdown", timeout=30)
+            except Exception:  # already gone (killed, or the node is closing): nothing left to stop
+                pass
+            repl.close()
+            app.stop()
 
-    settle_start = time.monotonic()
-    deadline = settle_start + grace
-    jobs.settle(deadline)
-    repl.settle(deadline)
-    writer.settle(deadline)
-    print(f"grace period: outstanding work finished in {time.monotonic() - settle_start:.1f} s "
-          f"(bound {grace:.0f} s)", flush=True)
+
+def _report(node: Node, app: Any, view: LiveView, killer: Killer, drivers: dict[str, Any], checked: tuple[Any, ...],
+            duration: float, rate: float, seed: int, grace: float, start: float, live: bool,
+            outcome: Outcome) -> None:
+    """Stop, settle (unless interrupted), check and print the summary; sets ``outcome.ok``."""
+    jobs, repl, writer, reads = checked
+    ran = time.monotonic() - start
+    if live:
+        print("\x1b[2J\x1b[H" + view.render(ran, "stopped"), flush=True)
+    if outcome.interrupted:
+        print(f"INTERRUPTED after {ran:.1f} s of load: workload stopped, no grace period; partial summary "
+              f"follows (items still in flight are not judged lost)", flush=True)
+    else:
+        print(f"load stopped after {ran:.1f} s; {killer.summary()}", flush=True)
+        settle_start = time.monotonic()
+        deadline = settle_start + grace
+        jobs.settle(deadline)
+        repl.settle(deadline)
+        writer.settle(deadline)
+        print(f"grace period: outstanding work finished in {time.monotonic() - settle_start:.1f} s "
+              f"(bound {grace:.0f} s)", flush=True)
 
     checks = [jobs.check(), repl.check(), writer.check(), reads.check()]
     counters = node.stats()["counters"]
@@ -187,7 +264,8 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
 
     print()
     print("=" * 72)
-    print(f"summary ({duration:g} s of load, kill rate {rate:g}/s, seed {seed})")
+    print(("PARTIAL " if outcome.interrupted else "")
+          + f"summary ({ran:.1f} of {duration:g} s of load, kill rate {rate:g}/s, seed {seed})")
     print(killer.summary())
     print("restarts per supervisor: " + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
     print("escalations: " + (", ".join(f"{k} {v}" for k, v in sorted(escalations.items())) or "none")
@@ -199,13 +277,11 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
     if errors:
         print("driver errors (retried): " + "; ".join(
             f"{n}: " + ", ".join(f"{k} x{v}" for k, v in e.items()) for n, e in errors.items()))
-    lost = sum(c.lost for c in checks)
-    ok = lost == 0 and top_alive
-    print("RESULT: nothing lost" if ok else f"RESULT: FAILED -- {lost} items lost"
-          + ("" if top_alive else ", couch_sup is down"))
+    failed = sum(c.failed for c in checks)
+    if outcome.interrupted:
+        print(f"RESULT: interrupted after {ran:.1f} s -- not judged (checked so far: "
+              f"{', '.join(c.counted for c in checks if c.counted)})")
+    else:
+        outcome.ok = sum(c.lost for c in checks) == 0 and top_alive
+        print(result_line(checks, failed, top_alive))
     print("=" * 72, flush=True)
-
-    node.stop(workload_sup, "shutdown", timeout=30)
-    repl.close()
-    app.stop()
-    return ok

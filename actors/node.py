@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import json
 import logging
@@ -13,12 +12,12 @@ import sys
 import tempfile
 import threading
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import multiprocess
 
+from actors import _lifecycle
 from actors import config as _config
 from actors import stats as _stats
 from actors._host import write_message, zygote_main
@@ -33,7 +32,6 @@ __all__ = ["HostInfo", "Monitor", "Node"]
 
 log = logging.getLogger("actors.node")
 _node_counter = itertools.count(1)
-_open_nodes: "weakref.WeakSet[Node]" = weakref.WeakSet()
 _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
 
@@ -74,7 +72,10 @@ class Node:
     ) -> None:
         self.id = f"{os.getpid()}-{next(_node_counter)}-{os.urandom(3).hex()}"
         self.config = _as_config(config)
-        self.rundir = rundir or tempfile.mkdtemp(prefix="otpy-")
+        if rundir is None:
+            _lifecycle.sweep_stale()
+        _lifecycle.install_sigterm()
+        self.rundir = rundir or tempfile.mkdtemp(prefix=_lifecycle.RUNDIR_PREFIX)
         os.makedirs(self.rundir, mode=0o700, exist_ok=True)
         os.chmod(self.rundir, 0o700)
         self._closed = False
@@ -94,7 +95,7 @@ class Node:
         self._config_listener = self.config.listen(self._broadcast_config)
         self._rt.start()
         self._write_node_file()
-        _open_nodes.add(self)
+        _lifecycle.track(self)
 
     # -- context manager -----------------------------------------------------------
 
@@ -495,7 +496,7 @@ class Node:
             self._rt.shutdown()
             _config.set_current(self._previous_config)
             shutil.rmtree(self.rundir, ignore_errors=True)
-            _open_nodes.discard(self)
+            _lifecycle.untrack(self)
 
     def _stop_quietly(self, ref: ActorRef, timeout: float) -> None:
         try:
@@ -515,11 +516,3 @@ def _as_config(config: Any) -> _config.Config:
         return _config.Config(config)
     return _config.Config.from_ini(config)
 
-
-@atexit.register
-def _close_open_nodes() -> None:
-    for node in list(_open_nodes):
-        try:
-            node.close(timeout=3.0)
-        except Exception:  # pragma: no cover - best effort at interpreter exit
-            pass

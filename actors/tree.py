@@ -23,7 +23,11 @@ def _label(entry: dict[str, Any]) -> str:
 
 
 def render_tree(actors: list[dict[str, Any]], limit: int = 200) -> list[str]:
-    """Actors under their parents (their supervisors), roots first, in id order."""
+    """Actors under their parents (their supervisors), roots first, in id order.
+
+    Drawn as ``tree`` draws folders: ``├─`` for a child with siblings after
+    it, ``└─`` for the last one, and ``│`` continuing a parent's line.
+    """
     by_id = {a["id"]: a for a in actors}
     children: dict[str | None, list[dict[str, Any]]] = {}
     for entry in actors:
@@ -34,14 +38,20 @@ def render_tree(actors: list[dict[str, Any]], limit: int = 200) -> list[str]:
         group.sort(key=lambda e: _id_key(e["id"]))
     lines: list[str] = []
 
-    def walk(key: str | None, depth: int) -> None:
-        for entry in children.get(key, []):
+    def walk(key: str | None, prefix: str, root: bool) -> None:
+        group = children.get(key, [])
+        for index, entry in enumerate(group):
             if len(lines) >= limit:
                 return
-            lines.append("  " * depth + ("└─ " if depth else "") + _label(entry))
-            walk(entry["id"], depth + 1)
+            last = index == len(group) - 1
+            if root:
+                lines.append(_label(entry))
+                walk(entry["id"], "", False)
+            else:
+                lines.append(prefix + ("└─ " if last else "├─ ") + _label(entry))
+                walk(entry["id"], prefix + ("   " if last else "│  "), False)
 
-    walk(None, 0)
+    walk(None, "", True)
     if len(actors) > len(lines):
         lines.append(f"... {len(actors) - len(lines)} more actors")
     return lines

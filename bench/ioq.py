@@ -60,6 +60,8 @@ from actors.ioq.file_server import FileServer, file_call  # noqa: E402
 from actors.ioq.ioq_config import ioq2_enabled  # noqa: E402
 from actors.ioq.sup import start_ioq  # noqa: E402
 
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
 MODES = ("ioq2", "ioq1", "bypass")
 MIXES = ("small", "heavy")
 SMALL_BLOCK = 100
@@ -292,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="dispatch strategy for the prioritisation runs (see the module docstring)")
     p.add_argument("--prio-mix", default="small", choices=MIXES,
                    help="mix for the prioritisation runs (the IO must be slow enough to build a backlog)")
-    p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "ioq_bench"))
+    p.add_argument("--out", default=RESULTS_DIR, help="folder for ioq.json and ioq.png (default bench/results)")
     p.add_argument("--quick", action="store_true", help="short runs (about 20 s in all)")
     args = p.parse_args(argv)
     if args.quick:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import queue
+import shutil
 import statistics
 import sys
 import tempfile
@@ -125,6 +126,13 @@ def bench_add_job(n: int, adds: int) -> float:
 
 def bench_end_to_end(jobs: int, docs: int, deadline_s: float) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="replicator-bench-")
+    try:
+        return _end_to_end(tmp, jobs, docs, deadline_s)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _end_to_end(tmp: str, jobs: int, docs: int, deadline_s: float) -> dict[str, Any]:
     reps = []
     for i in range(jobs):
         source = os.path.join(tmp, f"s{i}.db")

@@ -1,69 +1,472 @@
-"""The command line: demo in short mode, chaos, and status attaching to a node."""
+"""The command line: every subcommand's happy path, and every way it can be misused or interrupted."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import actors.demo as demo_module
+from actors import benchrun, configcheck
 from actors.attach import Attached
-from actors.cli import main, status_text
+from actors.cli import COMMANDS, build_parser, main, status_text
+from actors.config import Config
 from actors.tree import render_tree
 from tests.kernel.probes import Echo
 
-ENV = dict(os.environ, PYTHONPATH=os.getcwd())
+ROOT = str(Path(__file__).resolve().parent.parent)
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+CLI = [sys.executable, "-m", "actors"]
+
+
+def _cli(*args: str, timeout: float = 110, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT, **kw)
+
+
+def _usage_error(capsys, argv: list[str]) -> str:
+    """Run ``main(argv)`` expecting a usage error: exit 2 and one line on stderr."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+# -- demo ----------------------------------------------------------------------------------
 
 
 @pytest.mark.timeout(120)
-def test_demo_short_reports_nothing_lost():
-    out = subprocess.run([sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--seed", "1"],
-                         capture_output=True, text=True, timeout=110, env=ENV)
+def test_demo_short_reports_nothing_lost_and_what_it_counted():
+    out = _cli("demo", "--short", "--no-live", "--seed", "1")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "RESULT: nothing lost" in out.stdout
+    assert "seed 1 (repeat this run with --seed 1)" in out.stdout
+    result = [line for line in out.stdout.splitlines() if line.startswith("RESULT:")]
+    assert len(result) == 1
+    line = result[0]
+    assert line.startswith("RESULT: nothing lost -- checked ")
+    for what in (r"\d+ jobs", r"\d+ replicated documents \(\d+ acknowledged source writes\)",
+                 r"\d+ acknowledged write rounds on \d+ databases", r"\d+ answered reads"):
+        assert re.search(what, line), (what, line)
     assert "0 hung" in out.stdout
     for service in ("couch_jobs:", "replicator:", "smoosh:", "ioq:"):
         assert service in out.stdout, service
     assert "finished exactly once" in out.stdout and ", 0 missing" in out.stdout
+    state_dir = re.search(r"state directory (\S+)", out.stdout).group(1)
+    assert not os.path.exists(state_dir)
+
+
+def test_result_line_says_what_nothing_lost_counts():
+    from actors.workload import Check
+
+    checks = [Check("a", counted="3 jobs"), Check("b", counted="7 answered reads", failed=2)]
+    assert demo_module.result_line(checks, 2, True) == (
+        "RESULT: nothing lost -- checked 3 jobs, 7 answered reads; "
+        "2 calls failed with an exit reason under kills (expected, not lost)")
+    checks[0].lost = 1
+    assert demo_module.result_line(checks, 0, True).startswith("RESULT: FAILED -- 1 items lost of 3 jobs")
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """Wait and read the rest of stdout through the buffer ``readline`` used (communicate bypasses it)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.wait(timeout=timeout)
+    return proc.stdout.read(), proc.stderr.read()
+
+
+def _demo_until_load(*extra: str) -> tuple[subprocess.Popen[str], list[str]]:
+    proc = subprocess.Popen([*CLI, "demo", "--no-live", "--duration", "60", "--seed", "2", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    lines = []
+    for _ in range(50):
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith("workload (seed"):
+            return proc, lines
+    proc.kill()
+    raise AssertionError("demo never reached its load phase:\n" + "".join(lines) + proc.stderr.read())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_demo_interrupted_prints_partial_summary_and_cleans_up(signum, status):
+    proc, lines = _demo_until_load()
+    text = "".join(lines)
+    rundir = re.search(r"runtime directory (\S+)", text).group(1)
+    state_dir = re.search(r"state directory (\S+)", text).group(1)
+    assert os.path.isdir(state_dir) and os.path.isdir(rundir)
+    os.killpg(proc.pid, signum)
+    out, err = _finish(proc, 100)
+    assert proc.returncode == status, out + err
+    assert "INTERRUPTED after" in out and "PARTIAL summary" in out
+    assert "RESULT: interrupted after" in out
+    # No traceback through the command (a host process's thread may still log its own shutdown).
+    assert "actors/cli.py" not in err and "actors/demo.py" not in err, err
+    assert not os.path.exists(state_dir), "temporary state directory leaked"
+    assert not os.path.exists(rundir), "runtime directory leaked"
+
+
+@pytest.mark.timeout(120)
+def test_demo_into_head_does_not_leak_its_state_dir():
+    shell = f"{sys.executable} -m actors demo --short --no-live --seed 4 | head -4; exit ${{PIPESTATUS[0]}}"
+    out = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=110, env=ENV, cwd=ROOT)
+    assert out.returncode == 141, out.stdout + out.stderr
+    state_dir = re.search(r"state directory (\S+)", out.stdout).group(1)
+    rundir = re.search(r"runtime directory (\S+)", out.stdout).group(1)
+    assert not os.path.exists(state_dir)
+    assert not os.path.exists(rundir)
+    assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr
+
+
+def test_demo_removes_its_temporary_state_dir_on_error(monkeypatch, capsys):
+    made: list[str] = []
+    real = demo_module.tempfile.mkdtemp
+
+    def mkdtemp(**kw):
+        made.append(real(**kw))
+        return made[-1]
+
+    def fail(node, cfg, state_dir, *a, **kw):
+        raise PermissionError(13, "Permission denied", os.path.join(state_dir, "data"))
+
+    monkeypatch.setattr(demo_module.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(demo_module, "_run", fail)
+    assert main(["demo", "--short", "--seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"otpy demo: error: Permission denied: {made[0]}/data"
+    assert "Traceback" not in err
+    assert made and not os.path.exists(made[0])
+
+
+# -- numbers and options ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["demo", "--duration", "nan"], "--duration"),
+    (["demo", "--duration", "inf"], "--duration"),
+    (["demo", "--duration", "-1"], "--duration"),
+    (["demo", "--duration", "0"], "--duration"),
+    (["demo", "--kill-rate", "0"], "--kill-rate"),
+    (["demo", "--kill-rate", "-inf"], "--kill-rate"),
+    (["demo", "--seed", "x"], "--seed"),
+    (["chaos", "--rate", "nan"], "--rate"),
+    (["chaos", "--rate", "-2"], "--rate"),
+    (["chaos", "--duration", "0"], "--duration"),
+    (["chaos", "--clients", "0"], "--clients"),
+    (["chaos", "--clients", "1.5"], "--clients"),
+    (["status", "x", "--watch", "0"], "--watch"),
+    (["status", "x", "--watch", "nan"], "--watch"),
+    (["status", "x", "--count", "-1"], "--count"),
+])
+def test_bad_numbers_are_refused_naming_the_option(capsys, argv, option):
+    err = _usage_error(capsys, argv)
+    assert f"argument {option}:" in err
+    assert "invalid" not in err  # not argparse's "invalid _positive value"
+
+
+def test_short_with_duration_is_an_error(capsys):
+    err = _usage_error(capsys, ["demo", "--short", "--duration", "30"])
+    assert "--duration" in err and "--short" in err
+
+
+def test_version_and_prog_name(capsys, monkeypatch):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert re.fullmatch(r"otpy \S+.*\n", capsys.readouterr().out)
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/otpy", "--help"])
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: otpy ")
+    out = _cli("--help", timeout=30)
+    assert out.stdout.startswith("usage: python -m actors ")
+
+
+def test_verbose_and_log_level_accepted_after_the_subcommand():
+    parser = build_parser("otpy")
+    for argv in (["-v", "status", "d"], ["status", "d", "-v"], ["status", "-v", "d"]):
+        assert parser.parse_args(argv).verbose is True
+    args = parser.parse_args(["status", "d", "--log-level", "debug"])
+    assert args.log_level == "debug" and args.verbose is False
+    assert parser.parse_args(["--log-level", "info", "status", "d"]).log_level == "info"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no subcommands")
+
+
+def test_every_option_has_help_and_the_description_is_plain_text():
+    parser = build_parser("otpy")
+    subs = _subparsers(parser)
+    assert set(subs) == {f.__name__[len("add_"):] for f in COMMANDS}
+    for name, sub in [("otpy", parser), *subs.items()]:
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, (name, action.option_strings or action.dest)
+    for text in (parser.description, *(s.description for s in subs.values())):
+        assert text and "``" not in text and not re.search(r":\w+:`", text), text
+
+
+def test_a_subcommand_is_one_function_in_commands(capsys):
+    def add_hello(sub) -> None:
+        p = sub.add_parser("hello", help="say hello")
+        p.add_argument("--name", default="you", help="who")
+        p.set_defaults(run=lambda args: print(f"hello {args.name}") or 0)
+
+    COMMANDS.append(add_hello)
+    try:
+        assert main(["hello", "--name", "otpy"]) == 0
+    finally:
+        COMMANDS.remove(add_hello)
+    assert capsys.readouterr().out == "hello otpy\n"
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,named", [
+    ("[replicator]\nmax_jobs = abc\n", "[replicator] max_jobs = 'abc': not an integer"),
+    ("[replicator]\nmax_jobs = 0\n", "[replicator] max_jobs = '0': must be >= 1"),
+    ("[couch]\nintensity = -1\n", "[couch] intensity = '-1': must be >= 0"),
+    ("[couch]\nperiod = -5\n", "[couch] period = '-5': must be > 0"),
+    ("[ioq2]\nenabled = maybe\n", "[ioq2] enabled = 'maybe': not a boolean"),
+    ("[smoosh.ratio_dbs]\nfrom = 25:00\n", "[smoosh.ratio_dbs] from = '25:00'"),
+    ("[couch_jobs]\ntype_check_period_msec = nan\n", "[couch_jobs] type_check_period_msec = 'nan'"),
+])
+def test_bad_config_values_are_refused_before_boot(tmp_path, capsys, text, named):
+    ini = tmp_path / "bad.ini"
+    ini.write_text(text)
+    assert main(["demo", "--short", "--config", str(ini)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"otpy demo: error: {ini}: {named}")
+
+
+def test_unknown_sections_and_keys_are_warned_by_name():
+    cfg = Config({**demo_module.DEMO_CONFIG, "replicatr": {"max_jobs": "3"}, "replicator": {"max_job": "3"},
+                  "smoosh.nosuch_channel": {"concurrency": "1"}, "smoosh.ignore": {"anydb": "true"}})
+    result = configcheck.check(cfg)
+    assert result.ok, result.errors
+    assert "unknown section [replicatr] is ignored" in result.warnings
+    assert "unknown key [replicator] max_job is ignored" in result.warnings
+    assert any(w.startswith("unknown section [smoosh.nosuch_channel]") for w in result.warnings)
+    assert len(result.warnings) == 3  # [smoosh.ignore] takes any database name
+
+
+def test_demo_config_warnings_are_printed(tmp_path):
+    ini = tmp_path / "typo.ini"
+    ini.write_text("[replicator]\nmax_job = 3\n")
+    seen: list[str] = []
+    demo_module.load_config(str(ini), warn=seen.append)
+    assert seen == [f"{ini}: unknown key [replicator] max_job is ignored"]
+
+
+@pytest.mark.parametrize("content,what", [
+    (None, "config file not found"),
+    ("max_jobs = 3\n", "File contains no section headers"),
+    ("[replicator]\nthis line has no equals sign\n", "Source contains parsing errors"),
+])
+def test_bad_config_files_name_the_file(tmp_path, capsys, content, what):
+    ini = tmp_path / "c.ini"
+    if content is not None:
+        ini.write_text(content)
+    assert main(["demo", "--short", "--config", str(ini)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(ini) in err and what in err and "Traceback" not in err
+
+
+def test_verbose_shows_the_traceback(tmp_path, capsys):
+    ini = tmp_path / "c.ini"
+    ini.write_text("[replicator]\nmax_jobs = abc\n")
+    assert main(["demo", "-v", "--short", "--config", str(ini)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].endswith("max_jobs = 'abc': not an integer")
+
+
+# -- chaos ------------------------------------------------------------------------------------------
+
+
+def _restarts(text: str) -> dict[str, int]:
+    line = next(line for line in text.splitlines() if line.startswith("restarts per supervisor: "))
+    body = line[len("restarts per supervisor: "):]
+    if body == "none":
+        return {}
+    return {name: int(n) for name, n in (part.rsplit(" ", 1) for part in body.split(", "))}
 
 
 @pytest.mark.timeout(60)
-def test_chaos_reports_restarts_and_no_hangs(capsys):
+def test_chaos_reports_restarts_by_supervisor_name_and_no_hangs(capsys):
     assert main(["chaos", "--rate", "10", "--duration", "2", "--seed", "3"]) == 0
     text = capsys.readouterr().out
-    assert "0 hung" in text and "restarts per supervisor" in text
+    assert "seed 3" in text
+    restarts = _restarts(text)
+    assert sum(restarts.values()) > 0, text          # kills at 10/s for 2 s: supervisors restarted children
+    assert set(restarts) <= {"demo_sup", "pipeline", "pair", "pool"}, restarts  # names, not n.2
+    kills = int(re.search(r"(\d+) kills", text).group(1))
+    assert kills > 0
+    assert re.search(r"calls: \d+ answered, \d+ failed with an exit reason, 0 hung", text)
     assert "OK: no call hung" in text
+
+
+@pytest.mark.timeout(60)
+def test_chaos_interrupted_by_sigint_reports_and_exits_130():
+    proc = subprocess.Popen([*CLI, "chaos", "--rate", "5", "--duration", "50", "--seed", "5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    rundir = re.search(r"tree up in (\S+);", first).group(1)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = _finish(proc, 40)
+    assert proc.returncode == 130, first + out + err
+    assert out.startswith("INTERRUPTED, partial report: chaos ran")
+    assert "restarts per supervisor:" in out and "Traceback" not in err
+    assert not os.path.exists(rundir)
+
+
+# -- status -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.timeout(30)
 def test_status_attaches_to_a_running_node(node, capsys):
     ref = node.spawn(Echo, name="echo", host="own", cpus={0})
+    listing = sorted(os.listdir(node.rundir))
     with Attached(node.rundir) as view:
         actors = view.actors()
         assert any(a["id"] == ref.id and a["registered"] == "echo" and a["cpus"] == [0] for a in actors)
         assert any(h["pid"] == ref.os_pid for h in view.hosts())
+        assert any(f.startswith("cli") for f in os.listdir(node.rundir))  # its own endpoint while attached
     assert main(["status", node.rundir]) == 0
     text = capsys.readouterr().out
     assert "echo" in text and str(ref.os_pid) in text
-    assert sorted(os.listdir(node.rundir)) == sorted(f for f in os.listdir(node.rundir))
-    assert not [f for f in os.listdir(node.rundir) if f.startswith("cli")]
+    assert sorted(os.listdir(node.rundir)) == listing  # attaching left nothing behind
+
+
+def _not_a_node(capsys, rundir: str) -> str:
+    assert main(["status", rundir]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
 
 
 def test_status_on_a_directory_without_node(tmp_path, capsys):
-    assert main(["status", str(tmp_path)]) == 2
-    assert "not the runtime directory" in capsys.readouterr().err
+    assert "is not the runtime directory of a running node (no node.json)" in _not_a_node(capsys, str(tmp_path))
 
 
-def test_render_tree_nests_children_under_parents():
+def test_status_on_a_missing_directory(tmp_path, capsys):
+    assert f"{tmp_path}/gone: no such directory" in _not_a_node(capsys, str(tmp_path / "gone"))
+
+
+def test_status_on_a_corrupt_node_file(tmp_path, capsys):
+    (tmp_path / "node.json").write_text("{half")
+    assert f"{tmp_path}/node.json is corrupt" in _not_a_node(capsys, str(tmp_path))
+    (tmp_path / "node.json").write_text('{"pid": 1}')
+    assert "expected node_id, pid and proc" in _not_a_node(capsys, str(tmp_path))
+
+
+def test_status_on_a_stale_directory(tmp_path, capsys):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    (tmp_path / "node.json").write_text(json.dumps({"node_id": "x", "pid": int(dead.stdout), "proc": "n"}))
+    err = _not_a_node(capsys, str(tmp_path))
+    assert f"{tmp_path} is stale: its node process {int(dead.stdout)} is gone" in err
+    assert os.listdir(tmp_path) == ["node.json"]  # nothing bound in a dead node's directory
+
+
+def test_status_count_needs_watch(capsys, tmp_path):
+    assert main(["status", str(tmp_path), "--count", "2"]) == 2
+    assert "--count needs --watch" in capsys.readouterr().err
+
+
+def test_render_tree_draws_tree_connectors():
     actors = [
         {"id": "n.1", "name": "top", "class": "Sup", "pid": 1, "mailbox": 0, "parent": None},
-        {"id": "n.2", "name": None, "class": "W", "pid": 2, "mailbox": 3, "parent": "n.1", "cpus": [0]},
+        {"id": "n.2", "name": None, "class": "Sup", "pid": 2, "mailbox": 3, "parent": "n.1", "cpus": [0]},
         {"id": "h1.1", "name": None, "class": "W", "pid": 3, "mailbox": 0, "parent": "n.2"},
+        {"id": "h1.2", "name": None, "class": "W", "pid": 3, "mailbox": 0, "parent": "n.2"},
+        {"id": "n.3", "name": "last", "class": "W", "pid": 1, "mailbox": 0, "parent": "n.1"},
     ]
     lines = render_tree(actors)
-    assert lines[0].startswith("top (n.1)")
-    assert lines[1].startswith("  └─ n.2") and "cpus 0" in lines[1] and "mbox 3" in lines[1]
-    assert lines[2].startswith("    └─ h1.1")
-    assert "1 host processes" in status_text("x", 1, actors, [{"state": "up", "label": None, "proc": "h1",
-                                                               "pid": 3, "cpus": None}], {})
+    assert [re.split(r"  (?=Sup|W  )", line)[0] for line in lines] == [
+        "top (n.1)",
+        "├─ n.2",
+        "│  ├─ h1.1",
+        "│  └─ h1.2",
+        "└─ last (n.3)",
+    ]
+    assert "cpus 0" in lines[1] and "mbox 3" in lines[1]
+
+
+def test_status_lines_whole_off_a_terminal_and_cut_on_one():
+    long_status = {"note": " ".join(["word"] * 60)}
+    actors = [{"id": "n.1", "name": "top", "class": "Sup", "pid": 1, "mailbox": 0, "parent": None,
+               "status": long_status}]
+    hosts = [{"state": "up", "label": None, "proc": "h1", "pid": 3, "cpus": None}]
+    whole = status_text("x", 1, actors, hosts, {})
+    assert "1 host processes" in whole
+    assert whole.splitlines()[-1].endswith("word word")  # not cut at any width
+    cut = status_text("x", 1, actors, hosts, {}, width=40)
+    assert all(len(line) <= 40 for line in cut.splitlines()[2:])
+    assert cut.splitlines()[-1].endswith("…")
+
+
+# -- bench ---------------------------------------------------------------------------------------------
+
+
+def test_bench_from_elsewhere_says_where_to_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert f"no bench/ folder in {tmp_path}: run it from the repository root, e.g. cd {ROOT} && otpy bench" in err
+
+
+HARNESS = '''
+import json, os, sys
+print("table of {name}:", len(os.sched_getaffinity(0)), "cores", "quick" if "--quick" in sys.argv else "full")
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+os.makedirs(out, exist_ok=True)
+with open(os.path.join(out, "{name}.json"), "w") as fh:
+    json.dump({{"ops_per_s": 10.0}}, fh)
+'''
+
+
+def test_bench_prints_each_table_as_it_finishes(tmp_path, capsys):
+    (tmp_path / "bench").mkdir()
+    for name in ("alpha", "beta"):
+        (tmp_path / "bench" / f"{name}.py").write_text(HARNESS.format(name=name))
+    args = argparse.Namespace(cores="1", quick=True, only=None, out="bench/results")
+    assert benchrun.run_benches(args, root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert out.index("== alpha on 1 core(s): ok") < out.index("table of alpha: 1 cores quick") \
+        < out.index("== beta on 1 core(s): ok") < out.index("table of beta: 1 cores quick")
+    summary = json.loads((tmp_path / "bench" / "results" / "all.json").read_text())
+    assert summary["harnesses"]["alpha"]["1"]["metrics"] == {"ops_per_s": 10.0}
+
+
+def test_bench_readme_lists_every_harness():
+    readme = (Path(ROOT) / "bench" / "README.md").read_text()
+    for harness in benchrun.discover(Path(ROOT) / "bench"):
+        assert f"`{harness.name}`" in readme, harness.name
+
+
+def test_every_harness_writes_under_bench_results_and_cleans_its_temp_dirs():
+    for harness in benchrun.discover(Path(ROOT) / "bench"):
+        source = harness.read_text()
+        assert "write_json(" in source or "RESULTS_DIR" in source, harness.name
+        for match in re.finditer(r"(\w+) = tempfile\.mkdtemp\(", source):
+            assert f"shutil.rmtree({match.group(1)}" in source, (harness.name, match.group(0))

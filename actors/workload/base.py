@@ -17,6 +17,10 @@ class Check:
     name: str
     lines: list[str] = field(default_factory=list)
     lost: int = 0
+    #: what the verdict covers, e.g. "40 jobs" (the RESULT line lists these)
+    counted: str = ""
+    #: calls that failed with an exit reason: expected under kills, not lost
+    failed: int = 0
 
     @property
     def ok(self) -> bool:

@@ -128,6 +128,8 @@ class IoqReaders(Driver):
         if self.no_file:
             c.lines.append(f"  {self.no_file} reads waited for a file actor being restarted")
         c.lost = self.wrong + self.hung
+        c.counted = f"{self.ok + self.wrong + self.hung} answered reads"
+        c.failed = failed
         return c
 
     def snapshot(self) -> dict[str, Any]:

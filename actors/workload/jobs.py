@@ -153,6 +153,7 @@ class JobsDriver(Driver):
         c.lines.append(f"  finished exactly once: {sum(1 for j in added if finishes.get(j) == 1)}; "
                        f"twice or more: {len(twice)}; never: {len(never)}; unknown ids logged: {len(stray)}")
         c.lost = len(set(unfinished) | set(twice) | set(never)) + len(stray)
+        c.counted = f"{len(added)} jobs"
         if c.lost:
             sample = (unfinished + twice + never + stray)[:8]
             c.lines.append(f"  LOST or duplicated: {c.lost} (e.g. {', '.join(sample)})")

@@ -153,6 +153,7 @@ class Replications(Driver):
         c.lines.append(f"  {self.writes} writes, {total} documents: {total - sum(gaps)} present in their target "
                        f"at the latest revision, {sum(gaps)} missing")
         c.lost = sum(gaps)
+        c.counted = f"{total} replicated documents ({self.writes} acknowledged source writes)"
         return c
 
     def close(self) -> None:

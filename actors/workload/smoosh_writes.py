@@ -251,6 +251,7 @@ class DbWriter(Driver):
         else:
             c.lines.append("  every announced database was compacted (none left queued or persisted)")
         c.lost = len(lost)
+        c.counted = f"{announced} acknowledged write rounds on {len(dbs)} databases"
         if lost:
             c.lines.append(f"  LOST (enqueued, not compacted, in no queue or checkpoint): {', '.join(lost)}")
         return c

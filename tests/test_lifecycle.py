@@ -1,0 +1,178 @@
+"""An embedded node ends with its program: at exit, on SIGTERM/SIGINT, and after a crash.
+
+Each scenario is a real child program in its own process group, as a user
+would run it; the child prints its runtime directory and, where it must
+wait for a signal, blocks on stdin, so the test synchronises on its output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+from actors import _lifecycle
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROGRAM = """
+import sys
+from actors import GenServer, Node
+
+class Echo(GenServer):
+    def handle_call(self, request, from_):
+        return request
+
+{before}
+node = Node()
+node.spawn(Echo, host="own")
+node.spawn(Echo)
+print(node.rundir, flush=True)
+{after}
+"""
+
+
+def _start(before: str = "", after: str = "") -> tuple[subprocess.Popen[str], str]:
+    code = textwrap.dedent(PROGRAM).format(before=before, after=after)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert proc.stdout is not None
+    rundir = proc.stdout.readline().strip()
+    assert rundir, proc.communicate(timeout=20)
+    assert os.path.exists(os.path.join(rundir, "node.json"))
+    return proc, rundir
+
+
+def _finish(proc: subprocess.Popen[str], text: str = "") -> tuple[str, str]:
+    """Feed stdin, wait, and read the rest of the output (through the same buffers as readline)."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(text)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    proc.wait(timeout=30)
+    return proc.stdout.read(), proc.stderr.read()
+
+
+def _group_gone(pgid: int, seconds: float = 10.0) -> bool:
+    """True once no process of the group is left (bounded poll)."""
+    pause = threading.Event()
+    for _ in range(int(seconds / 0.05)):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        pause.wait(0.05)
+    return False
+
+
+def test_unclosed_node_lets_the_program_end() -> None:
+    proc, rundir = _start(after="print('end', flush=True)")
+    out, err = _finish(proc)
+    assert proc.returncode == 0, err
+    assert out.strip() == "end"
+    assert not os.path.exists(rundir)
+    assert _group_gone(proc.pid)
+
+
+def test_uncaught_exception_with_open_node_exits() -> None:
+    proc, rundir = _start(after="raise RuntimeError('boom')")
+    _out, err = _finish(proc)
+    assert proc.returncode == 1
+    assert "RuntimeError: boom" in err
+    assert not os.path.exists(rundir)
+    assert _group_gone(proc.pid)
+
+
+def test_sigterm_to_the_process_group_cleans_up() -> None:
+    proc, rundir = _start(after="sys.stdin.read()")
+    os.killpg(proc.pid, signal.SIGTERM)
+    _out, err = _finish(proc)
+    assert proc.returncode == 143, err
+    assert not os.path.exists(rundir), os.listdir(rundir)
+    assert _group_gone(proc.pid)
+
+
+def test_sigint_to_the_process_group_cleans_up() -> None:
+    proc, rundir = _start(after="sys.stdin.read()")
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = _finish(proc)
+    assert proc.returncode in (130, -signal.SIGINT), err
+    assert "KeyboardInterrupt" in err
+    assert not os.path.exists(rundir)
+    assert _group_gone(proc.pid)
+
+
+def test_a_handler_the_program_installed_is_kept() -> None:
+    before = textwrap.dedent("""
+        import signal
+        def mine(signum, frame):
+            print("mine", flush=True)
+        signal.signal(signal.SIGTERM, mine)
+    """)
+    after = textwrap.dedent("""
+        assert signal.getsignal(signal.SIGTERM) is mine
+        sys.stdin.readline()
+        print("after", flush=True)
+    """)
+    proc, rundir = _start(before=before, after=after)
+    assert proc.stdout is not None
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.stdout.readline().strip() == "mine"   # the program's handler ran; the node is still open
+    assert os.path.exists(os.path.join(rundir, "node.json"))
+    out, err = _finish(proc, "go\n")
+    assert proc.returncode == 0, err
+    assert out.strip() == "after"
+    assert not os.path.exists(rundir)
+
+
+def test_sigterm_handler_only_from_the_main_thread() -> None:
+    result: list[bool] = []
+    t = threading.Thread(target=lambda: result.append(_lifecycle.install_sigterm()))
+    t.start()
+    t.join(5)
+    assert result == [False]
+
+
+def test_sweep_removes_only_directories_of_dead_owners(tmp_path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+
+    def make(name: str, pid: int | None) -> str:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "n.sock").write_text("")
+        if pid is not None:
+            (path / "node.json").write_text(json.dumps({"pid": pid}))
+        return str(path)
+
+    stale = make("otpy-stale", dead_pid)
+    live = make("otpy-live", os.getppid())
+    fresh = make("otpy-fresh", None)          # being set up: no node.json yet
+    other = make("other-stale", dead_pid)      # not a runtime directory
+    corrupt = make("otpy-corrupt", None)
+    (tmp_path / "otpy-corrupt" / "node.json").write_text("{not json")
+    assert _lifecycle.sweep_stale(str(tmp_path)) == [stale]
+    assert not os.path.exists(stale)
+    for kept in (live, fresh, other, corrupt):
+        assert os.path.exists(kept)
+
+
+def test_new_node_sweeps_a_sigkilled_nodes_directory() -> None:
+    # SIGKILL the node and its zygote together: nothing of theirs can clean up.
+    proc, rundir = _start(after="sys.stdin.read()")
+    os.killpg(proc.pid, signal.SIGKILL)
+    _finish(proc)
+    assert _group_gone(proc.pid)
+    assert os.path.exists(os.path.join(rundir, "node.json"))
+    from actors import Node
+
+    with Node():
+        assert not os.path.exists(rundir)

@@ -1,4 +1,4 @@
-"""The command line: ``python -m actors {demo,chaos,status,bench}``."""
+"""The command line: ``python -m actors {demo,chaos,status,observe,bench}``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--short", action="store_true", help="a few seconds, for tests and smoke checks")
     demo.add_argument("--no-live", action="store_true", help="no refreshing terminal view")
     demo.add_argument("--seed", type=int, default=None)
+    demo.add_argument("--observe", nargs="?", type=int, const=8421, default=None, metavar="PORT",
+                      help="serve the observer page for the demo's node (default port 8421)")
 
     chaos = sub.add_parser("chaos", help="kill actors in a demo supervision tree at a rate; report restarts and hangs")
     chaos.add_argument("--rate", type=_positive, default=5.0, help="kills per second (default 5)")
@@ -45,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("rundir", help="the node's runtime directory (printed at start, or Node.rundir)")
     status.add_argument("--watch", type=_positive, default=0.0, help="refresh every N seconds")
     status.add_argument("--count", type=int, default=0, help="with --watch: stop after N refreshes")
+
+    observe = sub.add_parser("observe", help="serve a live web page of a running node (docs/observer.md)")
+    observe.add_argument("rundir", help="the node's runtime directory (printed at start, or Node.rundir)")
+    observe.add_argument("--port", type=int, default=8421, help="0 picks a free port (default 8421)")
+    observe.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
 
     bench = sub.add_parser("bench", help="run every harness in bench/ per core count")
     bench.add_argument("--cores", default=None, help="comma-separated core counts (default 1..N)")
@@ -66,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _chaos(args)
     if args.command == "status":
         return _status(args)
+    if args.command == "observe":
+        from actors.observer.command import run_observe
+
+        return run_observe(args)
     if args.command == "bench":
         from actors.benchrun import run_benches
 

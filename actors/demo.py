@@ -84,7 +84,14 @@ def run_demo(args: Any) -> int:
     state_dir, temporary = _state_dir(args.state_dir)
     seed = args.seed
     with Node() as node:
-        ok = _run(node, cfg, state_dir, duration, rate, grace, live, seed, short=args.short)
+        web = node.observe(port=args.observe) if getattr(args, "observe", None) is not None else None
+        if web is not None:
+            print(f"observer: {web.url}", flush=True)
+        try:
+            ok = _run(node, cfg, state_dir, duration, rate, grace, live, seed, short=args.short)
+        finally:
+            if web is not None:
+                web.close()
     if ok and temporary:
         shutil.rmtree(state_dir, ignore_errors=True)
     elif not ok:

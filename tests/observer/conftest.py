@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any, Iterator
@@ -71,3 +72,22 @@ def browser() -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+def wait_picture(web: Any, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+    """The first picture the collector takes that satisfies ``predicate`` (bounded in time)."""
+
+    deadline = time.monotonic() + timeout
+    while True:
+        version = web.collector.version
+        picture = web.collector.latest
+        if predicate(picture):
+            return picture
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no picture satisfied the condition within {timeout} s")
+        web.collector.wait_newer(version, left)
+
+
+def row(picture: dict[str, Any], key: str) -> dict[str, Any] | None:
+    return next((r for r in picture["tree"] if r["key"] == key), None)

@@ -15,6 +15,7 @@ import sqlite3
 from typing import Any, Callable
 
 from actors._reasons import CallTimeout, Exit
+from actors.couch_jobs.model import decode_type
 from actors.observer.source import Source, ref_of
 
 __all__ = ["PROBES", "panels", "replication_rows"]
@@ -110,7 +111,16 @@ def couch_jobs(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any] |
     counts: dict[str, dict[str, int]] = {t: {"pending": 0, "running": 0} for t in types}
     if path:
         counts.update(store_counts(path))
-    return {"types": [{"type": t, **counts[t]} for t in sorted(counts)]}
+    return {"types": [{"type": _type_label(t), **counts[t]} for t in sorted(counts)]}
+
+
+def _type_label(key: str) -> str:
+    """A job type as its user wrote it (the store keys types by their JSON text)."""
+    try:
+        value = decode_type(key)
+    except ValueError:
+        return key
+    return value if isinstance(value, str) else repr(value)
 
 
 def store_counts(path: str) -> dict[str, dict[str, int]]:

@@ -94,7 +94,7 @@ function renderHosts(hosts) {
     setCell(tr, "c-rss", fmtBytes(h.rss));
     setCell(tr, "c-count", esc(h.count));
     setCell(tr, "c-hmbox", esc(h.mailbox));
-    setCell(tr, "c-hactors", h.actors.map((a) => `<span>${esc(a.name)}${a.mailbox ? ` <b>${a.mailbox}</b>` : ""}</span>`).join("") + (h.count > h.actors.length ? `<span>+${h.count - h.actors.length} more</span>` : ""));
+    setCell(tr, "c-hactors", h.actors.map((a) => `<span>${esc(a.name)}${a.mailbox ? ` <b>${a.mailbox}</b>` : ""}</span>`).join(" ") + (h.count > h.actors.length ? ` <span>+${h.count - h.actors.length} more</span>` : ""));
     setCell(tr, "c-hacts", h.node ? "" : `<button class="act-sigkill" data-proc="${esc(h.proc)}" data-pid="${esc(h.pid)}" title="SIGKILL this OS process">SIGKILL</button>`);
   });
 }
@@ -103,9 +103,11 @@ function renderHosts(hosts) {
 
 function renderLog(log) {
   const html = log.length ? log.slice(0, 60).map((r) => {
-    const act = (r.action || "").startsWith("restarting") ? "act-restarting" : (r.action || "").startsWith("shutting") ? "act-shutting" : "";
-    const what = `${esc(r.supervisor)}: ${esc(r.report)}${r.child ? " " + esc(r.child) : ""} (${esc(r.reason)}) <span class="${act}">→ ${esc(r.action)}</span>`;
-    return `<li><time>${clock(r.time)}</time><span class="what" title="${esc(r.reason)}">${what}</span></li>`;
+    const action = r.action || "";
+    const act = action.startsWith("restarting") ? "act-restarting" : action.startsWith("shutting") ? "act-shutting" : "";
+    const what = r.report === "child_terminated" ? "" : `<span class="rep">${esc(r.report)}</span> `;
+    const text = `<b>${esc(r.supervisor)}</b> ${what}${r.child ? esc(r.child) + " " : ""}<span class="reason">${esc(r.reason)}</span> <span class="${act}">→ ${esc(action)}</span>`;
+    return `<li><time>${clock(r.time)}</time><span class="what" title="${esc(r.reason)}">${text}</span></li>`;
   }).join("") : '<li><span class="empty">no exits yet</span></li>';
   const ol = $("log");
   if (ol._html !== html) { ol.innerHTML = html; ol._html = html; }
@@ -165,12 +167,12 @@ const chip = (label, value, cls = "") => `<span class="chip ${cls}">${esc(label)
 const table = (head, rows) => `<table class="grid"><thead><tr>${head.map((h) => `<th class="${h[1] || ""}">${esc(h[0])}</th>`).join("")}</tr></thead><tbody>${rows.join("") || `<tr><td class="none" colspan="${head.length}">none</td></tr>`}</tbody></table>`;
 
 const PANELS = {
-  ioq: ["IOQ", (p) => table([["server"], ["compaction", "num"], ["replication", "num"], ["low", "num"], ["channels (interactive/db_update/view_update)"], ["mbox", "num"]],
+  ioq: ["IOQ", (p) => table([["server"], ["compaction", "num"], ["replication", "num"], ["low", "num"], ["channels i/d/v"], ["mbox", "num"]],
     p.servers.map((s) => `<tr><td class="c-name">${esc(s.server)}</td><td class="num">${s.compaction}</td><td class="num">${s.replication}</td><td class="num">${s.low}</td><td class="host-actors">${Object.entries(s.channels).map(([u, c]) => `<span>${esc(u)} ${c.join("/")}</span>`).join("") || '<span class="tag">–</span>'}</td><td class="num">${s.mailbox}</td></tr>`))],
-  smoosh: ["smoosh", (p) => chip("channels", p.channels.length) + chip("compacting", p.channels.reduce((a, c) => a + c.active, 0), "ok") + chip("queued", p.channels.reduce((a, c) => a + c.queued, 0)) +
-    table([["channel"], ["queued", "num"], ["active", "num"], ["starting", "num"], ["priority min…max", "num"]],
+  smoosh: ["smoosh", (p) => '<div class="chips">' + chip("channels", p.channels.length) + chip("compacting", p.channels.reduce((a, c) => a + c.active, 0), "ok") + chip("queued", p.channels.reduce((a, c) => a + c.queued, 0)) + "</div>" +
+    table([["channel"], ["queued", "num"], ["active", "num"], ["starting", "num"], ["priority", "num"]],
       p.channels.map((c) => `<tr><td class="c-name">${esc(c.channel)}</td><td class="num">${c.queued}</td><td class="num">${c.active ? `<b style="color:var(--ok)">${c.active}</b>` : 0}</td><td class="num">${c.starting}</td><td class="num">${c.min == null ? "–" : `${fmtNum(c.min)}…${fmtNum(c.max)}`}</td></tr>`))],
-  replicator: ["replicator", (p) => chip("running", p.counts.running, "ok") + chip("pending", p.counts.pending) + chip("crashing", p.counts.crashing, p.counts.crashing ? "bad" : "") + chip("max_jobs", p.max_jobs) +
+  replicator: ["replicator", (p) => '<div class="chips">' + chip("running", p.counts.running, "ok") + chip("pending", p.counts.pending) + chip("crashing", p.counts.crashing, p.counts.crashing ? "bad" : "") + chip("max_jobs", p.max_jobs) + "</div>" +
     table([["job"], ["state"], ["crashes", "num"], ["back-off", "num"], ["last error"]],
       p.jobs.slice(0, 12).map((j) => `<tr><td class="c-name" title="${esc(j.source)} → ${esc(j.target)}">${esc(j.id)}</td><td><span class="pill ${j.state === "running" ? "running" : j.state === "crashing" ? "stopped" : "restarting"}">${esc(j.state)}</span></td><td class="num">${j.crashes}</td><td class="num">${j.backoff ? j.backoff.toFixed(1) + " s" : "–"}</td><td class="c-exit" title="${esc(j.last_error)}">${esc(j.last_error ?? "")}</td></tr>`))],
   couch_jobs: ["couch_jobs", (p) => table([["type"], ["pending", "num"], ["running", "num"]],

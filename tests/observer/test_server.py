@@ -127,3 +127,46 @@ def test_observe_command_refuses_a_directory_without_a_node(tmp_path: Any) -> No
     result = subprocess.run([sys.executable, "-m", "actors", "observe", str(tmp_path), "--port", "0"],
                             capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert result.returncode == 2 and "not the runtime directory" in result.stderr
+
+
+def _events(url: str) -> Any:
+    """The pictures the observer streams, one per server-sent event."""
+    import urllib.request
+
+    with urllib.request.urlopen(url.replace("/?token=", "/api/events?token="), timeout=20) as stream:
+        for line in stream:
+            if line.startswith(b"data: "):
+                yield json.loads(line[6:])
+
+
+@pytest.mark.timeout(120)
+def test_demo_observe_shows_every_service_panel() -> None:
+    """``demo --observe``: the page's picture has the four services' panels, read from the real services."""
+    proc = subprocess.Popen([sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--seed", "2",
+                             "--observe", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        url = ""
+        for _ in range(20):
+            line = proc.stdout.readline()
+            if line.startswith("observer: "):
+                url = line.split()[1]
+                break
+        assert url.startswith("http://127.0.0.1:"), "the demo printed no observer URL"
+        wanted = {"ioq", "smoosh", "replicator", "couch_jobs"}
+        picture: dict[str, Any] = {}
+        for count, picture in enumerate(_events(url)):
+            panels = picture["panels"]
+            if wanted <= set(panels) and all("error" not in panels[w] for w in wanted) \
+                    and panels["replicator"]["jobs"] and panels["smoosh"]["channels"]:
+                break
+            assert count < 200, f"panels never all up: {sorted(panels)}"
+        panels = picture["panels"]
+        assert {s["class"] for s in panels["ioq"]["servers"]} >= {"Ioq2Server"}
+        assert "ratio_dbs" in {c["channel"] for c in panels["smoosh"]["channels"]}
+        assert sum(panels["replicator"]["counts"].values()) == len(panels["replicator"]["jobs"]) > 0
+        assert "demo_job" in {t["type"] for t in panels["couch_jobs"]["types"]}
+        assert any(r["key"] == "couch_sup" and r["strategy"] == "one_for_one" for r in picture["tree"])
+    finally:
+        proc.send_signal(2)  # SIGINT: the demo closes its node and its observer on the way out
+        proc.wait(60)

@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import multiprocess
 
@@ -29,6 +29,9 @@ from actors._registry import Registry
 from actors._runtime import DEFER, Runtime, Timer
 from actors._spawn import spawn
 from actors.observer.launch import observe as _observe
+
+if TYPE_CHECKING:
+    from actors.observer.server import Observer
 
 __all__ = ["HostInfo", "Monitor", "Node"]
 
@@ -237,7 +240,7 @@ class Node:
                     continue
         return _stats.merge_snapshots(snaps)
 
-    def observe(self, port: int = 8421, host: str = "127.0.0.1", token: str | None = None) -> Any:
+    def observe(self, port: int = 8421, host: str = "127.0.0.1", token: str | None = None) -> "Observer":
         """Serve a live web page of this node: the tree, its processes, its services,
         kill buttons (docs/observer.md).  Returns the running observer: print its
         ``url`` (it carries the access token), ``close()`` it before the node.

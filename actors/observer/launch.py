@@ -10,7 +10,10 @@ and a missing extra is reported with the command that installs it.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from actors.observer.server import Observer
 
 __all__ = ["observe"]
 
@@ -18,7 +21,7 @@ EXTRA_HINT = "the observer needs its extra: pip install 'otpy-actors[observer]'"
 
 
 def observe(target: Any, port: int = 8421, host: str = "127.0.0.1", token: str | None = None,
-            interval: float = 0.5) -> Any:
+            interval: float = 0.5) -> "Observer":
     """Serve the observer page for ``target`` (a `Node` or `actors.attach.Attached`); returns the
     running `actors.observer.server.Observer` (``.url``, ``.close()``)."""
     try:

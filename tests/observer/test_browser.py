@@ -87,6 +87,20 @@ def test_a_cancelled_kill_does_nothing(browser: Any, observer: Any) -> None:
     assert row(observer.collector.latest, "obs_top/inner/gamma")["actor"] == actor
 
 
+def test_exit_with_a_reason_from_the_page(browser: Any, observer: Any) -> None:
+    _open(browser, observer)
+    _wait(browser, lambda d: _cell(d, "obs_top/inner/gamma", "c-restarts") == "0")
+    browser.find_element("css selector", 'tr[data-key="obs_top/inner/gamma"] button.act-exit').click()
+    _wait(browser, lambda d: d.find_element("id", "confirm-reason").is_displayed())
+    reason = browser.find_element("id", "confirm-reason")
+    reason.clear()
+    reason.send_keys("kill")  # untrappable: the worker traps exits, so a plain reason would be a message
+    browser.find_element("id", "confirm-ok").click()
+    _wait(browser, lambda d: _cell(d, "obs_top/inner/gamma", "c-restarts") == "1")
+    assert _cell(browser, "obs_top/inner/gamma", "c-exit") == "killed"
+    _wait(browser, lambda d: "sent exit 'kill'" in d.find_element("id", "toast").text)
+
+
 def test_sigkill_of_a_host_from_the_page_restarts_its_actor(browser: Any, observer: Any) -> None:
     _open(browser, observer)
     _wait(browser, lambda d: _cell(d, "obs_top/beta", "c-restarts") == "0")

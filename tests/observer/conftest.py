@@ -74,6 +74,17 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
+@pytest.fixture
+def page(browser: Any, observer: Any) -> Iterator[Any]:
+    """The browser, its console log drained; left on a blank page before the observer closes,
+    so the closed server's refused reconnects never reach the next test's console."""
+    browser.get("about:blank")
+    browser.get_log("browser")
+    yield browser
+    browser.get("about:blank")
+    browser.get_log("browser")
+
+
 def wait_picture(web: Any, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
     """The first picture the collector takes that satisfies ``predicate`` (bounded in time)."""
 

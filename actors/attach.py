@@ -2,7 +2,8 @@
 
 The attaching program binds its own endpoint in the node's directory (it must
 run as the same user: the directory is 0700) and asks the node process for
-snapshots.  It starts no actor and changes nothing.
+snapshots.  It starts no actor; it changes something only when asked to
+(``kill``, ``exit``: the observer's buttons).
 
 Every way a directory can fail to be a running node's -- missing, not a
 directory, no ``node.json``, a corrupt one, a node process that is gone
@@ -17,6 +18,7 @@ import os
 from typing import Any
 
 from actors._reasons import CallTimeout, Exit
+from actors._ref import ActorRef
 from actors._runtime import Runtime
 
 __all__ = ["Attached", "NotANode", "read_node_file"]
@@ -60,7 +62,12 @@ def read_node_file(rundir: str) -> dict[str, Any]:
 
 
 class Attached:
-    """A read-only view of a running node: ``actors()``, ``hosts()``, ``stats()``."""
+    """A view of a running node: ``actors()``, ``hosts()``, ``stats()``, ``config()``.
+
+    It reads; the only things it changes are what an operator asks for by
+    name: a status ``call`` to an actor, ``kill`` and ``exit`` (carried out
+    by the node's `Node.kill` / `Node.exit`).
+    """
 
     def __init__(self, rundir: str, timeout: float = 5.0) -> None:
         info = read_node_file(rundir)
@@ -85,6 +92,25 @@ class Attached:
 
     def stats(self) -> dict[str, Any]:
         return self._ask("node_stats")
+
+    def config(self) -> dict[str, dict[str, str]]:
+        """The node's configuration, section by section."""
+        return self._ask("config")
+
+    def whereis(self, name: str) -> ActorRef | None:
+        return self._rt.whereis(name)
+
+    def call(self, target: ActorRef, request: Any, timeout: float | None = 5.0) -> Any:
+        """`ActorRef.call` from this program (for the services' status calls)."""
+        return self._rt.call(target, request, timeout)
+
+    def kill(self, ref: ActorRef) -> None:
+        """Ask the node to `Node.kill` ``ref`` (untrappable, reason ``killed``)."""
+        self._rt.sys_request(self._rt.node_proc, "kill", (ref,), timeout=self.timeout)
+
+    def exit(self, ref: ActorRef, reason: Any) -> None:
+        """Ask the node to `Node.exit` ``ref`` with ``reason``."""
+        self._rt.sys_request(self._rt.node_proc, "exit", (ref, reason), timeout=self.timeout)
 
     def close(self) -> None:
         self._rt.shutdown()

@@ -1,4 +1,4 @@
-"""The command line: ``otpy`` (or ``python -m actors``) demo, chaos, status, bench.
+"""The command line: ``otpy`` (or ``python -m actors``) demo, chaos, status, observe, bench.
 
 Every subcommand is one ``add_<name>(subparsers)`` function in `COMMANDS`
 that declares its options and sets ``run``; adding a subcommand is writing
@@ -90,6 +90,17 @@ def count(text: str) -> int:
     return value
 
 
+def port(text: str) -> int:
+    """A TCP port: 0 (pick a free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number 0..65535, got {text!r}")
+    return value
+
+
 def seed(text: str) -> int:
     try:
         return int(text)
@@ -134,6 +145,8 @@ def add_demo(sub: Subparsers) -> None:
                    help="random seed of the workload and the killer (default: random, printed)")
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
                    help="couch_jobs store: a SQLite file (default), or a throwaway PostgreSQL server (pgserver)")
+    p.add_argument("--observe", nargs="?", type=port, const=8421, default=None, metavar="PORT",
+                   help="serve the observer web page for the demo's node (default port 8421; docs/observer.md)")
     p.set_defaults(run=_run_demo)
 
 
@@ -161,6 +174,17 @@ def add_status(sub: Subparsers) -> None:
     p.set_defaults(run=_run_status)
 
 
+def add_observe(sub: Subparsers) -> None:
+    p = sub.add_parser("observe", parents=[_common(False)],
+                       help="serve a live web page of a running node (docs/observer.md)",
+                       description="Attach to a running node through its runtime directory and serve the "
+                                   "observer page: the tree, the processes, each service, kill buttons.")
+    p.add_argument("rundir", help="the node's runtime directory (printed by demo, or Node.rundir)")
+    p.add_argument("--port", type=port, default=8421, help="TCP port; 0 picks a free one (default 8421)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
+    p.set_defaults(run=_run_observe)
+
+
 def add_bench(sub: Subparsers) -> None:
     p = sub.add_parser("bench", parents=[_common(False)],
                        help="run every harness in bench/ per core count (from the repository root)",
@@ -174,7 +198,7 @@ def add_bench(sub: Subparsers) -> None:
 
 
 #: The subcommands, in --help order.  Each entry adds one subparser.
-COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_chaos, add_status, add_bench]
+COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_chaos, add_status, add_observe, add_bench]
 
 
 def _prog() -> str:
@@ -255,6 +279,13 @@ def _run_chaos(args: argparse.Namespace) -> int:
         return run_demo(argparse.Namespace(duration=args.duration, kill_rate=args.rate, state_dir=None,
                                            config=None, short=False, no_live=True, seed=args.seed))
     return run_chaos_command(args)
+
+
+def _run_observe(args: argparse.Namespace) -> int:
+    from actors.observer.command import run_observe
+
+    catch_sigterm()
+    return run_observe(args)
 
 
 def _run_bench(args: argparse.Namespace) -> int:

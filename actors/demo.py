@@ -133,10 +133,16 @@ def run_demo(args: Any) -> int:
                 cfg.set("couch_jobs", "store", url)
                 print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
             node = Node()
+            web = None
             try:
+                if getattr(args, "observe", None) is not None:
+                    web = node.observe(port=args.observe)
+                    print(f"observer: {web.url}", flush=True)
                 _run(node, cfg, state_dir, duration, rate, grace, live, seed, outcome, short=args.short)
             finally:
                 with deferred():
+                    if web is not None:
+                        web.close()
                     node.close()
     finally:
         if temporary and outcome.ok is not False:

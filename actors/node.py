@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import multiprocess
 
@@ -27,6 +27,10 @@ from actors._ref import ActorRef
 from actors._registry import Registry
 from actors._runtime import DEFER, Runtime, Timer
 from actors._spawn import spawn
+from actors.observer.launch import observe as _observe
+
+if TYPE_CHECKING:
+    from actors.observer.server import Observer
 
 __all__ = ["HostInfo", "Monitor", "Node"]
 
@@ -237,6 +241,13 @@ class Node:
                     continue
         return _stats.merge_snapshots(snaps)
 
+    def observe(self, port: int = 8421, host: str = "127.0.0.1", token: str | None = None) -> "Observer":
+        """Serve a live web page of this node: the tree, its processes, its services,
+        kill buttons (docs/observer.md).  Returns the running observer: print its
+        ``url`` (it carries the access token), ``close()`` it before the node.
+        Needs the ``[observer]`` extra; ``port=0`` picks a free port."""
+        return _observe(self, port=port, host=host, token=token)
+
     # -- host processes (all on the I/O thread) --------------------------------------
 
     def _start_zygote(self) -> None:
@@ -282,6 +293,9 @@ class Node:
         rt.register_sys("actors", lambda src: self.actors(), threaded=True)
         rt.register_sys("node_stats", lambda src: self.stats(), threaded=True)
         rt.register_sys("registered", lambda src: self.registered())
+        rt.register_sys("config", lambda src: self.config.to_dict())
+        rt.register_sys("kill", lambda src, ref: self.kill(ref))
+        rt.register_sys("exit", lambda src, ref, reason: self.exit(ref, reason))
 
     def _config_set(self, section: str, key: str, value: str | None) -> None:
         if value is None:

@@ -44,6 +44,9 @@ __all__ = ["ChildInfo", "Supervisor"]
 log = logging.getLogger("supervision")
 
 _TRY_AGAIN = "$supervisor_try_again_restart"
+#: How many children and recent reports `Supervisor.status` lists.
+_STATUS_CHILDREN = 200
+_RECENT_REPORTS = 20
 
 
 class ChildInfo(NamedTuple):
@@ -60,6 +63,8 @@ class _Child:
     spec: ChildSpec
     ref: ActorRef | None = None
     status: str = STOPPED
+    starts: int = 0
+    last_exit: Any = None
 
     def record(self) -> ChildRecord:
         return ChildRecord(self.spec.id, self.spec.restart, self.status, self.spec.significant)
@@ -123,6 +128,7 @@ class Supervisor(GenServer):
         )
         child.ref = ref
         child.status = RUNNING if ref is not None else STOPPED
+        child.starts += 1
         return ref
 
     # -- requests ----------------------------------------------------------------------
@@ -276,6 +282,7 @@ class Supervisor(GenServer):
             child = self._dynamic.get(ref)
             if child is None:
                 return
+            child.last_exit = reason
             if not should_restart(child.spec.restart, reason):
                 del self._dynamic[ref]
                 if not _normal(reason):
@@ -295,6 +302,7 @@ class Supervisor(GenServer):
             return  # a stale EXIT from a child already stopped or replaced
         child.status = STOPPED
         child.ref = None
+        child.last_exit = reason
         records = self._records()
         decision = decide_exit(self.flags, records, child.spec.id, reason, self._restarts, self.clock.now())
         self._restarts = decision.restarts
@@ -443,13 +451,35 @@ class Supervisor(GenServer):
         return cell.name or cell.id
 
     def status(self) -> dict[str, Any]:
-        """Cheap snapshot for `Node.actors()` and the status command."""
+        """Cheap snapshot for `Node.actors()`, the status command and the observer.
+
+        Scalars first (the status command prints those); ``detail`` holds
+        each child's spec, state, restarts and last exit reason, the
+        restart intensity used in the current period against its limit, and
+        the supervisor's recent reports.  It runs on another thread than the
+        supervisor's, so it only copies (lists and a tuple swapped whole).
+        """
         if not hasattr(self, "flags"):
             return {}
-        return {"strategy": self.flags.strategy, "children": len(self._all_children()),
-                "restarts": self._restart_count}
+        children = self._all_children()
+        now = self.clock.now()
+        used = sum(1 for t in self._restarts if now - t <= self.flags.period)
+        rows = [{
+            "id": None if self._template is not None else _short(child.spec.id, 80),
+            "actor": getattr(child.ref, "id", None),
+            "restart": child.spec.restart,
+            "type": child.spec.type,
+            "state": child.status,
+            "restarts": max(0, child.starts - 1),
+            "last_exit": None if child.last_exit is None else _short(child.last_exit, 200),
+        } for child in children[:_STATUS_CHILDREN]]
+        return {"strategy": self.flags.strategy, "children": len(children), "restarts": self._restart_count,
+                "detail": {"intensity": self.flags.intensity, "period": self.flags.period, "used": used,
+                           "children": rows, "reports": list(self._recent)}}
 
     _restart_count = 0
+    _report_seq = 0
+    _recent: tuple[dict[str, Any], ...] = ()
 
     def _report(self, what: str, child_id: Any, reason: Any, action: str, ref: Any = None,
                 level: int = logging.ERROR) -> None:
@@ -464,6 +494,11 @@ class Supervisor(GenServer):
         text = repr(reason)
         if len(text) > 1000:
             text = text[:1000] + "..."
+        self._report_seq += 1
+        entry = {"seq": self._report_seq, "time": time.time(), "supervisor": self._label(), "report": what,
+                 "child": None if child_id is None else _short(child_id, 80), "reason": text[:200],
+                 "action": action}
+        self._recent = (self._recent + (entry,))[-_RECENT_REPORTS:]
         log.log(
             level,
             "supervisor %s: %s child=%r ref=%r reason=%s action=%s",
@@ -471,6 +506,11 @@ class Supervisor(GenServer):
             extra={"supervisor": self._label(), "report": what, "child_id": child_id,
                    "reason": reason, "action": action},
         )
+
+
+def _short(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _normal(reason: Any) -> bool:

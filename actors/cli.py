@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true")
     bench.add_argument("--only", default=None, help="comma-separated harness names")
     bench.add_argument("--out", default="bench/results", help="output folder")
+
+    keygen = sub.add_parser("keygen", help="write a new cluster key file (mode 0600) for nodes over tcp")
+    keygen.add_argument("path", help="where to write the key; an existing file is never overwritten")
     return parser
 
 
@@ -70,6 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actors.benchrun import run_benches
 
         return run_benches(args)
+    if args.command == "keygen":
+        from actors._cluster_key import KeyFileError, write_new
+
+        try:
+            print(f"wrote {args.path} (public key {write_new(args.path).public.decode()})")
+        except (KeyFileError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     return 2
 
 

@@ -219,6 +219,7 @@ class NetLink:
         self._started = threading.Event()
         self._start_error: BaseException | None = None
         self._closed = False
+        self._loop_ident: int | None = None
 
     # -- public API (any thread) ---------------------------------------------
 
@@ -269,7 +270,12 @@ class NetLink:
         p = self._peers.get(peer)
         if p is None or p.out is None:
             raise NetError(f"node {peer!r} is not connected")
-        self._command("send", peer, frames)
+        if threading.get_ident() == self._loop_ident:
+            # From a callback on the I/O thread (a reply, an echo): no hop, and
+            # still in order, since every earlier command was run before it.
+            self._send_data(peer, frames)
+        else:
+            self._command("send", peer, frames)
 
     def disconnect(self, peer: str) -> None:
         """Drop the connection to ``peer`` (it sees ``peer_closed``)."""
@@ -322,6 +328,7 @@ class NetLink:
         os.eventfd_write(self._wake_fd, 1)
 
     def _run(self) -> None:
+        self._loop_ident = threading.get_ident()
         ctx = zmq.Context()
         self._ctx = ctx
         self._poller = zmq.Poller()
@@ -414,6 +421,14 @@ class NetLink:
                     self._out_event(self._mons[sock])
             self._expire_connects(self._clock.now())
 
+    def _send_data(self, peer: str, frames: list[bytes]) -> None:
+        p = self._peers.get(peer)
+        if p is None or p.out is None:
+            self._count("dropped")
+        else:
+            self._out_send(p, [_DATA, *frames])
+            self._stats["frames_out"] += 1
+
     def _run_commands(self) -> bool:
         try:
             os.eventfd_read(self._wake_fd)
@@ -426,12 +441,7 @@ class NetLink:
         for cmd in commands:
             op = cmd[0]
             if op == "send":
-                p = self._peers.get(cmd[1])
-                if p is None or p.out is None:
-                    self._count("dropped")
-                else:
-                    self._out_send(p, [_DATA, *cmd[2]])
-                    self._stats["frames_out"] += 1
+                self._send_data(cmd[1], cmd[2])
             elif op == "connect":
                 self._start_connect(cmd[1], cmd[2], cmd[3])
             elif op == "disconnect":

@@ -1,4 +1,4 @@
-"""The command line: ``otpy`` (or ``python -m actors``) demo, chaos, status, observe, bench.
+"""The command line: ``otpy`` (or ``python -m actors``) demo, chaos, status, observe, bench, keygen.
 
 Every subcommand is one ``add_<name>(subparsers)`` function in `COMMANDS`
 that declares its options and sets ``run``; adding a subcommand is writing
@@ -185,6 +185,15 @@ def add_observe(sub: Subparsers) -> None:
     p.set_defaults(run=_run_observe)
 
 
+def add_keygen(sub: Subparsers) -> None:
+    p = sub.add_parser("keygen", parents=[_common(False)],
+                       help="write a new cluster key file (mode 0600) for nodes over tcp",
+                       description="Write a new CurveZMQ cluster key file, readable by its owner only. Every "
+                                   "node of a cluster loads the same file (docs/distribution.md).")
+    p.add_argument("path", help="where to write the key; an existing file is never overwritten")
+    p.set_defaults(run=_run_keygen)
+
+
 def add_bench(sub: Subparsers) -> None:
     p = sub.add_parser("bench", parents=[_common(False)],
                        help="run every harness in bench/ per core count (from the repository root)",
@@ -198,7 +207,7 @@ def add_bench(sub: Subparsers) -> None:
 
 
 #: The subcommands, in --help order.  Each entry adds one subparser.
-COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_chaos, add_status, add_observe, add_bench]
+COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_chaos, add_status, add_observe, add_bench, add_keygen]
 
 
 def _prog() -> str:
@@ -286,6 +295,17 @@ def _run_observe(args: argparse.Namespace) -> int:
 
     catch_sigterm()
     return run_observe(args)
+
+
+def _run_keygen(args: argparse.Namespace) -> int:
+    from actors._cluster_key import KeyFileError, write_new
+
+    try:
+        key = write_new(args.path)
+    except KeyFileError as exc:
+        raise CliError(str(exc)) from None
+    print(f"wrote {args.path} (public key {key.public.decode()})")
+    return 0
 
 
 def _run_bench(args: argparse.Namespace) -> int:

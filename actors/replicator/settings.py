@@ -96,6 +96,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "max_backoff_exponent": _int(0),
     "fair_share": _bool,
     "usage_coeff": _coeff,
+    "cluster_quiet_period": _number(0.0, False),  # seconds; see clustering.py
+    "cluster_start_period": _number(0.0, False),
 }
 
 
@@ -112,6 +114,8 @@ class Settings:
     max_backoff_exponent: int = policy.DEFAULT_MAX_BACKOFF_EXPONENT
     fair_share: bool = False
     usage_coeff: float = 0.5
+    cluster_quiet_period: float = 60.0
+    cluster_start_period: float = 5.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -1,0 +1,123 @@
+"""Test helpers: a link in this process that records what it sees, and peer processes."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from actors._cluster_key import ClusterKey
+from actors._net import NetLink
+
+ENV = dict(os.environ, PYTHONPATH=os.getcwd())
+PEER = os.path.join(os.path.dirname(__file__), "net_peer.py")
+
+
+class Recorder:
+    """Callbacks for a `NetLink` that put every event on one queue."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self.frames: list[tuple[str, list[bytes]]] = []
+
+    def on_frame(self, peer: str, frames: list[bytes]) -> None:
+        self.frames.append((peer, frames))
+        self.events.put(("frame", peer, frames, time.monotonic()))
+
+    def on_up(self, peer: str, inc: int) -> None:
+        self.events.put(("up", peer, inc, time.monotonic()))
+
+    def on_down(self, peer: str, inc: int, reason: str) -> None:
+        self.events.put(("down", peer, inc, reason, time.monotonic()))
+
+    def expect(self, kind: str, timeout: float = 10.0) -> tuple[Any, ...]:
+        """The next event of ``kind``, skipping others; fails after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {kind} event within {timeout} s")
+            try:
+                event = self.events.get(timeout=left)
+            except queue.Empty:
+                raise AssertionError(f"no {kind} event within {timeout} s") from None
+            if event[0] == kind:
+                return event
+
+
+def make_link(name: str, key: ClusterKey | None, rec: Recorder, **kw: Any) -> NetLink:
+    link = NetLink(name, "tcp://127.0.0.1:0", key, on_frame=rec.on_frame, on_up=rec.on_up,
+                   on_down=rec.on_down, **kw)
+    link.start()
+    return link
+
+
+class PeerProcess:
+    """`net_peer.py` in its own OS process, with its stdout lines on a queue."""
+
+    def __init__(self, name: str, key_path: str | None, ticktime: float = 15.0, connect: str | None = None) -> None:
+        cmd = [sys.executable, PEER, "--name", name, "--ticktime", str(ticktime)]
+        if key_path:
+            cmd += ["--key", key_path]
+        if connect:
+            cmd += ["--connect", connect]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        addr = self.expect("ADDR").split()
+        self.address, self.incarnation = addr[1], int(addr[2])
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put("EOF")
+
+    def expect(self, prefix: str, timeout: float = 10.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"peer printed no {prefix} within {timeout} s")
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                raise AssertionError(f"peer printed no {prefix} within {timeout} s") from None
+            if line.startswith(prefix):
+                return line
+            if line == "EOF":
+                raise AssertionError(f"peer exited before printing {prefix}")
+
+    def command(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.proc.pid, sig)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._reader.join(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()

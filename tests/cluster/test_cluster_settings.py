@@ -1,0 +1,68 @@
+"""The [cluster] section: parsing, defaults, and the checks made before anything listens."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from actors._cluster_key import KeyFileError, write_new
+from actors.cluster_settings import ClusterSettings
+from actors.config import Config, ConfigError
+
+
+def settings(**values):
+    return ClusterSettings.from_config(Config({"cluster": values}))
+
+
+def test_absent_section_is_a_node_that_is_not_distributed():
+    s = ClusterSettings.from_config(Config())
+    assert not s.distributed and s.seeds == () and s.net_ticktime == 15.0 and s.load_key() is None
+
+
+def test_full_section_from_an_ini_file(tmp_path):
+    key = tmp_path / "cluster.key"
+    written = write_new(key)
+    ini = tmp_path / "node.ini"
+    ini.write_text(
+        "[cluster]\nname = a\nlisten = tcp://0.0.0.0:7100\n"
+        f"cluster_key = {key}\nseeds = tcp://10.0.0.2:7100, tcp://10.0.0.3:7100\n  tcp://10.0.0.4:7100\n"
+        "net_ticktime = 2.5\n"
+    )
+    s = ClusterSettings.from_config(Config.from_ini(ini))
+    assert s == ClusterSettings("a", "tcp://0.0.0.0:7100", str(key),
+                                ("tcp://10.0.0.2:7100", "tcp://10.0.0.3:7100", "tcp://10.0.0.4:7100"), 2.5)
+    assert s.distributed and s.load_key() == written
+
+
+def test_loopback_needs_no_key_and_port_zero_is_allowed():
+    s = settings(name="a", listen="tcp://127.0.0.1:0")
+    assert s.cluster_key is None and s.load_key() is None
+
+
+@pytest.mark.parametrize("values, why", [
+    ({"name": "a", "listen": "tcp://0.0.0.0:7100"}, "not a loopback address and no cluster_key"),
+    ({"name": "a"}, "listen is not set"),
+    ({"listen": "tcp://127.0.0.1:0"}, "name is not set"),
+    ({"name": "a b", "listen": "tcp://127.0.0.1:0"}, "name = 'a b'"),
+    ({"name": "a", "listen": "ipc:///tmp/x"}, "listen = 'ipc:///tmp/x' is not tcp"),
+    ({"name": "a", "listen": "tcp://127.0.0.1:0", "seeds": "tcp://b:1 nonsense"}, "seeds = 'nonsense'"),
+    ({"seeds": "tcp://b:1"}, "no name and listen"),
+    ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "0"}, "net_ticktime = 0.0"),
+    ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "soon"}, "not a number"),
+    ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "inf"}, "must be a number of seconds"),
+    ({"name": "a", "listen": "tcp://127.0.0.1:0", "ticktime": "1"}, "unknown key 'ticktime'"),
+])
+def test_bad_values_name_the_key_and_the_value(values, why):
+    with pytest.raises(ConfigError, match="\\[cluster\\]") as err:
+        settings(**values)
+    assert why in str(err.value)
+
+
+def test_an_unsafe_key_file_is_refused_when_loaded(tmp_path):
+    key = tmp_path / "cluster.key"
+    write_new(key)
+    os.chmod(key, 0o644)
+    s = settings(name="a", listen="tcp://0.0.0.0:7100", cluster_key=str(key))
+    with pytest.raises(KeyFileError, match="0644"):
+        s.load_key()

@@ -162,6 +162,11 @@ SCHEMA: dict[str, Section] = {
         "health_threshold": number(0), "backoff_interval": number(0, strict=True),
         "max_backoff_exponent": integer(0), "fair_share": boolean,
         "usage_coeff": number(0, strict=True, maximum=1.0),
+        "cluster_quiet_period": number(0), "cluster_start_period": number(0),
+    }),
+    "cluster": Section({
+        "name": text, "listen": text, "cluster_key": text, "seeds": text,
+        "net_ticktime": number(0, strict=True),
     }),
     "replicator.shares": Section(any_key=integer(1, 1000)),
     "couch_jobs": Section({

@@ -223,7 +223,7 @@ def start_app(
     job class for the replicator.
     """
     from actors.couch_jobs import process
-    from actors.couch_jobs.process import DATABASE_PATH_KEY
+    from actors.couch_jobs.process import DATABASE_PATH_KEY, STORE_KEY
     from actors.ioq.api import num_servers
     from actors.smoosh import SQLiteAdapter
 
@@ -240,7 +240,10 @@ def start_app(
     node.config.set("couch", "state_dir", state_dir)
     data_dir = os.path.join(state_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
-    jobs_path = _default(node, "couch_jobs", DATABASE_PATH_KEY, os.path.join(state_dir, "couch_jobs.sqlite"))
+    # ``[couch_jobs] store`` (a URL: sqlite:/// or postgresql://) wins over
+    # ``database_path``, exactly as every worker process chooses its store.
+    jobs_path = node.config.get("couch_jobs", STORE_KEY) or _default(
+        node, "couch_jobs", DATABASE_PATH_KEY, os.path.join(state_dir, "couch_jobs.sqlite"))
     smoosh_dir = _default(node, "smoosh", "state_dir", os.path.join(state_dir, "smoosh"))
     os.makedirs(smoosh_dir, exist_ok=True)
 

@@ -187,6 +187,7 @@ class LogListener:
     def __init__(self, rundir: str) -> None:
         self.path = os.path.join(rundir, SOCKET_NAME)
         self.dropped = 0  # garbage or oversized frames
+        self.failed = 0  # records a handler raised on
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(self.path)
         self._server.listen(64)
@@ -263,7 +264,10 @@ class LogListener:
             return
         logger = logging.getLogger(record.name)
         if logger.isEnabledFor(record.levelno):
-            logger.handle(record)
+            try:
+                logger.handle(record)
+            except Exception:  # a handler of the embedding program failed: keep listening
+                self.failed += 1
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the thread (after it re-emits what has arrived) and remove the socket."""

@@ -203,3 +203,27 @@ def test_library_adds_no_handler_when_embedded(tmp_path):
     # Exactly once, unformatted: the host added no handler of its own either.
     assert out.stderr.splitlines().count("from the host") == 1, out.stderr
     assert "WARNING:actors.embedded" not in out.stderr
+
+
+def test_a_failing_handler_does_not_stop_the_listener(tmp_path):
+    class Boom(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == "first":
+                raise RuntimeError("handler broke")
+
+    boom, handler = Boom(), Catch()
+    logger = logging.getLogger(LOGGER)
+    logger.addHandler(boom)
+    logger.addHandler(handler)
+    listener = LogListener(str(tmp_path))
+    forwarder = HostLogForwarder(listener.path)
+    try:
+        for text in ("first", "second"):
+            forwarder.handle(logging.LogRecord(LOGGER, logging.WARNING, __file__, 1, text, None, None))
+        assert handler.next(LOGGER).getMessage() == "second"
+        assert listener.failed == 1
+    finally:
+        forwarder.close()
+        listener.close()
+        logger.removeHandler(boom)
+        logger.removeHandler(handler)

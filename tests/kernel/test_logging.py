@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import queue
@@ -227,3 +228,37 @@ def test_a_failing_handler_does_not_stop_the_listener(tmp_path):
         listener.close()
         logger.removeHandler(boom)
         logger.removeHandler(handler)
+
+
+def _logging_calls():
+    """(path, attribute called, first argument) of every method call in the packages' source."""
+    root = Path(__file__).resolve().parents[2]
+    for package in ("actors", "supervision"):
+        for path in sorted((root / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    arg = node.args[0] if node.args else None
+                    yield path.relative_to(root).as_posix(), node.func.attr, arg
+
+
+def test_library_loggers_are_named_under_actors_or_supervision():
+    names = []
+    for path, call, arg in _logging_calls():
+        if call != "getLogger" or arg is None:
+            continue
+        if isinstance(arg, ast.Name) and arg.id == "__name__":
+            continue  # a module of actors/ or supervision/: named under them
+        if path == "actors/_logging.py" and ast.unparse(arg) == "record.name":
+            continue  # the listener re-emits a host's record under the host logger's name
+        assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), (path, arg)
+        names.append(arg.value)
+        assert arg.value.split(".")[0] in ("actors", "supervision"), (path, arg.value)
+    assert "supervision" in names and "actors.node" in names
+
+
+def test_only_the_cli_and_the_host_forwarder_configure_handlers():
+    configuring = {(path, call) for path, call, _ in _logging_calls()
+                   if call in ("basicConfig", "addHandler", "dictConfig", "fileConfig")}
+    assert configuring <= {("actors/cli.py", "basicConfig"), ("actors/_logging.py", "addHandler")}, configuring
+

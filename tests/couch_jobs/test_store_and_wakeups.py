@@ -164,9 +164,10 @@ def test_caller_transaction_wakes_waiters_only_after_commit(tmp_path):
         assert waker.generation(key) == before + 1
 
 
-def test_threads_racing_to_accept_never_share_a_job(tmp_path):
+def test_threads_racing_to_accept_never_share_a_job(store_url):
+    """Contention: SQLite's write lock, PostgreSQL's FOR UPDATE SKIP LOCKED."""
     n_jobs, n_threads = 120, 4
-    with CouchJobs(tmp_path / "r.db") as jobs:
+    with CouchJobs(store_url) as jobs:
         jobs.set_type_timeout("t", 30)
         finished: list[list[str]] = [[] for _ in range(n_threads)]
         errors: list[BaseException] = []

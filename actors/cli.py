@@ -32,8 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--short", action="store_true", help="a few seconds, for tests and smoke checks")
     demo.add_argument("--no-live", action="store_true", help="no refreshing terminal view")
     demo.add_argument("--seed", type=int, default=None)
-    demo.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
-                      help="couch_jobs store: a SQLite file, or a throwaway PostgreSQL server (pgserver)")
+    demo.add_argument("--store", default="sqlite", metavar="{sqlite,postgres,URL}",
+                      help="couch_jobs store: sqlite (a file), postgres (a throwaway PostgreSQL "
+                           "server from pgserver) or a postgresql:// URL of your own server")
 
     chaos = sub.add_parser("chaos", help="kill actors in a demo supervision tree at a rate; report restarts and hangs")
     chaos.add_argument("--rate", type=_positive, default=5.0, help="kills per second (default 5)")

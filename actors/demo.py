@@ -88,11 +88,18 @@ def run_demo(args: Any) -> int:
     state_dir, temporary = _state_dir(args.state_dir)
     seed = args.seed
     with contextlib.ExitStack() as stack:
-        if getattr(args, "store", "sqlite") == "postgres":  # couch_jobs on a throwaway PostgreSQL
-            try:
-                url = stack.enter_context(local_postgres(os.path.join(state_dir, "postgres")))
-            except StoreUnavailable as exc:
-                print(f"error: {exc}", file=sys.stderr)
+        store = getattr(args, "store", "sqlite")
+        if store != "sqlite":  # couch_jobs on PostgreSQL: a throwaway server, or the URL given
+            url = store
+            if store == "postgres":
+                try:
+                    url = stack.enter_context(local_postgres(os.path.join(state_dir, "postgres")))
+                except StoreUnavailable as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 2
+            elif not store.startswith(("postgresql://", "postgres://")):
+                print(f"error: --store {redact(store)!r} is not sqlite, postgres or a postgresql:// URL",
+                      file=sys.stderr)
                 return 2
             cfg.set("couch_jobs", "database_path", url)
             print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)

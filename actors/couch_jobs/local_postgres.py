@@ -32,8 +32,24 @@ def local_postgres(directory: str | os.PathLike[str]) -> Iterator[str]:
     root = os.fspath(directory)
     os.makedirs(root, exist_ok=True)
     os.chmod(root, 0o755)  # run as root, pgserver runs the server as its own user
-    server = pgserver.get_server(os.path.join(root, "data"), cleanup_mode="delete")
+    data = os.path.join(root, "data")
+    try:
+        server = pgserver.get_server(data, cleanup_mode="delete")
+    except Exception as exc:  # pgserver raises CalledProcessError/TimeoutExpired
+        raise StoreUnavailable(
+            f"could not start a local PostgreSQL in {data}: {exc.__class__.__name__}; "
+            f"its log: {_log_tail(os.path.join(data, 'log'))}"
+        ) from None
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+
+
+def _log_tail(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return "(none)"
+    return " | ".join(lines[-3:]) or "(empty)"

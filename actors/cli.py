@@ -101,6 +101,13 @@ def port(text: str) -> int:
     return value
 
 
+def store(text: str) -> str:
+    """``sqlite``, ``postgres`` or a ``postgresql://`` URL (never echoed: it may hold a password)."""
+    if text in ("sqlite", "postgres") or text.startswith(("postgresql://", "postgres://")):
+        return text
+    raise argparse.ArgumentTypeError("must be sqlite, postgres or a postgresql:// URL")
+
+
 def seed(text: str) -> int:
     try:
         return int(text)
@@ -143,8 +150,9 @@ def add_demo(sub: Subparsers) -> None:
     p.add_argument("--no-live", action="store_true", help="progress lines instead of a refreshing terminal view")
     p.add_argument("--seed", type=seed, default=None,
                    help="random seed of the workload and the killer (default: random, printed)")
-    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
-                   help="couch_jobs store: a SQLite file (default), or a throwaway PostgreSQL server (pgserver)")
+    p.add_argument("--store", type=store, default="sqlite", metavar="{sqlite,postgres,URL}",
+                   help="couch_jobs store: sqlite (a file, default), postgres (a throwaway PostgreSQL "
+                        "server from pgserver) or a postgresql:// URL of your own server")
     p.add_argument("--observe", nargs="?", type=port, const=8421, default=None, metavar="PORT",
                    help="serve the observer web page for the demo's node (default port 8421; docs/observer.md)")
     p.set_defaults(run=_run_demo)

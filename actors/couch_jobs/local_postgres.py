@@ -60,4 +60,16 @@ def start_server(pgdata: str, attempts: int = START_ATTEMPTS) -> "pgserver.Postg
             return pgserver.get_server(pgdata, cleanup_mode="delete")
         except (subprocess.TimeoutExpired, subprocess.CalledProcessError, FileNotFoundError) as exc:
             last = exc
-    raise StoreUnavailable(f"the local PostgreSQL in {pgdata} did not start: {last}") from last
+    raise StoreUnavailable(
+        f"could not start a local PostgreSQL in {pgdata}: {last.__class__.__name__}; "
+        f"its log: {_log_tail(os.path.join(pgdata, 'log'))}"
+    ) from None
+
+
+def _log_tail(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return "(none)"
+    return " | ".join(lines[-3:]) or "(empty)"

@@ -1,13 +1,20 @@
 """Re-enqueue jobs whose workers went quiet (the logic of ``couch_jobs_activity_monitor``).
 
-A worker proves it is alive by `update`-ing its job; every update moves the
-job's activity sequence forward.  The monitor remembers the type's activity
-sequence at one check; at the next check, one type timeout later, any job
-still running with a sequence at or below the remembered one has not been
-touched for a whole timeout and is put back in the pending queue.  Its old
-worker's lock is gone, so that worker's next write gets `Halt`.
+A worker proves it is alive by `update`-ing its job; every accept and update
+gives the job a fresh activity sequence, never reused.  The seed remembers
+the type's activity versionstamp at one check and, one type timeout later,
+re-enqueues the running jobs whose versionstamp is at or below it.  That
+needs sequences that commit in order, which on PostgreSQL means one hot row
+per type locked until every commit's fsync.  This monitor asks the same
+question without the order: it remembers the running jobs and their
+sequences at one check (``vs``: ``{job id: seq}``), and at the next check
+re-enqueues those still running with the *same* sequence -- a job touched
+by any commit in between carries a new, different one.  "Running at the
+last check and untouched since" is exactly the seed's "versionstamp at or
+below the remembered one", on every store.  Its old worker's lock is gone,
+so that worker's next write gets `Halt`.
 
-When the type's timeout changes the remembered sequence is dropped, so the
+When the type's timeout changes the remembered jobs are dropped, so the
 new timeout is waited out in full before anything is re-enqueued.
 """
 
@@ -48,7 +55,9 @@ class ActivityMonitorLogic:
         self.store = store
         self.config = config
         self.rng = rng if rng is not None else random.Random()
-        self.vs: int | None = None  # the seed's `not_found` when None
+        # Running jobs and their sequences at the last check; None is the
+        # seed's `not_found` (nothing recorded yet: the next check only records).
+        self.vs: dict[str, int] | None = None
         self.timeout_msec: float = 0
 
     def init(self) -> float:
@@ -59,21 +68,23 @@ class ActivityMonitorLogic:
         return re_enqueued, self.schedule_check()
 
     def check_activity(self) -> list[str]:
-        """Re-enqueue jobs idle since the previous check; remember the sequence now."""
+        """Re-enqueue jobs idle since the previous check; remember the running jobs now."""
         with self.store.transaction(write=True) as tx:
-            new_vs = db.get_activity_seq(tx, self.type_key)
+            running = db.get_running_seqs(tx, self.type_key)
             re_enqueued: list[str] = []
             if self.vs is not None:
-                idle = db.get_inactive_since(tx, self.type_key, self.vs)
+                idle = {i: s for i, s in running.items() if self.vs.get(i) == s}
                 re_enqueued = db.re_enqueue_inactive(tx, self.type_key, idle)
-        self.vs = new_vs
+        for job_id in re_enqueued:
+            running.pop(job_id, None)
+        self.vs = running
         return re_enqueued
 
     def schedule_check(self) -> float:
         """Seconds until the next check: the type's timeout plus jitter.
 
         Reads the timeout afresh; if it changed (or vanished) the remembered
-        sequence is reset, exactly as the seed does.
+        jobs are forgotten, exactly as the seed resets its versionstamp.
         """
         with self.store.transaction(write=False) as tx:
             timeout = tx.get_type_timeout(self.type_key)

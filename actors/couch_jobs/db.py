@@ -22,7 +22,7 @@ not updated since sequence S" is a range read on the running-jobs index.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from . import pending
 from .errors import CouchJobsError, Halt, NoTypeTimeout, NotFound
@@ -39,6 +39,7 @@ __all__ = [
     "get_inactive_since",
     "get_job",
     "get_job_or_halt",
+    "get_running_seqs",
     "get_types",
     "re_enqueue_inactive",
     "remove",
@@ -209,12 +210,27 @@ def get_inactive_since(tx: StoreTx, type_key: str, seq: int) -> list[str]:
     return [r.id for r in tx.running_jobs(type_key, max_seq=seq)]
 
 
-def re_enqueue_inactive(tx: StoreTx, type_key: str, job_ids: Iterable[str]) -> list[str]:
-    """Put stalled running jobs back in the queue; their workers get `Halt`."""
+def get_running_seqs(tx: StoreTx, type_key: str) -> dict[str, int]:
+    """``{job id: activity sequence}`` of the type's running jobs (what a monitor remembers)."""
+    return {r.id: int(r.seq) for r in tx.running_jobs(type_key) if r.seq is not None}
+
+
+def re_enqueue_inactive(
+    tx: StoreTx, type_key: str, job_ids: Iterable[str] | Mapping[str, int]
+) -> list[str]:
+    """Put stalled running jobs back in the queue; their workers get `Halt`.
+
+    Given ``{job id: seq}``, a job is re-enqueued only if it still carries
+    that sequence when read under the write lock: a worker's update that
+    committed after the monitor's read keeps its job.
+    """
+    expected = job_ids if isinstance(job_ids, Mapping) else None
     done = []
     for job_id in job_ids:
         record = tx.get_job(type_key, job_id)
         if record is None or record.state != JobState.RUNNING:
+            continue
+        if expected is not None and record.seq != expected[job_id]:
             continue
         _maybe_enqueue(tx, type_key, job_id, record.sched_time, True, record.data)
         done.append(job_id)

@@ -81,10 +81,15 @@ class StoreTx(Protocol):
     ) -> list[tuple[int, str]]: ...
 
     def bump_type_activity(self, type_key: str) -> int:
-        """Advance the type's activity sequence and return the new value.
+        """Record activity of the type and return a fresh job activity sequence.
 
-        Values of one type grow in commit order: a store serialises the
-        bumps of one type (SQLite's single writer, a row lock on PostgreSQL).
+        The returned value is never handed out again (the activity monitor
+        compares a job's sequence for equality across checks); it need not
+        commit in order.  `get_type_activity` read after the commit differs
+        from any value read before it (what type monitors watch).  SQLite's
+        single writer gives both from one counter; PostgreSQL draws the
+        sequence from a SEQUENCE and counts activity per backend, so commits
+        of one type do not wait for each other.
         """
         ...
 

@@ -13,11 +13,16 @@ How the seed's guarantees are kept without FoundationDB:
   concurrent ``resubmit``/``remove`` holds is skipped, never waited for), and
   every read of a job inside a writing transaction is ``FOR UPDATE``, so two
   writers of one job are serialised on its row under READ COMMITTED.
-- **Activity sequences in commit order.**  ``bump_type_activity`` increments
-  the type's row (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``), so
-  the bumps of one type are serialised by that row lock and a value never
-  commits after a larger one -- what the activity monitor's "not updated
-  since S" needs.  Different types do not contend.
+- **Activity without a hot row.**  A job's activity sequence comes from the
+  ``couch_jobs_activity_seq`` SEQUENCE (``nextval`` is non-transactional
+  and never waits), so it is unique but need not commit in order; the
+  activity monitor only asks whether a running job still carries the
+  sequence it saw one timeout ago (see `activity`).  The type's activity
+  value -- what the type monitors compare to see that something happened --
+  is the sum of per-connection counters, one row per (type, backend pid):
+  every bump adds one to its own backend's row, which no concurrent
+  transaction touches, so commits of one type never wait for each other's
+  fsync, and the sum a later read sees is larger after any commit.
 - **Wake-ups across machines.**  A transaction that changes jobs of a type
   runs ``pg_notify('couch_jobs', type)``; PostgreSQL delivers it at commit,
   to every ``LISTEN``-ing connection on any machine.  One listener thread per
@@ -88,6 +93,16 @@ _MIGRATIONS: tuple[str, ...] = (
         type TEXT PRIMARY KEY,
         seq BIGINT NOT NULL
     );
+    """,
+    # 2: job sequences from a SEQUENCE; the type's activity counted per backend
+    # (shard 0 keeps what version 1 counted, so the value never goes back).
+    """
+    CREATE SEQUENCE couch_jobs_activity_seq;
+    SELECT setval('couch_jobs_activity_seq', GREATEST(1,
+        (SELECT max(seq) FROM couch_jobs), (SELECT max(seq) FROM couch_jobs_type_activity)));
+    ALTER TABLE couch_jobs_type_activity ADD COLUMN shard INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE couch_jobs_type_activity DROP CONSTRAINT couch_jobs_type_activity_pkey;
+    ALTER TABLE couch_jobs_type_activity ADD PRIMARY KEY (type, shard);
     """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -247,24 +262,28 @@ class PostgresTransaction:
     # -- activity ----------------------------------------------------------
 
     def bump_type_activity(self, type_key: str) -> int:
+        # One round trip: count the activity on this backend's own row (no
+        # other open transaction can hold it: one backend, one transaction)
+        # and draw the job's sequence, which never waits.
         (value,) = self.connection.execute(
-            "INSERT INTO couch_jobs_type_activity (type, seq) VALUES (%s, 1) "
-            "ON CONFLICT (type) DO UPDATE SET seq = couch_jobs_type_activity.seq + 1 "
-            "RETURNING seq",
+            "INSERT INTO couch_jobs_type_activity (type, shard, seq) "
+            "VALUES (%s, pg_backend_pid(), 1) "
+            "ON CONFLICT (type, shard) DO UPDATE SET seq = couch_jobs_type_activity.seq + 1 "
+            "RETURNING nextval('couch_jobs_activity_seq')",
             (type_key,),
         ).fetchone()
         return int(value)
 
     def get_type_activity(self, type_key: str) -> int | None:
-        row = self.connection.execute(
-            "SELECT seq FROM couch_jobs_type_activity WHERE type = %s", (type_key,)
+        (value,) = self.connection.execute(
+            "SELECT sum(seq) FROM couch_jobs_type_activity WHERE type = %s", (type_key,)
         ).fetchone()
-        return None if row is None else int(row[0])
+        return None if value is None else int(value)
 
     def set_type_activity(self, type_key: str, seq: int) -> None:
+        self.connection.execute("DELETE FROM couch_jobs_type_activity WHERE type = %s", (type_key,))
         self.connection.execute(
-            "INSERT INTO couch_jobs_type_activity (type, seq) VALUES (%s, %s) "
-            "ON CONFLICT (type) DO UPDATE SET seq = EXCLUDED.seq",
+            "INSERT INTO couch_jobs_type_activity (type, shard, seq) VALUES (%s, 0, %s)",
             (type_key, seq),
         )
 

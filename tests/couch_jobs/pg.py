@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from actors.couch_jobs.local_postgres import start_server
+
 HOW_TO_GET = (
     "PostgreSQL tests need the pgserver wheel and psycopg: "
     "pip install -e '.[test]' (pgserver, psycopg[binary], psycopg_pool)"
@@ -21,13 +23,12 @@ HOW_TO_GET = (
 
 class PgCluster:
     def __init__(self, root: Path) -> None:
-        import pgserver  # imported here so the suite runs (and skips) without it
-
+        # imported here so the suite runs (and skips) without pgserver
         from pgserver.postgres_server import pg_ctl
 
         self._pg_ctl = pg_ctl
         self.pgdata = root / "data"
-        self.server: Any = pgserver.get_server(self.pgdata, cleanup_mode="delete")
+        self.server: Any = start_server(str(self.pgdata))  # survives a slow start
         self.socket_dir = self.server.get_postmaster_info().socket_dir
         self.admin_url = self.server.get_uri()
         self.restarted = False

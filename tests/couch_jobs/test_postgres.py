@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -137,6 +138,39 @@ def test_a_caller_psycopg_transaction_is_the_jobs_transaction(pg_url):
                 jobs.add(conn, "t", "j", {})
         assert [j[1] for j in jobs.get_jobs("t")] == ["j"]
 
+
+
+def test_commits_of_one_type_do_not_wait_for_each_other(pg_url):
+    """Accept+finish of one type go ahead while another transaction of that type is open.
+
+    Every accept/update/finish records the type's activity; were that one
+    row per type, the open transaction would hold its lock and the other
+    worker would wait for it (and, under load, for every commit's fsync).
+    """
+    with CouchJobs(pg_url) as jobs:
+        jobs.set_type_timeout("t", 60)
+        for job_id in ("a", "b"):
+            jobs.add(None, "t", job_id, {})
+        held, _ = jobs.accept("t", timeout=5)
+        done = threading.Event()
+        finished: list[str] = []
+
+        def other_worker() -> None:
+            job, _ = jobs.accept("t", timeout=5)
+            jobs.finish(None, job, {"by": "other"})
+            finished.append(job.id)
+            done.set()
+
+        worker = threading.Thread(target=other_worker, daemon=True)
+        with jobs.transaction() as tx:
+            progressed = jobs.update(tx, held, {"step": 1})  # activity recorded, tx open
+            worker.start()
+            assert done.wait(10), "a commit of the same type waited for an open transaction"
+            jobs.finish(tx, progressed, {"by": "held"})
+        worker.join(10)
+        assert finished == ["b"]
+        assert {j[1]: j[3] for j in jobs.get_jobs("t")} == {
+            "a": {"by": "held"}, "b": {"by": "other"}}
 
 # -- many worker processes --------------------------------------------------------
 

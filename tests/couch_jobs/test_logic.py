@@ -17,7 +17,9 @@ from actors.couch_jobs import (
     TypeMonitorLogic,
     diff_types,
 )
+from actors.couch_jobs import db
 from actors.couch_jobs.activity import MISSING_TIMEOUT_CHECK_MSEC
+from actors.couch_jobs.model import encode_type
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -136,6 +138,25 @@ def test_activity_monitor_spares_updated_jobs(ctx):
     assert m.check_activity() == []
     assert m.check_activity() == [a.id]
 
+
+
+def test_re_enqueue_spares_a_job_updated_after_the_monitor_read(ctx):
+    """The monitor's read and its re-enqueue are apart: an update in between keeps the job."""
+    t, j = ctx["t1"], ctx["j1"]
+    store = ctx["jobs"].store
+    couch_jobs.add(None, t, j, {})
+    job, _ = couch_jobs.accept(t, timeout=5)
+    with store.transaction(write=False) as tx:
+        seen = db.get_running_seqs(tx, encode_type(t))
+    assert set(seen) == {j}
+    couch_jobs.update(None, job)  # commits after the read, with a fresh sequence
+    with store.transaction() as tx:
+        assert db.re_enqueue_inactive(tx, encode_type(t), seen) == []
+    assert couch_jobs.get_job_state(None, t, j) == "running"
+    with store.transaction(write=False) as tx:
+        seen = db.get_running_seqs(tx, encode_type(t))
+    with store.transaction() as tx:
+        assert db.re_enqueue_inactive(tx, encode_type(t), seen) == [j]
 
 def test_activity_monitor_timeout_change_resets_sequence(ctx):
     t, j = ctx["t1"], ctx["j1"]

@@ -24,9 +24,10 @@ pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
 pytest.importorskip("pgserver", reason=HOW_TO_GET)
 
 import actors.couch_jobs as couch_jobs  # noqa: E402
+from actors.couch_jobs import db  # noqa: E402
 from actors.couch_jobs import CouchJobs, PostgresStore, StoreUnavailable, app, open_store  # noqa: E402
 from actors.couch_jobs.naming import SERVER_NAME, TOP_SUP  # noqa: E402
-from actors.couch_jobs.store_postgres import SCHEMA_VERSION, redact  # noqa: E402
+from actors.couch_jobs.store_postgres import _MIGRATIONS, SCHEMA_VERSION, redact  # noqa: E402
 from tests.couch_jobs.actor_fixtures import start_tree  # noqa: E402
 from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
 
@@ -74,6 +75,28 @@ def test_schema_is_created_once_and_versioned(pg_url):
     with pytest.raises(StoreUnavailable, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
         PostgresStore(pg_url)
 
+
+def test_a_schema_1_database_is_migrated_without_losing_activity(pg_url):
+    """Schema 1 counted activity in one row per type; schema 2 goes on from there."""
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("CREATE TABLE couch_jobs_schema (version INTEGER NOT NULL)")
+        conn.execute(_MIGRATIONS[0])
+        conn.execute("INSERT INTO couch_jobs_schema (version) VALUES (1)")
+        conn.execute("INSERT INTO couch_jobs_type_timeouts VALUES ('\"t\"', 5)")
+        conn.execute("INSERT INTO couch_jobs_type_activity VALUES ('\"t\"', 40)")
+        conn.execute(
+            "INSERT INTO couch_jobs VALUES ('\"t\"', 'old', 'running', 40, 'lock', 0, false, '{}')"
+        )
+    with CouchJobs(pg_url) as jobs:
+        assert jobs.store.schema_version() == SCHEMA_VERSION
+        with jobs.transaction(write=False) as tx:
+            assert db.get_activity_seq(tx, '"t"') == 40
+            assert db.get_running_seqs(tx, '"t"') == {"old": 40}
+        jobs.add(None, "t", "new", {})
+        job, _ = jobs.accept("t", timeout=5)
+        with jobs.transaction(write=False) as tx:
+            assert db.get_activity_seq(tx, '"t"') > 40  # never goes back
+            assert db.get_running_seqs(tx, '"t"')["new"] > 40  # never reuses a sequence
 
 def test_the_url_chooses_the_store(pg_url, tmp_path):
     pg = open_store(pg_url)

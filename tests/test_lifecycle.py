@@ -176,3 +176,29 @@ def test_new_node_sweeps_a_sigkilled_nodes_directory() -> None:
 
     with Node():
         assert not os.path.exists(rundir)
+
+
+def test_sigterm_without_our_handler_still_removes_the_directory() -> None:
+    # Node created off the main thread: no handler is installed, SIGTERM kills
+    # the program outright; the zygote (which ignores SIGTERM) sees the
+    # node's pipe close and removes the runtime directory.
+    code = textwrap.dedent("""
+        import sys, threading
+        from actors import Node
+        box = []
+        t = threading.Thread(target=lambda: box.append(Node()))
+        t.start(); t.join()
+        print(box[0].rundir, flush=True)
+        sys.stdin.read()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                            start_new_session=True)
+    assert proc.stdout is not None
+    rundir = proc.stdout.readline().strip()
+    assert os.path.exists(os.path.join(rundir, "node.json"))
+    os.killpg(proc.pid, signal.SIGTERM)
+    _finish(proc)
+    assert proc.returncode == -signal.SIGTERM
+    assert _group_gone(proc.pid)
+    assert not os.path.exists(rundir)

@@ -202,3 +202,12 @@ def test_sigterm_without_our_handler_still_removes_the_directory() -> None:
     assert proc.returncode == -signal.SIGTERM
     assert _group_gone(proc.pid)
     assert not os.path.exists(rundir)
+
+
+def test_no_thread_of_ours_holds_the_interpreter(node) -> None:
+    from tests.kernel.probes import Echo
+
+    node.spawn(Echo)
+    node.spawn(Echo, host="own")
+    holding = [t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
+    assert holding == []

@@ -36,9 +36,9 @@ print(node.rundir, flush=True)
 """
 
 
-def _start(before: str = "", after: str = "") -> tuple[subprocess.Popen[str], str]:
+def _start(before: str = "", after: str = "", tmpdir: str | None = None) -> tuple[subprocess.Popen[str], str]:
     code = textwrap.dedent(PROGRAM).format(before=before, after=after)
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT, **({"TMPDIR": tmpdir} if tmpdir else {}))
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     assert proc.stdout is not None
@@ -165,17 +165,19 @@ def test_sweep_removes_only_directories_of_dead_owners(tmp_path) -> None:
         assert os.path.exists(kept)
 
 
-def test_new_node_sweeps_a_sigkilled_nodes_directory() -> None:
+def test_new_node_sweeps_a_sigkilled_nodes_directory(tmp_path) -> None:
     # SIGKILL the node and its zygote together: nothing of theirs can clean up.
-    proc, rundir = _start(after="sys.stdin.read()")
+    # A private TMPDIR keeps other programs' new nodes from sweeping it first.
+    proc, rundir = _start(after="sys.stdin.read()", tmpdir=str(tmp_path))
+    assert rundir.startswith(str(tmp_path))
     os.killpg(proc.pid, signal.SIGKILL)
     _finish(proc)
     assert _group_gone(proc.pid)
     assert os.path.exists(os.path.join(rundir, "node.json"))
-    from actors import Node
-
-    with Node():
-        assert not os.path.exists(rundir)
+    new = subprocess.run([sys.executable, "-c", "from actors import Node; Node().close()"], timeout=30,
+                         env=dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path)), capture_output=True, text=True)
+    assert new.returncode == 0, new.stderr
+    assert not os.path.exists(rundir)
 
 
 def test_sigterm_without_our_handler_still_removes_the_directory() -> None:

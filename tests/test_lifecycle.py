@@ -186,10 +186,15 @@ def test_sigterm_without_our_handler_still_removes_the_directory() -> None:
     # node's pipe close and removes the runtime directory.
     code = textwrap.dedent("""
         import sys, threading
-        from actors import Node
+        from actors import GenServer, Node
+        class Echo(GenServer):
+            def handle_call(self, request, from_):
+                return request
         box = []
         t = threading.Thread(target=lambda: box.append(Node()))
         t.start(); t.join()
+        # A host process exists only once the zygote has booted (and ignores SIGTERM).
+        assert box[0].spawn(Echo, host="own").call("up") == "up"
         print(box[0].rundir, flush=True)
         sys.stdin.read()
     """)

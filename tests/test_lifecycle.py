@@ -211,10 +211,14 @@ def test_sigterm_without_our_handler_still_removes_the_directory() -> None:
     assert not os.path.exists(rundir)
 
 
-def test_no_thread_of_ours_holds_the_interpreter(node) -> None:
+def test_no_thread_of_ours_holds_the_interpreter() -> None:
+    from actors import Node
     from tests.kernel.probes import Echo
 
-    node.spawn(Echo)
-    node.spawn(Echo, host="own")
-    holding = [t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
-    assert holding == []
+    before = set(threading.enumerate())
+    with Node() as node:
+        node.spawn(Echo)
+        node.spawn(Echo, host="own").call("seen")
+        ours = [t for t in threading.enumerate() if t not in before]
+        assert ours, "a node runs threads of its own"
+        assert [t.name for t in ours if not t.daemon] == []

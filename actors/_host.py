@@ -76,6 +76,7 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # enough to kill its hosts and remove the runtime directory (EOF below).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the node shuts us down (actors._lifecycle)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked by the node at start
     for fd in close_fds:
         try:
             os.close(fd)

@@ -92,7 +92,8 @@ class Node:
         self._host_counter = itertools.count(1)
         self._top: list[ActorRef] = []
         self._hosts_changed = threading.Condition()
-        self._start_zygote()
+        with _lifecycle.stop_signals_blocked():
+            self._start_zygote()
         self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
         self._rt = Runtime(self.id, self.rundir, "n")
         self._rt.registry = Registry()

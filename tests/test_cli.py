@@ -111,8 +111,7 @@ def test_demo_interrupted_prints_partial_summary_and_cleans_up(signum, status):
     assert proc.returncode == status, out + err
     assert "INTERRUPTED after" in out and "PARTIAL summary" in out
     assert "RESULT: interrupted after" in out
-    # No traceback through the command (a host process's thread may still log its own shutdown).
-    assert "actors/cli.py" not in err and "actors/demo.py" not in err, err
+    assert "Traceback" not in err, err  # neither from the command nor from any thread shutting down
     assert not os.path.exists(state_dir), "temporary state directory leaked"
     assert not os.path.exists(rundir), "runtime directory leaked"
 
@@ -470,3 +469,22 @@ def test_every_harness_writes_under_bench_results_and_cleans_its_temp_dirs():
         assert "write_json(" in source or "RESULTS_DIR" in source, harness.name
         for match in re.finditer(r"(\w+) = tempfile\.mkdtemp\(", source):
             assert f"shutil.rmtree({match.group(1)}" in source, (harness.name, match.group(0))
+
+
+def test_smoosh_job_watcher_is_quiet_when_its_runtime_is_gone():
+    """Seen as a thread traceback when a demo was interrupted: the watcher of a
+    compaction outlived its process's runtime and its last send raised."""
+    import threading
+
+    from actors import Exit
+    from actors.smoosh.channel import _watch
+
+    class Job:
+        def wait(self, timeout):
+            return 0
+
+    class GoneChannel:
+        def send(self, message):
+            raise Exit("noconnection", "node is not running in this process")
+
+    _watch(Job(), GoneChannel(), threading.Event())  # returns, raises nothing

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -170,3 +172,33 @@ def test_demo_observe_shows_every_service_panel() -> None:
     finally:
         proc.send_signal(2)  # SIGINT: the demo closes its node and its observer on the way out
         proc.wait(60)
+
+
+def _observer_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("otpy-observer")]
+
+
+def test_closing_the_node_closes_its_observers_first() -> None:
+    """No ``web.close()``: the node's close stops both observers' threads and frees their ports."""
+    node = Node()
+    small_tree(node)
+    webs = [node.observe(port=0), node.observe(port=0)]
+    assert len(_observer_threads()) == 4
+    node.close()
+    assert _observer_threads() == []
+    for web in webs:
+        with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+            probe.connect(("127.0.0.1", web.port))
+    node.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        node.observe(port=0)
+
+
+def test_an_observer_closed_first_closes_once_more_with_the_node() -> None:
+    with Node() as node:
+        web = node.observe(port=0)
+        assert snapshot(web)["node"]
+        web.close()
+        assert _observer_threads() == []
+        web.close()  # idempotent
+    assert _observer_threads() == []

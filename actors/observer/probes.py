@@ -5,17 +5,15 @@ A probe runs only when its service's actors are in the node's actor list
 operators would ask (``get_queue_depths``, ``status``, ``jobs``, ``types``)
 with a short timeout, and turns the answers into plain rows for the page.
 couch_jobs keeps its counts in its store, not in an actor, so its probe
-reads the store's SQLite file read-only, at the path the node's
-configuration names.
+asks couch_jobs' `counts` on a read-only view of the store the node's
+configuration names (`actors.observer.jobs_view`), SQLite or PostgreSQL.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import Any, Callable
 
-from actors._reasons import CallTimeout, Exit
 from actors.couch_jobs.model import decode_type
 from actors.observer.source import Source, ref_of
 
@@ -110,10 +108,10 @@ def couch_jobs(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any] |
     if server is None:
         return None
     types = source.call(ref_of(source.node_id, server), "types", CALL_TIMEOUT)
-    path = source.config().get("couch_jobs", {}).get("database_path")
-    counts: dict[str, dict[str, int]] = {t: {"pending": 0, "running": 0} for t in types}
-    if path:
-        counts.update(store_counts(path))
+    stored = source.jobs.counts(source.config()) or {}
+    counts = {t: {"pending": 0, "running": 0} for t in types}
+    for key, by_state in stored.items():
+        counts[key] = {"pending": by_state.get("pending", 0), "running": by_state.get("running", 0)}
     return {"types": [{"type": _type_label(t), **counts[t]} for t in sorted(counts)]}
 
 
@@ -124,20 +122,6 @@ def _type_label(key: str) -> str:
     except ValueError:
         return key
     return value if isinstance(value, str) else repr(value)
-
-
-def store_counts(path: str) -> dict[str, dict[str, int]]:
-    """Pending and running jobs per type, read-only from couch_jobs' SQLite store."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.5)
-    try:
-        rows = conn.execute("SELECT type, state, count(*) FROM couch_jobs "
-                            "WHERE state IN ('pending', 'running') GROUP BY type, state").fetchall()
-    finally:
-        conn.close()
-    out: dict[str, dict[str, int]] = {}
-    for job_type, state, count in rows:
-        out.setdefault(job_type, {"pending": 0, "running": 0})[state] = count
-    return out
 
 
 PROBES: dict[str, Callable[[Source, list[dict[str, Any]]], dict[str, Any] | None]] = {
@@ -151,7 +135,7 @@ def panels(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any]:
     for name, probe in PROBES.items():
         try:
             panel = probe(source, actors)
-        except (Exit, CallTimeout, sqlite3.Error, OSError, AttributeError, KeyError, TypeError) as exc:
+        except Exception as exc:  # one service's failure must not take the others' panels (or the poll) down
             panel = {"error": f"{type(exc).__name__}: {exc}"[:200]}
         if panel is not None:
             out[name] = panel

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import multiprocess
 
@@ -85,6 +85,8 @@ class Node:
         os.chmod(self.rundir, 0o700)
         self._closed = False
         self._close_lock = threading.Lock()
+        # Run first by close(), newest first: what the node started beside its actors (observers).
+        self._on_close: list[Callable[[], None]] = []
         self._hosts: dict[str, HostInfo] = {}
         self._spare: HostInfo | None = None
         self._shared: dict[str, str] = {}
@@ -247,9 +249,13 @@ class Node:
     def observe(self, port: int = 8421, host: str = "127.0.0.1", token: str | None = None) -> "Observer":
         """Serve a live web page of this node: the tree, its processes, its services,
         kill buttons (docs/observer.md).  Returns the running observer: print its
-        ``url`` (it carries the access token), ``close()`` it before the node.
-        Needs the ``[observer]`` extra; ``port=0`` picks a free port."""
-        return _observe(self, port=port, host=host, token=token)
+        ``url`` (it carries the access token).  Closing the node closes it first;
+        ``close()`` stops it sooner.  Needs the ``[observer]`` extra; ``port=0``
+        picks a free port."""
+        self._check_open()
+        observer = _observe(self, port=port, host=host, token=token)
+        self._on_close.append(observer.close)
+        return observer
 
     # -- host processes (all on the I/O thread) --------------------------------------
 
@@ -476,11 +482,17 @@ class Node:
             raise RuntimeError("this node is closed")
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop every actor and host process; idempotent."""
+        """Close the observers it started, then stop every actor and host process; idempotent."""
         with self._close_lock:
             if self._closed:
                 return
             deadline = time.monotonic() + timeout
+            while self._on_close:
+                callback = self._on_close.pop()
+                try:
+                    callback()
+                except Exception:
+                    log.exception("closing %r with node %s failed", callback, self.id)
             for ref in reversed(self._top):
                 self._stop_quietly(ref, max(0.5, min(5.0, deadline - time.monotonic())))
             self._closed = True

@@ -25,9 +25,16 @@ from.  A peer is *up* once this node's DEALER to it is welcomed.  A HELLO
 from a known name with another incarnation means the node restarted: the
 old incarnation is declared down first.
 
-Liveness (`actors._net_tick`): a tick goes out on an idle DEALER every
-``net_ticktime / 4``; a peer from which nothing arrived for ``net_ticktime``
-is down.  A dropped tcp connection (the peer process died) is noticed at
+Sending: `NetLink.send` may be called from any thread.  Once a peer's
+DEALER is welcomed it leaves the I/O thread's poller and callers send on it
+directly under a per-peer lock, so a send costs no thread hop; frames sent
+before the welcome wait in the I/O thread behind the HELLO, and a direct
+send never overtakes them.  Frames from one thread to one peer arrive in
+the order sent.
+
+Liveness (`actors._net_tick`): the I/O thread sends a tick every
+``net_ticktime / 4`` unless it sent something else meanwhile; a peer from
+which nothing arrived for ``net_ticktime`` is down.  A dropped tcp connection (the peer process died) is noticed at
 once through the DEALER's socket monitor.  Frames that do not parse, or
 that come from a connection that never said HELLO, are dropped and counted.
 

@@ -248,7 +248,9 @@ class NetLink:
         if self._start_error is not None:
             self._thread.join(timeout)
             self._thread = None
-            os.close(self._wake_fd)
+            with self._cmd_lock:
+                os.close(self._wake_fd)
+                self._wake_fd = -1
             raise self._start_error
         return self.address
 
@@ -339,17 +341,20 @@ class NetLink:
         thread.join(timeout)
         if thread.is_alive():
             raise NetError(f"link {self.name}: I/O thread did not stop within {timeout} s")
-        os.close(self._wake_fd)
+        with self._cmd_lock:
+            os.close(self._wake_fd)
+            self._wake_fd = -1
 
     # -- the I/O thread --------------------------------------------------------
 
     def _command(self, *cmd: Any) -> None:
         with self._cmd_lock:
+            if self._wake_fd < 0 or (self._closed and cmd[0] != "close"):
+                raise NetError(f"link {self.name} is {'closed' if self._closed else 'not started'}")
             self._commands.append(cmd)
-            if self._wake_pending:
-                return
-            self._wake_pending = True
-        os.eventfd_write(self._wake_fd, 1)
+            if not self._wake_pending:
+                self._wake_pending = True
+                os.eventfd_write(self._wake_fd, 1)
 
     def _run(self) -> None:
         self._loop_ident = threading.get_ident()

@@ -297,6 +297,10 @@ def test_connect_to_nothing_times_out_and_a_closed_link_leaves_nothing(no_thread
             a.connect(f"tcp://127.0.0.1:{free}", timeout=0.3)
         assert a.stats()["connect_timeouts"] == 1
     a.close()  # idempotent
+    with pytest.raises(NetError, match="closed"):
+        a.connect("tcp://127.0.0.1:1")
+    with pytest.raises(NetError, match="not started"):
+        NetLink("n", "tcp://127.0.0.1:0", None, on_frame=rec.on_frame).connect("tcp://127.0.0.1:1")
     with pytest.raises(NetError, match="cannot listen"):
         with make_link("x", None, rec, ) as x:
             NetLink("y", x.address, None, on_frame=rec.on_frame).start()

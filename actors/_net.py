@@ -580,16 +580,16 @@ class NetLink:
         if name == self.name:
             self._router_send([rid, _REJECT, orjson.dumps({"reason": f"{name} is this node's own name"})])
             return
+        old = self._rid_peer.get(rid)
+        if old is not None and old != name:  # one connection, one node: never a second name
+            self._count("garbage")
+            return
         peer = self._peers.get(name)
         if peer is not None and peer.incarnation != inc:
             self._peer_down(name, "new_incarnation")
             peer = None
         if peer is None:
             peer = self._peers[name] = _Peer(name, inc, self._clock.now() + self._handshake_timeout)
-        old = self._rid_peer.get(rid)
-        if old is not None and old != name:
-            self._count("garbage")
-            return
         peer.rids.add(rid)
         self._rid_peer[rid] = name
         self._liveness.received(name, self._clock.now())

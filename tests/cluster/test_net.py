@@ -416,3 +416,24 @@ def test_many_threads_send_at_once_and_each_keeps_its_order(key_path, no_threads
             assert a.stats()["frames_out"] == 1200
         finally:
             b.close()
+
+
+def test_three_nodes_losing_one_leaves_the_others_connected(key_path, no_threads_left):
+    rec = Recorder()
+    with make_link("a", load(key_path), rec) as a:
+        b = PeerProcess("b", key_path, connect=a.address)
+        c = PeerProcess("c", key_path, connect=a.address)
+        try:
+            b.expect("CONNECTED")
+            c.expect("CONNECTED")
+            assert {rec.expect("up")[1], rec.expect("up")[1]} == {"b", "c"}
+            c.signal(signal.SIGKILL)
+            assert rec.expect("down")[1:4:2] == ("c", "connection_closed")
+            assert a.peers() == {"b": b.incarnation}
+            a.send("b", [b"after"])
+            assert rec.expect("frame")[1:3] == ("b", [b"echo:after"])
+            with pytest.raises(NetError):
+                a.send("c", [b"x"])
+        finally:
+            b.close()
+            c.close()

@@ -142,7 +142,8 @@ def add_chaos(sub: Subparsers) -> None:
                                    "them; report restarts per supervisor and calls answered, failed, hung.")
     p.add_argument("--rate", type=per_second, metavar="R", default=5.0, help="kills per second (default 5)")
     p.add_argument("--duration", type=seconds, default=10.0, metavar="S", help="seconds (default 10)")
-    p.add_argument("--clients", type=count, metavar="N", default=3, help="client threads calling the workers (default 3)")
+    p.add_argument("--clients", type=count, metavar="N", default=3,
+                   help="client threads calling the workers (default 3)")
     p.add_argument("--seed", type=seed, default=None, metavar="N", help="random seed (default: random, printed)")
     p.add_argument("--tree", choices=["demo", "couch"], default="demo",
                    help="demo: a three-level tree of workers; couch: the full application under the demo workload")

@@ -488,3 +488,15 @@ def test_smoosh_job_watcher_is_quiet_when_its_runtime_is_gone():
             raise Exit("noconnection", "node is not running in this process")
 
     _watch(Job(), GoneChannel(), threading.Event())  # returns, raises nothing
+
+
+def test_the_config_table_knows_every_setting_the_services_read():
+    from actors.ioq.ioq_config import IOQ2_DEFAULTS
+    from actors.replicator.settings import Settings
+
+    assert set(Settings.keys()) <= set(configcheck.SCHEMA["replicator"].keys)
+    assert set(IOQ2_DEFAULTS) <= set(configcheck.SCHEMA["ioq2"].keys)
+    result = configcheck.check(Config(demo_module.DEMO_CONFIG))
+    assert result.ok and result.warnings == []
+    assert configcheck.check(Config({"couch_jobs": {"type_monitor_timeout_msec": "infinity"},
+                                     "smoosh.ratio_dbs": {"max_priority": "infinity", "to": "23:30"}})).ok

@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from actors.attach import Attached, NotANode
 from actors.config import ConfigError
-from actors.interrupt import catch_sigterm, exit_status
+from actors.interrupt import Interrupted, catch_sigterm, exit_status
 
 __all__ = ["COMMANDS", "CliError", "build_parser", "main", "status_text"]
 
@@ -269,6 +269,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 def _run_status(args: argparse.Namespace) -> int:
     if args.count is not None and args.watch is None:
         raise CliError("--count needs --watch")
+    catch_sigterm()  # so the endpoint it binds in the node's directory is removed on SIGTERM too
     view = Attached(args.rundir)
     try:
         shown = 0
@@ -284,8 +285,9 @@ def _run_status(args: argparse.Namespace) -> int:
             if not args.watch or (args.count and shown >= args.count):
                 return 0
             time.sleep(args.watch)  # pacing a human-facing refresh, not synchronisation
-    except KeyboardInterrupt:
-        return 0 if args.watch else 130
+    except KeyboardInterrupt as exc:
+        # Ctrl-C is how one stops --watch: a normal end.
+        return 0 if args.watch and not isinstance(exc, Interrupted) else exit_status(exc)
     finally:
         view.close()
 

@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from actors.attach import Attached, NotANode
 from actors.config import ConfigError
-from actors.interrupt import catch_sigterm, exit_status
+from actors.interrupt import Interrupted, catch_sigterm, exit_status
 
 __all__ = ["COMMANDS", "CliError", "build_parser", "main", "status_text"]
 
@@ -165,7 +165,8 @@ def add_chaos(sub: Subparsers) -> None:
                                    "them; report restarts per supervisor and calls answered, failed, hung.")
     p.add_argument("--rate", type=per_second, metavar="R", default=5.0, help="kills per second (default 5)")
     p.add_argument("--duration", type=seconds, default=10.0, metavar="S", help="seconds (default 10)")
-    p.add_argument("--clients", type=count, metavar="N", default=3, help="client threads calling the workers (default 3)")
+    p.add_argument("--clients", type=count, metavar="N", default=3,
+                   help="client threads calling the workers (default 3)")
     p.add_argument("--seed", type=seed, default=None, metavar="N", help="random seed (default: random, printed)")
     p.add_argument("--tree", choices=["demo", "couch"], default="demo",
                    help="demo: a three-level tree of workers; couch: the full application under the demo workload")
@@ -329,6 +330,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 def _run_status(args: argparse.Namespace) -> int:
     if args.count is not None and args.watch is None:
         raise CliError("--count needs --watch")
+    catch_sigterm()  # so the endpoint it binds in the node's directory is removed on SIGTERM too
     view = Attached(args.rundir)
     try:
         shown = 0
@@ -344,8 +346,9 @@ def _run_status(args: argparse.Namespace) -> int:
             if not args.watch or (args.count and shown >= args.count):
                 return 0
             time.sleep(args.watch)  # pacing a human-facing refresh, not synchronisation
-    except KeyboardInterrupt:
-        return 0 if args.watch else 130
+    except KeyboardInterrupt as exc:
+        # Ctrl-C is how one stops --watch: a normal end.
+        return 0 if args.watch and not isinstance(exc, Interrupted) else exit_status(exc)
     finally:
         view.close()
 

@@ -488,3 +488,28 @@ def test_smoosh_job_watcher_is_quiet_when_its_runtime_is_gone():
             raise Exit("noconnection", "node is not running in this process")
 
     _watch(Job(), GoneChannel(), threading.Event())  # returns, raises nothing
+
+
+def test_the_config_table_knows_every_setting_the_services_read():
+    from actors.ioq.ioq_config import IOQ2_DEFAULTS
+    from actors.replicator.settings import Settings
+
+    assert set(Settings.keys()) <= set(configcheck.SCHEMA["replicator"].keys)
+    assert set(IOQ2_DEFAULTS) <= set(configcheck.SCHEMA["ioq2"].keys)
+    result = configcheck.check(Config(demo_module.DEMO_CONFIG))
+    assert result.ok and result.warnings == []
+    assert configcheck.check(Config({"couch_jobs": {"type_monitor_timeout_msec": "infinity"},
+                                     "smoosh.ratio_dbs": {"max_priority": "infinity", "to": "23:30"}})).ok
+
+
+@pytest.mark.timeout(60)
+def test_status_watch_stopped_by_sigterm_leaves_nothing_in_the_nodes_directory(node):
+    listing = sorted(os.listdir(node.rundir))
+    proc = subprocess.Popen([*CLI, "status", node.rundir, "--watch", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith(f"node {node.id} ")   # attached and printing
+    proc.send_signal(signal.SIGTERM)
+    _out, err = _finish(proc, 30)
+    assert proc.returncode == 143, err
+    assert sorted(os.listdir(node.rundir)) == listing

@@ -44,7 +44,6 @@ def _start(before: str = "", after: str = "", tmpdir: str | None = None) -> tupl
     assert proc.stdout is not None
     rundir = proc.stdout.readline().strip()
     assert rundir, proc.communicate(timeout=20)
-    assert os.path.exists(os.path.join(rundir, "node.json"))
     return proc, rundir
 
 
@@ -92,6 +91,7 @@ def test_uncaught_exception_with_open_node_exits() -> None:
 
 def test_sigterm_to_the_process_group_cleans_up() -> None:
     proc, rundir = _start(after="sys.stdin.read()")
+    assert os.path.exists(os.path.join(rundir, "node.json"))
     os.killpg(proc.pid, signal.SIGTERM)
     _out, err = _finish(proc)
     assert proc.returncode == 143, err
@@ -101,6 +101,7 @@ def test_sigterm_to_the_process_group_cleans_up() -> None:
 
 def test_sigint_to_the_process_group_cleans_up() -> None:
     proc, rundir = _start(after="sys.stdin.read()")
+    assert os.path.exists(os.path.join(rundir, "node.json"))
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = _finish(proc)
     assert proc.returncode in (130, -signal.SIGINT), err

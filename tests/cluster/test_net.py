@@ -229,7 +229,7 @@ def test_sigkill_of_a_peer_is_noticed_within_a_second(key_path, no_threads_left)
 
 
 def test_a_stopped_peer_is_declared_down_after_net_ticktime(key_path, no_threads_left):
-    ticktime = 1.0
+    ticktime = 2.0
     rec = Recorder()
     with make_link("a", load(key_path), rec, net_ticktime=ticktime) as a:
         b = PeerProcess("b", key_path, ticktime=ticktime, connect=a.address)
@@ -240,8 +240,10 @@ def test_a_stopped_peer_is_declared_down_after_net_ticktime(key_path, no_threads
             b.signal(signal.SIGSTOP)
             down = rec.expect("down", timeout=ticktime + 5)
             assert down[1] == "b" and down[3] == "net_tick_timeout"
+            # b ticked every ticktime/4 until it stopped, so a declares it down
+            # 3/4 to 1 ticktime later; the bounds leave room for a loaded machine.
             elapsed = down[4] - stopped
-            assert ticktime * 0.7 <= elapsed <= ticktime + 0.5, elapsed
+            assert ticktime * 0.5 <= elapsed <= ticktime + 1.0, elapsed
             assert a.peers() == {}
             b.signal(signal.SIGCONT)
             # b resumes, finds its connection rejected (or silent) and sees a down too

@@ -353,7 +353,11 @@ def test_status_attaches_to_a_running_node(node, capsys):
     assert main(["status", node.rundir]) == 0
     text = capsys.readouterr().out
     assert "echo" in text and str(ref.os_pid) in text
-    assert sorted(os.listdir(node.rundir)) == listing  # attaching left nothing behind
+    # Attaching left nothing behind and removed nothing.  (The node may add a
+    # warm spare host's socket meanwhile, so compare what attaching owns.)
+    after = os.listdir(node.rundir)
+    assert [f for f in after if f.startswith("cli")] == []
+    assert set(listing) <= set(after)
 
 
 def _not_a_node(capsys, rundir: str) -> str:

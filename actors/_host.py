@@ -27,6 +27,8 @@ from typing import Any
 
 import multiprocess
 
+from actors._logging import forward_host_logs
+
 __all__ = ["host_main", "read_message", "write_message", "zygote_main"]
 
 _PR_SET_PDEATHSIG = 1
@@ -74,6 +76,7 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # enough to kill its hosts and remove the runtime directory (EOF below).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the node shuts us down (actors._lifecycle)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked by the node at start
     for fd in close_fds:
         try:
             os.close(fd)
@@ -132,9 +135,7 @@ def host_main(boot: dict[str, Any]) -> None:
     from actors._runtime import Runtime
 
     _config.set_current(_config.Config(boot["config"]))
-    import logging
-
-    logging.basicConfig(level=boot.get("log_level", logging.WARNING))
+    forward_host_logs(boot["rundir"], boot.get("log_level"), boot["proc"])  # records reach the node's logging
     rt = Runtime(boot["node_id"], boot["rundir"], boot["proc"], node_proc=boot["node_proc"])
     halted = threading.Event()
 

@@ -128,8 +128,10 @@ def run_demo(args: Any) -> int:
     try:
         print(f"seed {seed} (repeat this run with --seed {seed})", flush=True)
         with contextlib.ExitStack() as stack:
-            if getattr(args, "store", "sqlite") == "postgres":  # couch_jobs on a throwaway PostgreSQL
-                url = stack.enter_context(local_postgres(os.path.join(state_dir, "postgres")))
+            store = getattr(args, "store", "sqlite")
+            if store != "sqlite":  # couch_jobs on PostgreSQL: a throwaway server, or the URL given
+                url = stack.enter_context(local_postgres(os.path.join(state_dir, "postgres"))) \
+                    if store == "postgres" else store
                 cfg.set("couch_jobs", "store", url)
                 print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
             node = Node()

@@ -21,6 +21,7 @@ from actors import _lifecycle
 from actors import config as _config
 from actors import stats as _stats
 from actors._host import write_message, zygote_main
+from actors._logging import LogListener
 from actors._monitor import Monitor
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef
@@ -93,7 +94,9 @@ class Node:
         self._host_counter = itertools.count(1)
         self._top: list[ActorRef] = []
         self._hosts_changed = threading.Condition()
-        self._start_zygote()
+        with _lifecycle.stop_signals_blocked():
+            self._start_zygote()
+        self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
         self._rt = Runtime(self.id, self.rundir, "n")
         self._rt.registry = Registry()
         self._install_handlers()
@@ -519,6 +522,7 @@ class Node:
             if self._zygote.is_alive():
                 self._zygote.kill()
                 self._zygote.join(2.0)
+            self._log_listener.close()  # hosts are gone: re-emit what they sent, then stop
             self._rt.shutdown()
             _config.set_current(self._previous_config)
             shutil.rmtree(self.rundir, ignore_errors=True)

@@ -47,7 +47,7 @@ from actors import GenServer, Node  # noqa: E402
 from actors.replicator import DocStore, Job, Rep, SchedulerState, Settings, StartJob, policy  # noqa: E402
 from actors.replicator import scheduler as sched  # noqa: E402
 from actors.replicator.records import ADDED, STARTED, crashed  # noqa: E402
-from actors.replicator.scheduler_sup import start_replicator  # noqa: E402
+from actors.replicator.sup import start_replicator  # noqa: E402
 from actors.stats import Stats  # noqa: E402
 
 NOW = 1_000_000.0

@@ -6,7 +6,7 @@ Layers, one module each: `records` (job records), `policy` (pure decisions),
 `docstore` (SQLite document stores) and `replication` (the replication job's
 logic over two stores).  The actors: `scheduler` (``couch_replicator_scheduler``,
 its reader and the API functions), `scheduler_job` (one job's process and its
-workers), `scheduler_sup` (the job supervisor and the replicator tree);
+workers), `scheduler_sup` (the job supervisor) and `sup` (the replicator tree);
 `job_table` is the reader's copy of the job table.
 """
 
@@ -43,17 +43,15 @@ from .scheduler import READER, SCHEDULER, SchedulerReader, SchedulerServer
 from .scheduler_job import ReplicationWorker, SchedulerJobServer
 from .scheduler_state import Effect, SchedulerState, StartJob, StopJob, rep_error_to_text
 from .scheduler_sup import (
-    REPLICATOR_SUP,
     SCHEDULER_SUP,
     JobNotRunning,
     JobStartError,
-    ReplicatorSup,
     SchedulerSup,
     start_job,
-    start_replicator,
     terminate_job,
 )
 from .settings import InvalidSetting, Settings
+from .sup import REPLICATOR_SUP, ReplicatorSup, start_replicator
 
 __all__ = [
     "Batch",

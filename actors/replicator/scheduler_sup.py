@@ -1,4 +1,4 @@
-"""``couch_replicator_scheduler_sup`` and the replicator's supervision tree.
+"""``couch_replicator_scheduler_sup``, the job supervisor.
 
 `SchedulerSup` is the seed's job supervisor: ``simple_one_for_one`` over
 `SchedulerJobServer`, restart ``temporary`` (a crashed job is not entitled to
@@ -15,14 +15,7 @@ milliseconds, small next to a job's lifetime.  ``job_host=None`` runs jobs
 as threads of the supervisor's process (cheapest; for many tiny jobs), and any
 other string names one shared host for all of them.
 
-The tree (`ReplicatorSup`, ``couch_replicator_sup``) is ``one_for_all`` over
-the job supervisor and then the scheduler, both in the tree's own process.
-One-for-all because the two only make sense together: if the scheduler dies,
-its table of which job runs where is gone, and the jobs still running under
-the job supervisor would run unscheduled (and could be started a second
-time); if the job supervisor dies, every pid in the table is stale.
-Restarting both gives a clean, empty scheduler; the owner of the jobs (the
-host program) adds them again, as CouchDB's document processor does.
+The replicator's tree above this supervisor and the scheduler is in `sup`.
 """
 
 from __future__ import annotations
@@ -30,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from actors import ActorRef, GenServer, Node
+from actors import ActorRef
 from supervision import (
     ChildSpec,
     NotFound,
@@ -48,20 +41,16 @@ from .scheduler_job import SchedulerJobServer
 
 __all__ = [
     "JOB_SHUTDOWN",
+    "JobFactory",
     "JobNotRunning",
     "JobStartError",
-    "REPLICATOR_SUP",
-    "ReplicatorSup",
     "SCHEDULER_SUP",
     "SchedulerSup",
-    "replicator_children",
     "start_job",
-    "start_replicator",
     "terminate_job",
 ]
 
 SCHEDULER_SUP = "couch_replicator_scheduler_sup"
-REPLICATOR_SUP = "couch_replicator_sup"
 #: Seconds a job gets for its final checkpoint before it is killed (seed: 5000 ms).
 JOB_SHUTDOWN = 5.0
 
@@ -118,43 +107,3 @@ def terminate_job(sup: ActorRef, ref: ActorRef, timeout: float | None = 30.0) ->
         terminate_child(sup, ref, timeout=timeout)
     except NotFound:
         raise JobNotRunning(ref) from None
-
-
-def replicator_children(job_factory: JobFactory = ReplicationJob, job_host: str | None = "own",
-                        node_name: str = "nonode@nohost") -> list[ChildSpec]:
-    """The tree's children, in start order: the job supervisor, then the scheduler."""
-    from .scheduler import SchedulerServer
-
-    return [
-        ChildSpec(SCHEDULER_SUP, start=(SchedulerSup, (job_factory, job_host)), type="supervisor"),
-        ChildSpec("couch_replicator_scheduler", start=(SchedulerServer, (SCHEDULER_SUP, node_name)),
-                  shutdown=30.0),
-    ]
-
-
-class ReplicatorSup(Supervisor):
-    """``couch_replicator_sup``: ``one_for_all`` over the job supervisor and the scheduler."""
-
-    def init(self, job_factory: JobFactory = ReplicationJob, job_host: str | None = "own",
-             node_name: str = "nonode@nohost") -> tuple[SupFlags, list[ChildSpec]]:
-        register_self(self, REPLICATOR_SUP)
-        return (SupFlags("one_for_all", intensity=10, period=60),
-                replicator_children(job_factory, job_host, node_name))
-
-
-def start_replicator(node_or_actor: Node | GenServer, job_factory: JobFactory = ReplicationJob, *,
-                     job_host: str | None = "own", host: str | None = None,
-                     node_name: str = "nonode@nohost") -> ActorRef:
-    """Start the replicator tree; returns the ``couch_replicator_sup`` ref.
-
-    ``host`` places the tree (scheduler, job supervisor, reader) as `Node.spawn`
-    does; ``job_host`` places the jobs (see the module docstring).  A host
-    program's own job class goes in ``job_factory`` (see `SchedulerJob`).
-    From inside an actor, pass ``self``: the tree is then linked to it.
-    """
-    args = (job_factory, job_host, node_name)
-    if isinstance(node_or_actor, Node):
-        return node_or_actor.spawn(ReplicatorSup, *args, name=REPLICATOR_SUP, host=host)
-    if isinstance(node_or_actor, GenServer):
-        return node_or_actor.spawn_link(ReplicatorSup, *args, name=REPLICATOR_SUP, host=host)
-    raise TypeError(f"start_replicator needs a Node or an actor, got {node_or_actor!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,8 +28,11 @@ class Check:
         return self.lost == 0
 
 
-class Driver:
+class Driver(abc.ABC):
     """Threads that run ``tick()`` every ``period`` seconds until stopped.
+
+    Abstract: each subsystem's driver says what one unit of load is by
+    implementing `tick`.
 
     Each thread's loop is bounded by the stop flag and, as a backstop, by
     ``max_ticks``; a tick that raises is counted and logged in ``errors``
@@ -46,8 +50,9 @@ class Driver:
         self.errors: dict[str, int] = {}
         self._threads: list[threading.Thread] = []
 
-    def tick(self, index: int) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def tick(self, index: int) -> None:
+        """Issue one unit of load from thread ``index``; an exception is counted, not fatal."""
 
     def start(self) -> None:
         for i in range(self.n_threads):

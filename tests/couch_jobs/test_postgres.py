@@ -9,6 +9,8 @@ import os
 import queue
 import random
 import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -254,17 +256,27 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
     assert node.whereis(SERVER_NAME) == server
 
 
-def test_demo_runs_with_couch_jobs_on_postgres(tmp_path):
-    import subprocess
-    import sys
-
+def _demo(tmp_path, store: str) -> "subprocess.CompletedProcess[str]":
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    done = subprocess.run(
-        [sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--store", "postgres",
+    return subprocess.run(
+        [sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--store", store,
          "--state-dir", str(tmp_path / "state")],
         capture_output=True, text=True, timeout=110, env=env,
     )
+
+
+def test_demo_runs_with_couch_jobs_on_postgres(tmp_path, pg_url):
+    """``demo --store URL`` on the session's server (``--store postgres`` starts its
+    own pgserver cluster the same way the session fixture does)."""
+    done = _demo(tmp_path, pg_url)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "couch_jobs store: PostgreSQL at postgresql://" in done.stdout
     assert "twice or more: 0; never: 0" in done.stdout
     assert "RESULT: nothing lost" in done.stdout
+
+
+def test_demo_refuses_a_store_it_does_not_know(tmp_path):
+    done = _demo(tmp_path, "mysql://u:pw@127.0.0.1/x")
+    assert done.returncode == 2
+    assert "--store: must be sqlite, postgres or a postgresql:// URL" in done.stderr
+    assert "pw" not in done.stderr.replace("postgres", "")

@@ -92,8 +92,8 @@ def test_store_uses_wal_and_refuses_nested_transactions(tmp_path):
         store.close()
 
 
-def test_data_survives_reopening(tmp_path):
-    path = tmp_path / "d.db"
+def test_data_survives_reopening(store_url):
+    path = store_url
     with CouchJobs(path) as a:
         a.set_type_timeout("t", 5)
         a.add(None, "t", "j", {"keep": True})
@@ -115,9 +115,9 @@ def _background(fn) -> tuple[threading.Thread, list]:
     return thread, out
 
 
-def test_accept_is_woken_by_a_commit_not_by_polling(tmp_path):
+def test_accept_is_woken_by_a_commit_not_by_polling(store_url):
     # A recheck interval far longer than the test proves the wake-up came from the commit.
-    with CouchJobs(tmp_path / "w.db", waker=ConditionWaker(recheck_interval=120)) as jobs:
+    with CouchJobs(store_url, waker=ConditionWaker(recheck_interval=120)) as jobs:
         jobs.set_type_timeout("t", 5)
         thread, out = _background(lambda: jobs.accept("t", timeout=60))
         jobs.add(None, "t", "j", {"n": 1})
@@ -127,8 +127,8 @@ def test_accept_is_woken_by_a_commit_not_by_polling(tmp_path):
         assert (job.id, data) == ("j", {"n": 1})
 
 
-def test_wait_is_woken_by_a_commit_not_by_polling(tmp_path):
-    with CouchJobs(tmp_path / "w.db", waker=ConditionWaker(recheck_interval=120)) as jobs:
+def test_wait_is_woken_by_a_commit_not_by_polling(store_url):
+    with CouchJobs(store_url, waker=ConditionWaker(recheck_interval=120)) as jobs:
         jobs.set_type_timeout("t", 5)
         jobs.add(None, "t", "j", {})
         sub, _, _ = jobs.subscribe("t", "j")
@@ -164,9 +164,10 @@ def test_caller_transaction_wakes_waiters_only_after_commit(tmp_path):
         assert waker.generation(key) == before + 1
 
 
-def test_threads_racing_to_accept_never_share_a_job(tmp_path):
+def test_threads_racing_to_accept_never_share_a_job(store_url):
+    """Contention: SQLite's write lock, PostgreSQL's FOR UPDATE SKIP LOCKED."""
     n_jobs, n_threads = 120, 4
-    with CouchJobs(tmp_path / "r.db") as jobs:
+    with CouchJobs(store_url) as jobs:
         jobs.set_type_timeout("t", 30)
         finished: list[list[str]] = [[] for _ in range(n_threads)]
         errors: list[BaseException] = []

@@ -21,6 +21,8 @@ class Echo(GenServer):
         if request == "hold":
             self.pending.append(from_)
             return noreply
+        if request == "held":
+            return len(self.pending)
         if request == "release":
             for f in self.pending:
                 self.reply(f, "late")

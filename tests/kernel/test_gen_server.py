@@ -108,6 +108,12 @@ def test_call_fails_with_normal_when_server_stops_normally(node, host):
     t = threading.Thread(target=caller)
     t.start()
     assert ref.call("ping") == "ping"
+    pause = threading.Event()
+    for _ in range(500):  # the hold must be in the server before it stops, or the call gets noproc
+        if ref.call("held") == 1:
+            break
+        pause.wait(0.01)
+    assert ref.call("held") == 1
     node.stop(ref, "normal")
     t.join(10)
     assert result == ["normal"]

@@ -21,7 +21,8 @@ import pytest
 from actors.replicator import DocStore, Rep
 from actors.replicator import scheduler as sched
 from actors.replicator.records import STARTING
-from actors.replicator.scheduler_sup import SCHEDULER_SUP, start_replicator
+from actors.replicator.scheduler_sup import SCHEDULER_SUP
+from actors.replicator.sup import start_replicator
 from supervision import which_children
 from tests.replicator.actor_jobs import CountingJob, Gate, GatedJob, Probe, RecordingJob, make_source, runs_db
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from actors.config import Config, ConfigError
@@ -141,6 +141,76 @@ def test_queue_matches_model(operations):
         if m.entries:
             assert info["min"] == min(p for p, _ in m.entries.values())
             assert info["max"] == max(p for p, _ in m.entries.values())
+
+
+class CountingQueue(PriorityQueue):
+    """The queue, counting the heap rebuilds of `_maybe_compact`."""
+
+    rebuilds = 0
+
+    def _maybe_compact(self):
+        before = len(self._max_heap) + len(self._min_heap)
+        super()._maybe_compact()
+        if len(self._max_heap) + len(self._min_heap) < before:
+            self.rebuilds += 1
+
+
+def check_against_model(operations):
+    """Apply ``operations`` to the queue and the model; they must agree after each.
+
+    Returns how many times the heaps were rebuilt.
+    """
+    q, m = CountingQueue(), Model()
+    for op in operations:
+        if op[0] == "in":
+            q.insert(op[1], op[2], op[3])
+            m.insert(op[1], op[2], op[3])
+        else:
+            assert q.out() == m.out()
+        assert len(q) == len(m.entries)
+        assert q.to_map() == {k: p for k, (p, _s) in m.entries.items()}
+        # garbage stays bounded: the heaps are rebuilt past 2 * live + 64
+        assert len(q._max_heap) <= 2 * len(q) + 65 and len(q._min_heap) <= 2 * len(q) + 65
+    while m.entries:  # drain: every key comes out in the model's order
+        assert q.out() == m.out()
+    assert q.out() is None
+    return q.rebuilds
+
+
+# Long runs: more than 64 stale heap entries make `_maybe_compact` rebuild the
+# heaps, and the operations after the rebuild must still match the model.
+long_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("in"), keys, priorities, st.integers(6, 14)),
+        st.tuples(st.just("in"), keys, priorities, st.integers(6, 14)),
+        st.tuples(st.just("in"), keys, priorities, st.integers(6, 14)),
+        st.tuples(st.just("out")),
+    ),
+    min_size=200,
+    max_size=400,
+)
+
+
+# No shrinking: shrinking a failing run of hundreds of operations takes
+# minutes; the unshrunk run is reported as it is.
+@settings(max_examples=40, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(long_ops)
+def test_queue_matches_model_across_heap_rebuilds(operations):
+    check_against_model(operations)
+
+
+def test_heap_rebuild_keeps_order_and_ties():
+    """A deterministic run through several rebuilds, with ties among equal priorities."""
+    names = [f"db{i}" for i in range(12)] + [("db1", "v"), ("db2", "v")]
+    operations = []
+    for step in range(600):
+        key = names[(step * 5) % len(names)]
+        operations.append(("in", key, (step * 7) % 4 if step % 3 else float((step * 11) % 9) / 2, 14))
+        if step % 9 == 8:
+            operations.append(("out",))
+        if step % 50 == 49:
+            operations.append(("in", key, INF, 14))
+    assert check_against_model(operations) >= 3
 
 
 @settings(max_examples=100, deadline=None)

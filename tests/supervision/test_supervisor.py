@@ -13,6 +13,7 @@ import pytest
 
 import supervision as sv
 from actors import Exit, GenServer, SpawnError
+from actors.clock import FakeClock
 from supervision import ChildSpec, SupFlags
 from tests.supervision.workers import Gated, Ignorer, Slow, Worker
 
@@ -145,8 +146,6 @@ def test_restarts_outside_the_period_are_forgotten(node):
 
     sup = node.spawn(FastClockSup, None)
     # Drive the supervisor's clock by hand: restarts 10 s apart never add up.
-    from actors.clock import FakeClock
-
     clock = FakeClock(1000.0)
     sup_cell = node.runtime.cells[sup.id]
     sup_cell.server.clock = clock
@@ -252,6 +251,64 @@ def test_simple_one_for_one_permanent_children_restart(node):
         if rows and rows[0].child != r1:
             break
     assert rows[0].child != r1 and rows[0].child.call("x") == ("one", "x")
+
+
+def test_simple_one_for_one_intensity_exceeded_shuts_down(node):
+    """Dynamic children's restarts count toward intensity; one too many and the
+    supervisor stops every child and exits with ``shutdown`` (OTP)."""
+    q: queue.Queue = queue.Queue()
+    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=2, period=30),
+                              [ChildSpec("w", (Worker, (q,)))])
+    refs = {tag: sv.start_child(sup, [tag]) for tag in ("c1", "c2", "c3")}
+    assert drain(q) == [("init", "c1"), ("init", "c2"), ("init", "c3")]
+    mon = node.monitor(sup)
+    survivors = {}
+    for tag in ("c1", "c2"):  # two restarts: within intensity 2
+        crash(refs[tag])
+        assert q.get(timeout=5) == ("terminate", tag)
+        assert q.get(timeout=5) == ("init", tag)
+        survivors[tag] = next(row.child for row in sv.which_children(sup)
+                              if row.child.call("x") == (tag, "x"))
+        assert survivors[tag] != refs[tag]
+    assert sup.is_alive() and sv.count_children(sup)["active"] == 3
+    watches = {tag: node.monitor(ref) for tag, ref in survivors.items()}
+    crash(refs["c3"])  # the third restart in the period exceeds intensity 2
+    assert mon.wait(5) == (sup, "shutdown")
+    for tag, watch in watches.items():
+        assert watch.wait(5) == (survivors[tag], "shutdown"), tag
+    events = drain(q)
+    assert events[0] == ("terminate", "c3")
+    assert sorted(events[1:]) == [("terminate", "c1"), ("terminate", "c2")]  # c3 not restarted
+
+
+def test_simple_one_for_one_restarts_outside_the_period_are_forgotten(node):
+    class FakeClockSup(sv.Supervisor):
+        clock = FakeClock(1000.0)
+
+        def init(self):
+            return SupFlags("simple_one_for_one", intensity=1, period=5), [ChildSpec("w", (Worker, (None,)))]
+
+    sup = node.spawn(FakeClockSup)
+    ref = sv.start_child(sup, ["d"])
+    for _ in range(4):  # one restart per 10 s never exceeds 1 in 5 s
+        crash(ref)
+        ref = wait_dynamic_replaced(sup, ref)
+        FakeClockSup.clock.advance(10)
+    assert sup.is_alive()
+    mon = node.monitor(sup)
+    crash(ref)  # two restarts within 5 s: over intensity 1
+    ref = wait_dynamic_replaced(sup, ref)
+    crash(ref)
+    assert mon.wait(5) == (sup, "shutdown")
+
+
+def wait_dynamic_replaced(sup, old, tries=2000):
+    """Bounded: until the one dynamic child's ref differs from ``old``."""
+    for _ in range(tries):
+        rows = sv.which_children(sup)
+        if rows and isinstance(rows[0].child, type(old)) and rows[0].child != old:
+            return rows[0].child
+    raise AssertionError("the dynamic child was not restarted")
 
 
 def test_simple_one_for_one_parallel_shutdown_under_one_timeout(node):

@@ -14,6 +14,7 @@ it is either answered by the actor or failed with the exit reason, never lost.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -26,7 +27,6 @@ from actors._runtime import K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
 
 if TYPE_CHECKING:
     from actors._runtime import Runtime
-    from actors.gen_server import GenServer
 
 log = logging.getLogger("actors")
 
@@ -45,6 +45,18 @@ def _short(value: Any) -> str:
     return text if len(text) <= _TRUNCATE else text[:_TRUNCATE] + "..."
 
 
+class Behaviour:
+    """What a cell drives: the callbacks of one actor.
+
+    `actors.gen_server.GenServer` is the behaviour users subclass; this base
+    lives here, below it, so that the cell and the spawner can name it.
+    Its subclass provides ``_gen_init``, ``handle_call``, ``handle_cast``,
+    ``handle_info``, ``handle_continue`` and ``terminate``.
+    """
+
+    _actor_cell: "Cell"
+
+
 class _ActorThread(pykka.ThreadingActor):
     """The pykka actor that gives a cell its thread and mailbox."""
 
@@ -52,8 +64,6 @@ class _ActorThread(pykka.ThreadingActor):
 
     @staticmethod
     def _create_actor_inbox() -> Any:
-        import queue
-
         return queue.SimpleQueue()
 
     def __init__(self, cell: "Cell") -> None:
@@ -83,7 +93,7 @@ class Cell:
         self,
         runtime: "Runtime",
         actor_id: str,
-        server: "GenServer",
+        server: Behaviour,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         name: str | None,

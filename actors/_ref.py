@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ActorRef", "From"]
+__all__ = ["ActorRef", "From", "set_runtime_resolver"]
+
+# Refs sit below the runtime in the kernel's layers, so they cannot import it:
+# the runtime installs how a node id is resolved to this process's runtime.
+_resolve: Callable[[str], Any] | None = None
+
+
+def set_runtime_resolver(resolve: Callable[[str], Any]) -> None:
+    """Called once by `actors._runtime` when it is imported."""
+    global _resolve
+    _resolve = resolve
 
 
 class ActorRef:
@@ -98,6 +109,6 @@ class From:
 
 
 def _runtime_of(ref: ActorRef) -> Any:
-    from actors._runtime import runtime_for
-
-    return runtime_for(ref.node_id)
+    if _resolve is None:
+        raise RuntimeError("no actors node is running in this process")
+    return _resolve(ref.node_id)

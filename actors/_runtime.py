@@ -1,11 +1,11 @@
-"""The per-process runtime: transport, signal dispatch, pending calls, timers.
+"""The per-process runtime: signals between actors over the transport.
 
-Every OS process of a node runs one `Runtime`.  It binds one ZeroMQ PULL
-socket (ipc:// in the node's private directory) and runs one I/O thread that
-drains it, fires timers and watches file descriptors (host pidfds in the node
-process).  Any thread sends directly through its own PUSH sockets, so a send
-costs no thread hop; sockets are pooled per thread and handed to the next
-actor thread when one ends, so restarts never reconnect.
+Every OS process of a node runs one `Runtime`, built on the process's
+`actors._transport.Transport` (sockets, I/O thread, timers).  The runtime
+adds what is about actors: signal kinds and their dispatch to cells,
+pending calls, system requests between processes, names and timers that
+deliver messages.  Cells (`actors._cell`) sit above it and are reached only
+through the small interface they share with monitor sinks.
 
 Signals between actors are Erlang's: messages, casts, calls and replies,
 exit signals, link/unlink, monitor/demonitor and DOWN.  Delivery between two
@@ -14,26 +14,23 @@ actors of the same process never touches ZeroMQ.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import zmq
-
-from actors import stats as _stats
+from actors import _ref
 from actors._codec import FrameError, decode_frame, encode_frame
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
+from actors._transport import Timer, Transport
 
 if TYPE_CHECKING:
     from actors._cell import Cell
 
-__all__ = ["Runtime", "current_cell", "runtime_for"]
+__all__ = ["DEFER", "Runtime", "Timer", "current_cell", "current_runtime", "runtime_for", "set_current_cell"]
 
 log = logging.getLogger("actors.runtime")
 
@@ -51,9 +48,6 @@ K_DEMONITOR = 9
 K_DOWN = 10
 K_SYS = 11
 K_STOP = 12
-
-_SNDHWM = 200_000
-_DRAIN_BATCH = 2000
 
 _runtimes: dict[str, "Runtime"] = {}
 _runtimes_lock = threading.Lock()
@@ -114,76 +108,24 @@ class _Waiter:
         self.lock.release()
 
 
-class _SocketSet:
-    """A thread's PUSH sockets, one per peer process."""
-
-    __slots__ = ("socks", "gen")
-
-    def __init__(self) -> None:
-        self.socks: dict[str, zmq.Socket] = {}
-        self.gen = 0
-
-
-class Timer:
-    """A pending `send_after`; cancel it with `cancel_timer`."""
-
-    __slots__ = ("deadline", "target", "message", "cancelled", "fired")
-
-    def __init__(self, deadline: float, target: ActorRef | None, message: Any) -> None:
-        self.deadline = deadline
-        self.target = target
-        self.message = message
-        self.cancelled = False
-        self.fired = False
-
-    def __lt__(self, other: "Timer") -> bool:
-        return self.deadline < other.deadline
-
-    def __repr__(self) -> str:
-        return f"<Timer to={self.target!r} in={self.deadline - time.monotonic():.3f}s>"
-
-
-class Runtime:
-    """Process-local kernel state and the I/O thread."""
+class Runtime(Transport):
+    """Process-local kernel state on top of the process's transport."""
 
     def __init__(self, node_id: str, rundir: str, proc: str, node_proc: str = "n") -> None:
+        super().__init__(rundir, proc)
         self.node_id = node_id
-        self.rundir = rundir
-        self.proc = proc
         self.node_proc = node_proc
         self.is_node = proc == node_proc
-        self.pid = os.getpid()
-        self.ctx = zmq.Context()
-        self.ctx.setsockopt(zmq.LINGER, 0)
-        self.pull = self.ctx.socket(zmq.PULL)
-        self.pull.setsockopt(zmq.RCVHWM, 0)
-        self.endpoint = self.endpoint_of(proc)
-        self.pull.bind(self.endpoint)
         self.cells: dict[str, Cell] = {}
         self.sinks: dict[str, Any] = {}
         self.pending: dict[int, _Waiter] = {}
-        self.dead_procs: dict[str, Any] = {}
-        self._dead_gen = 0
         self._ref_counter = itertools.count(1)
         self._id_counter = itertools.count(1)
-        self._timers: list[Timer] = []
-        self._timers_lock = threading.Lock()
-        self._tasks: list[Callable[[], None]] = []
-        self._tasks_lock = threading.Lock()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self._fd_handlers: dict[int, Callable[[int], None]] = {}
-        self._socket_pool: list[_SocketSet] = []
-        self._socket_sets: list[_SocketSet] = []
-        self._pool_lock = threading.Lock()
-        self._tls = threading.local()
         self._sys_handlers: dict[str, Callable[..., Any]] = {}
         self._deferring: set[str] = {"spawn"}
-        self._stopping = False
-        self.stats = _stats.current()
         self.dropped_frames = 0
         self.registry: Any = None  # set in the node process
         self.on_cell_gone: Callable[[Cell], None] | None = None
-        self._io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
         self._install_default_handlers()
 
     # -- lifecycle -----------------------------------------------------------
@@ -191,10 +133,7 @@ class Runtime:
     def start(self) -> None:
         with _runtimes_lock:
             _runtimes[self.node_id] = self
-        self._io_thread.start()
-
-    def endpoint_of(self, proc: str) -> str:
-        return f"ipc://{self.rundir}/{proc}.sock"
+        super().start()
 
     def shutdown(self, linger: bool = False) -> None:
         """Stop the I/O thread and close every socket.
@@ -202,29 +141,10 @@ class Runtime:
         With ``linger`` the sockets first deliver what they hold (a host that
         halts must not lose its last exit signals); otherwise they drop it.
         """
-        self._stopping = True
-        self._wake()
-        if self._io_thread.is_alive() and threading.current_thread() is not self._io_thread:
-            self._io_thread.join(timeout=5.0)
         with _runtimes_lock:
             if _runtimes.get(self.node_id) is self:
                 del _runtimes[self.node_id]
-        with self._pool_lock:
-            sets = list(self._socket_sets)
-        for sset in sets:
-            for sock in list(sset.socks.values()):
-                sock.close(linger=2000 if linger else 0)
-            sset.socks.clear()
-        self.pull.close(linger=0)
-        self.ctx.term()
-        try:
-            os.unlink(self.endpoint[len("ipc://") :])
-        except OSError:
-            pass
-        try:
-            os.close(self._wake_fd)
-        except OSError:
-            pass
+        super().shutdown(linger)
 
     # -- ids -----------------------------------------------------------------
 
@@ -239,48 +159,9 @@ class Runtime:
 
     # -- sending -------------------------------------------------------------
 
-    def _socket_set(self) -> _SocketSet:
-        sset = getattr(self._tls, "sset", None)
-        if sset is None:
-            with self._pool_lock:
-                if self._socket_pool:
-                    sset = self._socket_pool.pop()
-                else:
-                    sset = _SocketSet()
-                    self._socket_sets.append(sset)
-            self._tls.sset = sset
-        if sset.gen != self._dead_gen:
-            for proc in [p for p in sset.socks if p in self.dead_procs]:
-                sset.socks.pop(proc).close(linger=0)
-            sset.gen = self._dead_gen
-        return sset
-
-    def release_thread_sockets(self) -> None:
-        """Give this thread's sockets to the pool; called when an actor thread ends."""
-        sset = getattr(self._tls, "sset", None)
-        if sset is not None:
-            self._tls.sset = None
-            with self._pool_lock:
-                self._socket_pool.append(sset)
-
     def _send(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
-        if proc in self.dead_procs:
-            return
-        sset = self._socket_set()
-        sock = sset.socks.get(proc)
-        if sock is None:
-            sock = self.ctx.socket(zmq.PUSH)
-            sock.setsockopt(zmq.SNDHWM, _SNDHWM)
-            sock.setsockopt(zmq.LINGER, 2000)
-            sock.connect(self.endpoint_of(proc))
-            sset.socks[proc] = sock
-        try:
-            sock.send(encode_frame(kind, to, frm, ref, self.proc, body), zmq.NOBLOCK)
-        except zmq.Again:
-            self.stats.increment("actors.transport.send_dropped")
-        except zmq.ZMQError:
-            if not self._stopping:
-                raise
+        if proc not in self.dead_procs:
+            self.send_frame(proc, encode_frame(kind, to, frm, ref, self.proc, body))
 
     def route(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
         """Deliver a signal: in place when the target lives here, else over ZeroMQ."""
@@ -379,6 +260,14 @@ class Runtime:
             return False
 
     # -- receiving -----------------------------------------------------------
+
+    def handle_frames(self, frames: list[bytes]) -> None:
+        batch: dict[Any, list[Any]] = {}
+        on_frame = self._on_frame
+        for frame in frames:
+            on_frame(frame, batch)
+        if batch:
+            self._flush_batch(batch)
 
     def _on_frame(self, frame: bytes, batch: dict[Any, list[Any]]) -> None:
         try:
@@ -531,10 +420,8 @@ class Runtime:
 
     def proc_down(self, proc: str, reason: Any) -> None:
         """A whole OS process of the node died: fail what pointed into it."""
-        if proc == self.proc or proc in self.dead_procs:
+        if not self.forget_peer(proc, reason):
             return
-        self.dead_procs[proc] = reason
-        self._dead_gen += 1
         for ref, waiter in list(self.pending.items()):
             if waiter.proc == proc and self.pending.pop(ref, None) is not None:
                 waiter.resolve(False, reason)
@@ -542,10 +429,6 @@ class Runtime:
             cell.proc_down(proc, reason)
         for sink in list(self.sinks.values()):
             sink.proc_down(proc, reason)
-        try:
-            os.unlink(self.endpoint_of(proc)[len("ipc://") :])
-        except OSError:
-            pass
 
     # -- system requests -------------------------------------------------------
 
@@ -598,7 +481,6 @@ class Runtime:
         self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
         self.register_sys("stats", lambda src: self.stats.snapshot())
         self.register_sys("info", lambda src: self.info())
-        self.register_sys("spawn_here", self._spawn_here)
 
     # -- names -------------------------------------------------------------------
 
@@ -626,21 +508,6 @@ class Runtime:
             return self.registry.whereis(name)
         return self.sys_request(self.node_proc, "whereis", (name,))
 
-    def _spawn_here(self, src: str, orig_src: str, orig_ref: int, payload: bytes) -> None:
-        """Start an actor the node placed here; answer the original requester."""
-        import cloudpickle
-
-        from actors._spawn import start_here
-
-        actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
-
-        def on_started(kind: str, detail: Any) -> None:
-            self.reply_sys(orig_src, orig_ref, True, (kind, detail))
-            if not self.is_node:
-                self.sys_send(self.node_proc, "spawn_done", (orig_src, orig_ref))
-
-        start_here(self, actor_id, cls, args, kwargs, name, parent, link, on_started)
-
     def info(self) -> list[dict[str, Any]]:
         """A cheap snapshot of the actors of this process."""
         return [cell.info() for cell in list(self.cells.values())]
@@ -648,132 +515,14 @@ class Runtime:
     # -- timers ------------------------------------------------------------------
 
     def send_after(self, seconds: float, target: ActorRef, message: Any) -> Timer:
-        timer = Timer(time.monotonic() + max(0.0, seconds), target, message)
-        with self._timers_lock:
-            heapq.heappush(self._timers, timer)
-            earliest = self._timers[0] is timer
-        if earliest:
-            self._wake()
-        return timer
+        return self.add_timer(Timer(time.monotonic() + max(0.0, seconds), target, message))
 
-    def call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
-        """Run ``fn`` on the I/O thread after ``seconds``."""
-        timer = Timer(time.monotonic() + max(0.0, seconds), None, fn)
-        with self._timers_lock:
-            heapq.heappush(self._timers, timer)
-            earliest = self._timers[0] is timer
-        if earliest:
-            self._wake()
-        return timer
-
-    @staticmethod
-    def cancel_timer(timer: Timer) -> float | bool:
-        """Seconds that were left, or False when it already fired or was cancelled."""
-        if timer.fired or timer.cancelled:
-            return False
-        timer.cancelled = True
-        return max(0.0, timer.deadline - time.monotonic())
-
-    def _fire_timers(self) -> float | None:
-        now = time.monotonic()
-        due: list[Timer] = []
-        with self._timers_lock:
-            while self._timers and self._timers[0].deadline <= now:
-                due.append(heapq.heappop(self._timers))
-            next_deadline = self._timers[0].deadline if self._timers else None
-        for timer in due:
-            if not timer.cancelled:
-                timer.fired = True
-                try:
-                    if timer.target is None:
-                        timer.message()
-                        continue
-                    self.route(timer.target.proc, K_INFO, timer.target.id, None, None, timer.message)
-                except Exception:
-                    log.exception("timer delivery failed")
-        return next_deadline
-
-    # -- the I/O thread ------------------------------------------------------------
-
-    def call_soon(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the I/O thread."""
-        with self._tasks_lock:
-            self._tasks.append(fn)
-        self._wake()
-
-    def watch_fd(self, fd: int, handler: Callable[[int], None]) -> None:
-        self.call_soon(lambda: self._fd_handlers.__setitem__(fd, handler))
-
-    def unwatch_fd(self, fd: int) -> None:
-        self.call_soon(lambda: self._fd_handlers.pop(fd, None))
-
-    def _wake(self) -> None:
-        try:
-            os.eventfd_write(self._wake_fd, 1)
-        except OSError:
-            pass
-
-    def _io_loop(self) -> None:
-        pull = self.pull
-        registered: dict[int, bool] = {}
-        poller = zmq.Poller()
-        poller.register(pull, zmq.POLLIN)
-        poller.register(self._wake_fd, zmq.POLLIN)
-        recv = pull.recv
-        batch: dict[Any, list[Any]] = {}
-        next_deadline: float | None = None
-        while not self._stopping:
-            if next_deadline is None:
-                timeout = None
-            else:
-                timeout = max(0.0, (next_deadline - time.monotonic()) * 1000.0)
-            try:
-                events = poller.poll(timeout)
-            except zmq.ZMQError:
-                if self._stopping:
-                    break
-                raise
-            for sock, _ev in events:
-                if sock is pull:
-                    for _ in range(_DRAIN_BATCH):
-                        try:
-                            frame = recv(zmq.NOBLOCK)
-                        except zmq.Again:
-                            break
-                        self._on_frame(frame, batch)
-                    if batch:
-                        self._flush_batch(batch)
-                elif sock == self._wake_fd:
-                    try:
-                        os.eventfd_read(self._wake_fd)
-                    except OSError:
-                        pass
-                else:
-                    handler = self._fd_handlers.get(sock)
-                    if handler is not None:
-                        try:
-                            handler(sock)
-                        except Exception:
-                            log.exception("fd handler failed")
-            if self._tasks:
-                with self._tasks_lock:
-                    tasks, self._tasks = self._tasks, []
-                for task in tasks:
-                    try:
-                        task()
-                    except Exception:
-                        log.exception("I/O task failed")
-            if registered.keys() != self._fd_handlers.keys():
-                for fd in list(registered):
-                    if fd not in self._fd_handlers:
-                        poller.unregister(fd)
-                        del registered[fd]
-                for fd in self._fd_handlers:
-                    if fd not in registered:
-                        poller.register(fd, zmq.POLLIN)
-                        registered[fd] = True
-            next_deadline = self._fire_timers()
+    def fire_timer(self, timer: Timer) -> None:
+        target = timer.target
+        self.route(target.proc, K_INFO, target.id, None, None, timer.message)
 
 
 #: Returned by a deferring system handler that replies later itself.
 DEFER = object()
+
+_ref.set_runtime_resolver(runtime_for)

@@ -27,6 +27,7 @@ from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef
 from actors._registry import Registry
 from actors._runtime import DEFER, Runtime, Timer
+from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
 
 __all__ = ["HostInfo", "Monitor", "Node"]
@@ -89,6 +90,7 @@ class Node:
         self._start_zygote()
         self._rt = Runtime(self.id, self.rundir, "n")
         self._rt.registry = Registry()
+        _install_spawn(self._rt)
         self._install_handlers()
         self._previous_config = _config.set_current(self.config)
         self._config_listener = self.config.listen(self._broadcast_config)

@@ -1,0 +1,344 @@
+"""The bottom layer of the kernel: sockets, frames on the wire, the I/O loop.
+
+A `Transport` is one OS process's view of the node's ipc fabric.  It binds one
+ZeroMQ PULL socket in the node's 0700 runtime directory, runs one I/O thread
+that drains it, fires timers from a heap, runs tasks handed to it and watches
+file descriptors (host pidfds in the node process).  Any thread sends
+directly through its own PUSH sockets, so a send costs no thread hop; the
+sockets are pooled per thread and handed to the next thread when one ends, so
+restarts never reconnect.
+
+It knows nothing of actors: a frame is bytes, a peer is a process name, and
+what arrives is handed, a drained batch at a time, to `handle_frames`, which
+the layer above (`actors._runtime`) overrides.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import zmq
+
+from actors import stats as _stats
+
+__all__ = ["Timer", "Transport"]
+
+log = logging.getLogger("actors.transport")
+
+_SNDHWM = 200_000
+_DRAIN_BATCH = 2000
+
+
+class _SocketSet:
+    """A thread's PUSH sockets, one per peer process."""
+
+    __slots__ = ("socks", "gen")
+
+    def __init__(self) -> None:
+        self.socks: dict[str, zmq.Socket] = {}
+        self.gen = 0
+
+
+class Timer:
+    """A pending `send_after`; cancel it with `cancel_timer`.
+
+    The transport only orders timers by deadline; ``target`` and ``message``
+    are the layer above's (a ``target`` of None makes ``message`` a callable
+    run on the I/O thread).
+    """
+
+    __slots__ = ("deadline", "target", "message", "cancelled", "fired")
+
+    def __init__(self, deadline: float, target: Any, message: Any) -> None:
+        self.deadline = deadline
+        self.target = target
+        self.message = message
+        self.cancelled = False
+        self.fired = False
+
+    def __lt__(self, other: "Timer") -> bool:
+        return self.deadline < other.deadline
+
+    def __repr__(self) -> str:
+        return f"<Timer to={self.target!r} in={self.deadline - time.monotonic():.3f}s>"
+
+
+class Transport:
+    """One process's endpoint, outgoing sockets and I/O thread."""
+
+    def __init__(self, rundir: str, proc: str) -> None:
+        self.rundir = rundir
+        self.proc = proc
+        self.pid = os.getpid()
+        self.ctx = zmq.Context()
+        self.ctx.setsockopt(zmq.LINGER, 0)
+        self.pull = self.ctx.socket(zmq.PULL)
+        self.pull.setsockopt(zmq.RCVHWM, 0)
+        self.endpoint = self.endpoint_of(proc)
+        self.pull.bind(self.endpoint)
+        #: Peers known to be gone (name -> why, opaque here); sends to them are dropped.
+        self.dead_procs: dict[str, Any] = {}
+        self._dead_gen = 0
+        self._timers: list[Timer] = []
+        self._timers_lock = threading.Lock()
+        self._tasks: list[Callable[[], None]] = []
+        self._tasks_lock = threading.Lock()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._fd_handlers: dict[int, Callable[[int], None]] = {}
+        self._socket_pool: list[_SocketSet] = []
+        self._socket_sets: list[_SocketSet] = []
+        self._pool_lock = threading.Lock()
+        self._tls = threading.local()
+        self._stopping = False
+        self.stats = _stats.current()
+        self._io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
+
+    # -- hooks for the layer above ------------------------------------------------
+
+    def handle_frames(self, frames: list[bytes]) -> None:
+        """Frames drained from the endpoint, in arrival order (I/O thread)."""
+
+    def fire_timer(self, timer: Timer) -> None:
+        """A timer with a target fell due (I/O thread)."""
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        self._io_thread.start()
+
+    def endpoint_of(self, proc: str) -> str:
+        return f"ipc://{self.rundir}/{proc}.sock"
+
+    def shutdown(self, linger: bool = False) -> None:
+        """Stop the I/O thread and close every socket.
+
+        With ``linger`` the sockets first deliver what they hold (a host that
+        halts must not lose its last exit signals); otherwise they drop it.
+        """
+        self._stopping = True
+        self._wake()
+        if self._io_thread.is_alive() and threading.current_thread() is not self._io_thread:
+            self._io_thread.join(timeout=5.0)
+        with self._pool_lock:
+            sets = list(self._socket_sets)
+        for sset in sets:
+            for sock in list(sset.socks.values()):
+                sock.close(linger=2000 if linger else 0)
+            sset.socks.clear()
+        self.pull.close(linger=0)
+        self.ctx.term()
+        try:
+            os.unlink(self.endpoint[len("ipc://") :])
+        except OSError:
+            pass
+        try:
+            os.close(self._wake_fd)
+        except OSError:
+            pass
+
+    # -- sending -------------------------------------------------------------
+
+    def _socket_set(self) -> _SocketSet:
+        sset = getattr(self._tls, "sset", None)
+        if sset is None:
+            with self._pool_lock:
+                if self._socket_pool:
+                    sset = self._socket_pool.pop()
+                else:
+                    sset = _SocketSet()
+                    self._socket_sets.append(sset)
+            self._tls.sset = sset
+        if sset.gen != self._dead_gen:
+            for proc in [p for p in sset.socks if p in self.dead_procs]:
+                sset.socks.pop(proc).close(linger=0)
+            sset.gen = self._dead_gen
+        return sset
+
+    def release_thread_sockets(self) -> None:
+        """Give this thread's sockets to the pool; called when an actor thread ends."""
+        sset = getattr(self._tls, "sset", None)
+        if sset is not None:
+            self._tls.sset = None
+            with self._pool_lock:
+                self._socket_pool.append(sset)
+
+    def send_frame(self, proc: str, frame: bytes) -> None:
+        """Queue ``frame`` for ``proc``'s endpoint; never blocks, never raises
+        for a peer that is gone (a full queue drops and counts)."""
+        if proc in self.dead_procs:
+            return
+        sset = self._socket_set()
+        sock = sset.socks.get(proc)
+        if sock is None:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.SNDHWM, _SNDHWM)
+            sock.setsockopt(zmq.LINGER, 2000)
+            sock.connect(self.endpoint_of(proc))
+            sset.socks[proc] = sock
+        try:
+            sock.send(frame, zmq.NOBLOCK)
+        except zmq.Again:
+            self.stats.increment("actors.transport.send_dropped")
+        except zmq.ZMQError:
+            if not self._stopping:
+                raise
+
+    def forget_peer(self, proc: str, why: Any) -> bool:
+        """Mark ``proc`` gone: later sends to it are dropped and every thread
+        closes its socket to it.  False when it was already gone."""
+        if proc == self.proc or proc in self.dead_procs:
+            return False
+        self.dead_procs[proc] = why
+        self._dead_gen += 1
+        try:
+            os.unlink(self.endpoint_of(proc)[len("ipc://") :])
+        except OSError:
+            pass
+        return True
+
+    # -- timers ------------------------------------------------------------------
+
+    def add_timer(self, timer: Timer) -> Timer:
+        with self._timers_lock:
+            heapq.heappush(self._timers, timer)
+            earliest = self._timers[0] is timer
+        if earliest:
+            self._wake()
+        return timer
+
+    def call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        """Run ``fn`` on the I/O thread after ``seconds``."""
+        return self.add_timer(Timer(time.monotonic() + max(0.0, seconds), None, fn))
+
+    @staticmethod
+    def cancel_timer(timer: Timer) -> float | bool:
+        """Seconds that were left, or False when it already fired or was cancelled."""
+        if timer.fired or timer.cancelled:
+            return False
+        timer.cancelled = True
+        return max(0.0, timer.deadline - time.monotonic())
+
+    def _fire_timers(self) -> float | None:
+        now = time.monotonic()
+        due: list[Timer] = []
+        with self._timers_lock:
+            while self._timers and self._timers[0].deadline <= now:
+                due.append(heapq.heappop(self._timers))
+            next_deadline = self._timers[0].deadline if self._timers else None
+        for timer in due:
+            if not timer.cancelled:
+                timer.fired = True
+                try:
+                    if timer.target is None:
+                        timer.message()
+                    else:
+                        self.fire_timer(timer)
+                except Exception:
+                    log.exception("timer failed")
+        return next_deadline
+
+    # -- the I/O thread ------------------------------------------------------------
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread."""
+        with self._tasks_lock:
+            self._tasks.append(fn)
+        self._wake()
+
+    def watch_fd(self, fd: int, handler: Callable[[int], None]) -> None:
+        """Call ``handler(fd)`` on the I/O thread whenever ``fd`` is readable.
+
+        A ready descriptor is served in the same turn of the loop, right
+        after the frames already queued on the endpoint (a dead host's last
+        frames come before the report of its death).
+        """
+        self.call_soon(lambda: self._fd_handlers.__setitem__(fd, handler))
+
+    def unwatch_fd(self, fd: int) -> None:
+        self.call_soon(lambda: self._fd_handlers.pop(fd, None))
+
+    def _wake(self) -> None:
+        try:
+            os.eventfd_write(self._wake_fd, 1)
+        except OSError:
+            pass
+
+    def _io_loop(self) -> None:
+        pull = self.pull
+        registered: dict[int, bool] = {}
+        poller = zmq.Poller()
+        poller.register(pull, zmq.POLLIN)
+        poller.register(self._wake_fd, zmq.POLLIN)
+        recv = pull.recv
+        handle_frames = self.handle_frames
+        fd_handlers = self._fd_handlers
+        next_deadline: float | None = None
+        while not self._stopping:
+            if next_deadline is None:
+                timeout = None
+            else:
+                timeout = max(0.0, (next_deadline - time.monotonic()) * 1000.0)
+            try:
+                events = poller.poll(timeout)
+            except zmq.ZMQError:
+                if self._stopping:
+                    break
+                raise
+            ready_fds: list[int] = []
+            got_frames = False
+            for sock, _ev in events:
+                if sock is pull:
+                    got_frames = True
+                elif sock == self._wake_fd:
+                    try:
+                        os.eventfd_read(self._wake_fd)
+                    except OSError:
+                        pass
+                else:
+                    ready_fds.append(sock)
+            if got_frames or ready_fds:
+                # A dead host's last frames (a reply it sent before it was
+                # killed) are drained before its death is handled, so a
+                # death report never overtakes them.
+                frames: list[bytes] = []
+                for _ in range(_DRAIN_BATCH):
+                    try:
+                        frames.append(recv(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+                if frames:
+                    try:
+                        handle_frames(frames)
+                    except Exception:
+                        log.exception("frame handling failed")
+            for fd in ready_fds:
+                handler = fd_handlers.get(fd)
+                if handler is not None:
+                    try:
+                        handler(fd)
+                    except Exception:
+                        log.exception("fd handler failed")
+            if self._tasks:
+                with self._tasks_lock:
+                    tasks, self._tasks = self._tasks, []
+                for task in tasks:
+                    try:
+                        task()
+                    except Exception:
+                        log.exception("I/O task failed")
+            if registered.keys() != fd_handlers.keys():
+                for fd in list(registered):
+                    if fd not in fd_handlers:
+                        poller.unregister(fd)
+                        del registered[fd]
+                for fd in fd_handlers:
+                    if fd not in registered:
+                        poller.register(fd, zmq.POLLIN)
+                        registered[fd] = True
+            next_deadline = self._fire_timers()

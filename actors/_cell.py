@@ -75,15 +75,23 @@ class _ActorThread(pykka.ThreadingActor):
         try:
             super()._actor_loop()
         finally:
+            self._cell.runtime.end_actor_thread()
             set_current_cell(None)
-            self._cell.runtime.release_thread_sockets()
             self._cell = None  # type: ignore[assignment]  # break the cycle
 
     def on_start(self) -> None:
-        self._cell._boot()
+        cell = self._cell
+        try:
+            cell._boot()
+        finally:
+            cell.runtime.flush_casts()
 
     def on_receive(self, message: Any) -> None:
-        self._cell._handle(message)
+        cell = self._cell
+        try:
+            cell._handle(message)
+        finally:
+            cell.runtime.flush_casts()  # casts made by the callback leave now
 
 
 class Cell:

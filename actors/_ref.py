@@ -86,14 +86,16 @@ class ActorRef:
 
 
 class From:
-    """Where a call's reply goes: the caller's process and the call's ref."""
+    """Where a call's reply goes: the caller's process and the call's ref, and
+    the calling thread's reply channel when the caller is in another process."""
 
-    __slots__ = ("proc", "ref", "caller")
+    __slots__ = ("proc", "ref", "caller", "channel")
 
-    def __init__(self, proc: str, ref: int, caller: str | None) -> None:
+    def __init__(self, proc: str, ref: int, caller: str | None, channel: str | None = None) -> None:
         self.proc = proc
         self.ref = ref
         self.caller = caller
+        self.channel = channel
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, From) and (self.proc, self.ref) == (other.proc, other.ref)
@@ -105,7 +107,7 @@ class From:
         return f"<From {self.proc}:{self.ref}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (From, (self.proc, self.ref, self.caller))
+        return (From, (self.proc, self.ref, self.caller, self.channel))
 
 
 def _runtime_of(ref: ActorRef) -> Any:

@@ -21,11 +21,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import zmq
+
 from actors import _ref
-from actors._codec import FrameError, decode_frame, encode_frame
+from actors._codec import FrameError, decode_frame, encode_frame, is_scalar
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
-from actors._transport import Timer, Transport
+from actors._transport import ReplyChannel, Timer, Transport, owner_of
 
 if TYPE_CHECKING:
     from actors._cell import Cell
@@ -48,6 +50,12 @@ K_DEMONITOR = 9
 K_DOWN = 10
 K_SYS = 11
 K_STOP = 12
+K_BATCH = 13  # consecutive casts/sends from one thread to one process: [[kind, to, body], ...]
+
+#: A thread's casts to one process go out as one frame after this many...
+CAST_BATCH = 64
+#: ... or this long after the first of them, when its callback is still running.
+CAST_FLUSH_AFTER = 0.002
 
 _runtimes: dict[str, "Runtime"] = {}
 _runtimes_lock = threading.Lock()
@@ -77,7 +85,63 @@ def current_cell() -> "Cell | None":
 
 
 def set_current_cell(cell: "Cell | None") -> None:
+    """Make this thread an actor's (or no longer): an actor thread batches
+    its casts and sends (see `Runtime.flush_casts`)."""
     _thread_state.cell = cell
+    _thread_state.outbox = _Outbox() if cell is not None else None
+
+
+class _Batch:
+    """Casts and sends waiting to go to one process as one frame."""
+
+    __slots__ = ("items", "plain")
+
+    def __init__(self) -> None:
+        self.items: list[list[Any]] = []
+        self.plain = True
+
+
+class _Outbox:
+    """An actor thread's batches, one per destination process.
+
+    Every send of an actor thread goes out under ``lock`` after the batch for
+    the same process, so nothing the thread sends overtakes its own casts.
+    The I/O thread takes the same lock to flush a batch that has waited
+    `CAST_FLUSH_AFTER` (a callback that runs on without returning or
+    blocking in the kernel), through the actor thread's own sockets ``sset``
+    so the order on the wire holds.
+    """
+
+    __slots__ = ("lock", "batches", "sset", "armed", "closed")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.batches: dict[str, _Batch] = {}
+        self.sset: Any = None
+        self.armed = False
+        self.closed = False
+
+
+class _ChannelWaiter:
+    """A call whose reply goes to the caller's own reply channel.
+
+    The calling thread reads the channel itself; when the target's process
+    dies first, whoever learns it resolves the call by sending the failure
+    into the same channel, so the caller has one place to wait on.
+    """
+
+    __slots__ = ("proc", "rt", "channel", "ref")
+
+    def __init__(self, proc: str, rt: "Runtime", channel: str, ref: int) -> None:
+        self.proc = proc
+        self.rt = rt
+        self.channel = channel
+        self.ref = ref
+
+    def resolve(self, ok: bool, value: Any) -> None:
+        rt = self.rt
+        kind = K_REPLY if ok else K_REPLY_EXIT
+        rt._emit(self.proc, self.channel, encode_frame(kind, None, None, self.ref, rt.proc, value))
 
 
 class _Waiter:
@@ -159,26 +223,102 @@ class Runtime(Transport):
 
     # -- sending -------------------------------------------------------------
 
-    def _send(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
+    def _send(self, proc: str, kind: int, to: str | None, frm: Any, ref: int | None, body: Any) -> None:
         if proc not in self.dead_procs:
-            self.send_frame(proc, encode_frame(kind, to, frm, ref, self.proc, body))
+            self._emit(proc, proc, encode_frame(kind, to, frm, ref, self.proc, body))
 
-    def route(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
+    def _emit(self, proc: str, dest: str, frame: bytes) -> None:
+        """Send ``frame`` to ``dest`` (``proc``'s endpoint or one of its reply
+        channels) after whatever this thread has batched for ``proc``."""
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is None:
+            self.send_frame(dest, frame)
+            return
+        with outbox.lock:
+            if proc in outbox.batches:
+                self._flush_locked(outbox, proc)
+            self.send_frame(dest, frame)
+
+    def route(self, proc: str, kind: int, to: str | None, frm: Any, ref: int | None, body: Any) -> None:
         """Deliver a signal: in place when the target lives here, else over ZeroMQ."""
         if proc == self.proc:
             self._deliver(kind, to, frm, ref, body, self.proc)
         else:
             self._send(proc, kind, to, frm, ref, body)
 
+    # -- cast batching -------------------------------------------------------
+
+    def _post(self, proc: str, kind: int, to: str, body: Any) -> None:
+        """A cast or send: batched per destination process on actor threads."""
+        if proc == self.proc:
+            self._deliver(kind, to, None, None, body, proc)
+            return
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is None:  # not an actor thread: sent at once
+            self._send(proc, kind, to, None, None, body)
+            return
+        if proc in self.dead_procs:
+            return
+        with outbox.lock:
+            batch = outbox.batches.get(proc)
+            if batch is None:
+                if outbox.sset is None:
+                    outbox.sset = self._socket_set()
+                batch = outbox.batches[proc] = _Batch()
+                if not outbox.armed:
+                    outbox.armed = True
+                    self.call_later(CAST_FLUSH_AFTER, lambda: self._flush_stale(outbox))
+            batch.items.append([kind, to, body])
+            if batch.plain and not is_scalar(body):
+                batch.plain = False
+            if len(batch.items) >= CAST_BATCH:
+                self._flush_locked(outbox, proc)
+
+    def _flush_locked(self, outbox: _Outbox, proc: str) -> None:
+        batch = outbox.batches.pop(proc)
+        items = batch.items
+        if len(items) == 1:
+            kind, to, body = items[0]
+            frame = encode_frame(kind, to, None, None, self.proc, body)
+        else:
+            frame = encode_frame(K_BATCH, None, None, None, self.proc, items, plain=batch.plain)
+        self.send_frame(proc, frame, outbox.sset)
+
+    def _flush_stale(self, outbox: _Outbox) -> None:
+        """I/O thread: a batch waited too long for its callback to return."""
+        with outbox.lock:
+            outbox.armed = False
+            if not outbox.closed:
+                while outbox.batches:
+                    self._flush_locked(outbox, next(iter(outbox.batches)))
+
+    def flush_casts(self) -> None:
+        """Send what this thread's casts left batched: when an actor's
+        callback returns, and before the thread blocks in the kernel."""
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is not None and outbox.batches:
+            with outbox.lock:
+                while outbox.batches:
+                    self._flush_locked(outbox, next(iter(outbox.batches)))
+
+    def end_actor_thread(self) -> None:
+        """An actor thread ends: flush, close its outbox, pool its sockets."""
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is not None:
+            with outbox.lock:
+                while outbox.batches:
+                    self._flush_locked(outbox, next(iter(outbox.batches)))
+                outbox.closed = True
+            _thread_state.outbox = None
+        self.release_thread_sockets()
+
     # -- public messaging ----------------------------------------------------
 
     def send(self, target: ActorRef, message: Any) -> None:
-        cell = current_cell()
-        self.route(target.proc, K_INFO, target.id, cell.id if cell else None, None, message)
+        self._post(target.proc, K_INFO, target.id, message)
 
     def cast(self, target: ActorRef, request: Any) -> None:
-        cell = current_cell()
-        self.route(target.proc, K_CAST, target.id, cell.id if cell else None, None, request)
+        self._post(target.proc, K_CAST, target.id, request)
 
     def call(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
         return self._request(target, K_CALL, request, timeout)
@@ -190,16 +330,60 @@ class Runtime(Transport):
         cell = current_cell()
         if cell is not None and cell.id == target.id:
             raise Exit("calling_self", f"{target!r} called itself")
-        if target.proc in self.dead_procs:
+        proc = target.proc
+        if proc in self.dead_procs:
             raise Exit("noproc", f"{target!r} is not alive")
+        self.flush_casts()
         ref = next(self._ref_counter)
-        waiter = _Waiter(target.proc)
-        self.pending[ref] = waiter
-        self.route(target.proc, kind, target.id, cell.id if cell else None, ref, body)
-        self._await(waiter, ref, target, timeout)
-        if waiter.ok:
-            return waiter.value
-        raise Exit(waiter.value)
+        if proc == self.proc:
+            waiter = _Waiter(proc)
+            self.pending[ref] = waiter
+            self._deliver(kind, target.id, cell.id if cell else None, ref, body, proc)
+            self._await(waiter, ref, target, timeout)
+            if waiter.ok:
+                return waiter.value
+            raise Exit(waiter.value)
+        # Across processes the reply comes straight to this thread's channel.
+        channel = self.reply_channel()
+        self.pending[ref] = _ChannelWaiter(proc, self, channel.name, ref)
+        self._emit(proc, proc, encode_frame(kind, target.id, [cell.id if cell else None, channel.name], ref,
+                                            self.proc, body))
+        ok, value = self._await_channel(channel, ref, target, timeout)
+        if ok:
+            return value
+        raise Exit(value)
+
+    def _await_channel(self, channel: ReplyChannel, ref: int, target: Any,
+                       timeout: float | None) -> tuple[bool, Any]:
+        """Read this thread's channel until the answer to ``ref`` comes.
+
+        Frames for other refs are late answers to calls that timed out: they
+        are dropped, as is garbage (counted).  On timeout the pending entry is
+        withdrawn first, so nobody answers it later.
+        """
+        sock = channel.sock
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
+            ms = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000.0 + 0.999))
+            if ms != channel.timeout_ms:
+                sock.setsockopt(zmq.RCVTIMEO, ms)
+                channel.timeout_ms = ms
+            try:
+                frame = sock.recv()
+            except zmq.Again:
+                if self.pending.pop(ref, None) is not None:
+                    raise CallTimeout(target, timeout) from None
+                deadline = None  # resolved meanwhile: its answer is on the way
+                continue
+            try:
+                kind, _to, _frm, got, _src, body = decode_frame(frame)
+            except FrameError:
+                self._count_garbage()
+                continue
+            if got != ref or (kind != K_REPLY and kind != K_REPLY_EXIT):
+                continue
+            self.pending.pop(ref, None)
+            return kind == K_REPLY, body
 
     def _await(self, waiter: _Waiter, ref: int, target: Any, timeout: float | None) -> None:
         """Block until ``waiter`` is resolved; `CallTimeout` after ``timeout``.
@@ -207,6 +391,7 @@ class Runtime(Transport):
         On timeout the pending entry is withdrawn, so a late answer is dropped
         on arrival and never reaches a later request.
         """
+        self.flush_casts()
         if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             if self.pending.pop(ref, None) is not None:
                 raise CallTimeout(target, timeout)
@@ -244,10 +429,19 @@ class Runtime(Transport):
         self.route(proc, K_SYS, None, None, None, (op, args))
 
     def reply(self, from_: From, value: Any) -> None:
-        self.route(from_.proc, K_REPLY, None, None, from_.ref, value)
+        self._answer(from_, K_REPLY, value)
 
     def reply_exit(self, from_: From, reason: Any) -> None:
-        self.route(from_.proc, K_REPLY_EXIT, None, None, from_.ref, reason)
+        self._answer(from_, K_REPLY_EXIT, reason)
+
+    def _answer(self, from_: From, kind: int, value: Any) -> None:
+        channel = from_.channel
+        if channel is None:
+            self.route(from_.proc, kind, None, None, from_.ref, value)
+            return
+        proc = from_.proc
+        if proc not in self.dead_procs:
+            self._emit(proc, channel, encode_frame(kind, None, None, from_.ref, self.proc, value))
 
     def is_alive(self, target: ActorRef, timeout: float = 5.0) -> bool:
         if target.proc in self.dead_procs:
@@ -273,10 +467,24 @@ class Runtime(Transport):
         try:
             kind, to, frm, ref, src, body = decode_frame(frame)
         except FrameError:  # garbage is dropped and counted, never fatal
-            self.dropped_frames += 1
-            self.stats.increment("actors.transport.dropped_frames")
+            self._count_garbage()
             return
         try:
+            if kind == K_BATCH:
+                cells = self.cells
+                for item_kind, item_to, item_body in body:
+                    cell = cells.get(item_to)
+                    if cell is not None:
+                        pending = batch.get(cell)
+                        if pending is None:
+                            batch[cell] = [(item_kind, item_body, None)]
+                        else:
+                            pending.append((item_kind, item_body, None))
+                    else:
+                        if batch:
+                            self._flush_batch(batch)
+                        self._deliver(item_kind, item_to, None, None, item_body, src)
+                return
             if kind == K_CAST or kind == K_INFO:
                 cell = self.cells.get(to)
                 if cell is not None:
@@ -292,6 +500,10 @@ class Runtime(Transport):
             self._deliver(kind, to, frm, ref, body, src)
         except Exception:
             log.exception("failed to deliver a frame of kind %s to %s", kind, to)
+
+    def _count_garbage(self) -> None:
+        self.dropped_frames += 1
+        self.stats.increment("actors.transport.dropped_frames")
 
     @staticmethod
     def _flush_batch(batch: dict[Any, list[Any]]) -> None:
@@ -316,7 +528,10 @@ class Runtime(Transport):
             return
         if kind == K_CALL or kind == K_STOP:
             cell = self.cells.get(to)
-            from_ = From(src, ref, frm)
+            if type(frm) is list:  # [caller, reply channel]
+                from_ = From(src, ref, frm[0], frm[1])
+            else:
+                from_ = From(src, ref, frm)
             if cell is None or not cell.enqueue_call(kind, body, from_):
                 self.reply_exit(from_, "noproc")
             return
@@ -367,8 +582,7 @@ class Runtime(Transport):
                 if sink is not None:
                     sink.down(mref, target, reason)
             return
-        self.dropped_frames += 1
-        self.stats.increment("actors.transport.dropped_frames")
+        self._count_garbage()
 
     # -- link / monitor helpers used by cells and the node --------------------
 

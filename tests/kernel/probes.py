@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import queue
+import time
 from typing import Any
 
-from actors import Continue, GenServer, Stop, ignore, noreply
+from actors import ActorRef, Continue, GenServer, Stop, ignore, noreply
+
+
+def wait_held(ref: ActorRef, n: int = 1, timeout: float = 10.0) -> None:
+    """Until ``ref`` (an `Echo`) holds ``n`` unanswered calls.
+
+    Calls from two threads travel on two sockets, so a later call from the
+    test thread may overtake a "hold" from another thread: ask the server.
+    """
+    deadline = time.monotonic() + timeout
+    for _ in range(100_000):
+        if ref.call("held") >= n:
+            return
+        if time.monotonic() > deadline:
+            break
+    raise AssertionError(f"{ref!r} never held {n} calls")
 
 
 class Echo(GenServer):
@@ -21,6 +37,8 @@ class Echo(GenServer):
         if request == "hold":
             self.pending.append(from_)
             return noreply
+        if request == "held":
+            return len(self.pending)
         if request == "release":
             for f in self.pending:
                 self.reply(f, "late")

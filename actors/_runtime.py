@@ -471,6 +471,10 @@ class Runtime(Transport):
             return
         try:
             if kind == K_BATCH:
+                if type(body) is not list or any(type(i) is not list or len(i) != 3 or
+                                                 (i[0] != K_CAST and i[0] != K_INFO) for i in body):
+                    self._count_garbage()
+                    return
                 cells = self.cells
                 for item_kind, item_to, item_body in body:
                     cell = cells.get(item_to)
@@ -498,7 +502,8 @@ class Runtime(Transport):
             elif batch:
                 self._flush_batch(batch)
             self._deliver(kind, to, frm, ref, body, src)
-        except Exception:
+        except Exception:  # a well-formed frame with a body its kind cannot take
+            self._count_garbage()
             log.exception("failed to deliver a frame of kind %s to %s", kind, to)
 
     def _count_garbage(self) -> None:

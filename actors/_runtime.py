@@ -108,16 +108,14 @@ class _Outbox:
     the same process, so nothing the thread sends overtakes its own casts.
     The I/O thread takes the same lock to flush a batch that has waited
     `CAST_FLUSH_AFTER` (a callback that runs on without returning or
-    blocking in the kernel), through the actor thread's own sockets ``sset``
-    so the order on the wire holds.
+    blocking in the kernel), so the order on the wire holds.
     """
 
-    __slots__ = ("lock", "batches", "sset", "armed", "closed")
+    __slots__ = ("lock", "batches", "armed", "closed")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.batches: dict[str, _Batch] = {}
-        self.sset: Any = None
         self.armed = False
         self.closed = False
 
@@ -262,8 +260,6 @@ class Runtime(Transport):
         with outbox.lock:
             batch = outbox.batches.get(proc)
             if batch is None:
-                if outbox.sset is None:
-                    outbox.sset = self._socket_set()
                 batch = outbox.batches[proc] = _Batch()
                 if not outbox.armed:
                     outbox.armed = True
@@ -282,7 +278,7 @@ class Runtime(Transport):
             frame = encode_frame(kind, to, None, None, self.proc, body)
         else:
             frame = encode_frame(K_BATCH, None, None, None, self.proc, items, plain=batch.plain)
-        self.send_frame(proc, frame, outbox.sset)
+        self.send_frame(proc, frame)
 
     def _flush_stale(self, outbox: _Outbox) -> None:
         """I/O thread: a batch waited too long for its callback to return."""
@@ -440,8 +436,9 @@ class Runtime(Transport):
             self.route(from_.proc, kind, None, None, from_.ref, value)
             return
         proc = from_.proc
-        if proc not in self.dead_procs:
-            self._emit(proc, channel, encode_frame(kind, None, None, from_.ref, self.proc, value))
+        if proc in self.dead_procs:
+            return
+        self._emit(proc, channel, encode_frame(kind, None, None, from_.ref, self.proc, value))
 
     def is_alive(self, target: ActorRef, timeout: float = 5.0) -> bool:
         if target.proc in self.dead_procs:
@@ -699,6 +696,7 @@ class Runtime(Transport):
         self.register_sys("alive", lambda src, actor_id: actor_id in self.cells)
         self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
         self.register_sys("stats", lambda src: self.stats.snapshot())
+        self.register_sys("connect", lambda src, peers: [self.connect_peer(p) for p in peers] and None)
         self.register_sys("info", lambda src: self.info())
 
     # -- names -------------------------------------------------------------------
@@ -726,6 +724,12 @@ class Runtime(Transport):
         if self.registry is not None:
             return self.registry.whereis(name)
         return self.sys_request(self.node_proc, "whereis", (name,))
+
+    def channel_names(self) -> list[str]:
+        """This process's reply channels (a new host connects to the node's
+        ahead of time, so its first answers need no handshake)."""
+        with self._pool_lock:
+            return [c.name for c in self._channels]
 
     def info(self) -> list[dict[str, Any]]:
         """A cheap snapshot of the actors of this process."""

@@ -4,9 +4,10 @@ A `Transport` is one OS process's view of the node's ipc fabric.  It binds one
 ZeroMQ PULL socket in the node's 0700 runtime directory, runs one I/O thread
 that drains it, fires timers from a heap, runs tasks handed to it and watches
 file descriptors (host pidfds in the node process).  Any thread sends
-directly through its own PUSH sockets, so a send costs no thread hop; the
-sockets are pooled per thread and handed to the next thread when one ends, so
-restarts never reconnect.
+directly, with no thread hop, through the process's one PUSH socket per peer
+(shared under a lock, so one pipe per pair of processes keeps their order).
+A thread that calls across processes reads its replies from its own reply
+channel (`ReplyChannel`), pooled and handed to the next thread when it ends.
 
 It knows nothing of actors: a frame is bytes, a peer is a process name, and
 what arrives is handed, a drained batch at a time, to `handle_frames`, which
@@ -76,14 +77,17 @@ class _ChannelLease:
             pass
 
 
-class _SocketSet:
-    """A thread's PUSH sockets, one per peer process."""
+class _Peer:
+    """The one PUSH socket this process sends to a peer through, shared by
+    all its threads under ``lock``: one pipe per pair of processes keeps
+    their order, and a connection made once (ahead of time, for a spare
+    host) serves every thread."""
 
-    __slots__ = ("socks", "gen")
+    __slots__ = ("sock", "lock")
 
-    def __init__(self) -> None:
-        self.socks: dict[str, zmq.Socket] = {}
-        self.gen = 0
+    def __init__(self, sock: zmq.Socket) -> None:
+        self.sock: zmq.Socket | None = sock
+        self.lock = threading.Lock()
 
 
 class Timer:
@@ -125,15 +129,13 @@ class Transport:
         self.pull.bind(self.endpoint)
         #: Peers known to be gone (name -> why, opaque here); sends to them are dropped.
         self.dead_procs: dict[str, Any] = {}
-        self._dead_gen = 0
         self._timers: list[Timer] = []
         self._timers_lock = threading.Lock()
         self._tasks: list[Callable[[], None]] = []
         self._tasks_lock = threading.Lock()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._fd_handlers: dict[int, Callable[[int], None]] = {}
-        self._socket_pool: list[_SocketSet] = []
-        self._socket_sets: list[_SocketSet] = []
+        self._peers: dict[str, _Peer] = {}
         self._pool_lock = threading.Lock()
         self._tls = threading.local()
         self._channels: list[ReplyChannel] = []
@@ -170,11 +172,13 @@ class Transport:
         if self._io_thread.is_alive() and threading.current_thread() is not self._io_thread:
             self._io_thread.join(timeout=5.0)
         with self._pool_lock:
-            sets = list(self._socket_sets)
-        for sset in sets:
-            for sock in list(sset.socks.values()):
+            peers = list(self._peers.values())
+            self._peers.clear()
+        for peer in peers:
+            with peer.lock:
+                sock, peer.sock = peer.sock, None
+            if sock is not None:
                 sock.close(linger=2000 if linger else 0)
-            sset.socks.clear()
         with self._pool_lock:
             channels = list(self._channels)
         for channel in channels:
@@ -196,29 +200,8 @@ class Transport:
 
     # -- sending -------------------------------------------------------------
 
-    def _socket_set(self) -> _SocketSet:
-        sset = getattr(self._tls, "sset", None)
-        if sset is None:
-            with self._pool_lock:
-                if self._socket_pool:
-                    sset = self._socket_pool.pop()
-                else:
-                    sset = _SocketSet()
-                    self._socket_sets.append(sset)
-            self._tls.sset = sset
-        if sset.gen != self._dead_gen:
-            for proc in [p for p in sset.socks if owner_of(p) in self.dead_procs]:
-                sset.socks.pop(proc).close(linger=0)
-            sset.gen = self._dead_gen
-        return sset
-
     def release_thread_sockets(self) -> None:
-        """Give this thread's sockets to the pool; called when an actor thread ends."""
-        sset = getattr(self._tls, "sset", None)
-        if sset is not None:
-            self._tls.sset = None
-            with self._pool_lock:
-                self._socket_pool.append(sset)
+        """Give this thread's reply channel to the pool; called when an actor thread ends."""
         self._tls.chan = None  # the lease hands the reply channel back
 
     def reply_channel(self) -> ReplyChannel:
@@ -235,35 +218,52 @@ class Transport:
             sock = self.ctx.socket(zmq.PULL)
             sock.setsockopt(zmq.RCVHWM, 0)
             sock.bind(self.endpoint_of(name))
+            sock.bind(f"inproc://{name}")  # this process's own threads answer here
             channel = ReplyChannel(name, sock)
             with self._pool_lock:
                 self._channels.append(channel)
         self._tls.chan = _ChannelLease(channel, self._channel_pool, self._pool_lock)
         return channel
 
-    def send_frame(self, proc: str, frame: bytes, sset: _SocketSet | None = None) -> None:
+    def send_frame(self, proc: str, frame: bytes) -> None:
         """Queue ``frame`` for ``proc``'s endpoint (or a reply channel's);
         never blocks, never raises for a peer that is gone (a full queue drops
-        and counts).  ``sset`` sends through another thread's sockets, which
-        the caller must hold exclusively."""
+        and counts)."""
         if proc in self.dead_procs or ("~" in proc and owner_of(proc) in self.dead_procs):
             return
-        if sset is None:
-            sset = self._socket_set()
-        sock = sset.socks.get(proc)
-        if sock is None:
-            sock = self.ctx.socket(zmq.PUSH)
-            sock.setsockopt(zmq.SNDHWM, _SNDHWM)
-            sock.setsockopt(zmq.LINGER, 2000)
-            sock.connect(self.endpoint_of(proc))
-            sset.socks[proc] = sock
-        try:
-            sock.send(frame, zmq.NOBLOCK)
-        except zmq.Again:
-            self.stats.increment("actors.transport.send_dropped")
-        except zmq.ZMQError:
-            if not self._stopping:
-                raise
+        peer = self._peers.get(proc) or self.connect_peer(proc)
+        with peer.lock:
+            sock = peer.sock
+            if sock is None:
+                return
+            try:
+                sock.send(frame, zmq.NOBLOCK)
+            except zmq.Again:
+                self.stats.increment("actors.transport.send_dropped")
+            except zmq.ZMQError:
+                if not self._stopping:
+                    raise
+
+    def is_connected(self, proc: str) -> bool:
+        """Whether this process already has a socket to ``proc``."""
+        return proc in self._peers
+
+    def connect_peer(self, proc: str) -> _Peer:
+        """The socket to ``proc``, connected now if it was not yet (the node
+        connects to a spare host as soon as it is up, off any call's path).
+        A reply channel of this very process is reached over inproc."""
+        with self._pool_lock:
+            peer = self._peers.get(proc)
+            if peer is None:
+                sock = self.ctx.socket(zmq.PUSH)
+                sock.setsockopt(zmq.SNDHWM, _SNDHWM)
+                sock.setsockopt(zmq.LINGER, 2000)
+                if owner_of(proc) == self.proc and "~" in proc:
+                    sock.connect(f"inproc://{proc}")
+                else:
+                    sock.connect(self.endpoint_of(proc))
+                peer = self._peers[proc] = _Peer(sock)
+        return peer
 
     def forget_peer(self, proc: str, why: Any) -> bool:
         """Mark ``proc`` gone: later sends to it are dropped and every thread
@@ -271,8 +271,15 @@ class Transport:
         if proc == self.proc or proc in self.dead_procs:
             return False
         self.dead_procs[proc] = why
-        self._dead_gen += 1
         prefix = f"{proc}~"
+        with self._pool_lock:
+            gone = [n for n in self._peers if n == proc or n.startswith(prefix)]
+            peers = [self._peers.pop(n) for n in gone]
+        for peer in peers:
+            with peer.lock:
+                sock, peer.sock = peer.sock, None
+            if sock is not None:
+                sock.close(linger=0)
         try:
             names = [n for n in os.listdir(self.rundir) if n.startswith(prefix)]
         except OSError:

@@ -514,6 +514,15 @@ class Runtime(Transport):
         batch.clear()
 
     def _deliver(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:
+        if kind == K_CALL or kind == K_STOP:
+            cell = self.cells.get(to)
+            if type(frm) is list:  # [caller, reply channel]
+                from_ = From(src, ref, frm[0], frm[1])
+            else:
+                from_ = From(src, ref, frm)
+            if cell is None or not cell.enqueue_call(kind, body, from_):
+                self.reply_exit(from_, "noproc")
+            return
         if kind == K_REPLY or kind == K_REPLY_EXIT:
             waiter = self.pending.pop(ref, None)
             if waiter is not None:
@@ -527,15 +536,6 @@ class Runtime(Transport):
                 sink = self.sinks.get(to)
                 if sink is not None:
                     sink.on_message(kind, body)
-            return
-        if kind == K_CALL or kind == K_STOP:
-            cell = self.cells.get(to)
-            if type(frm) is list:  # [caller, reply channel]
-                from_ = From(src, ref, frm[0], frm[1])
-            else:
-                from_ = From(src, ref, frm)
-            if cell is None or not cell.enqueue_call(kind, body, from_):
-                self.reply_exit(from_, "noproc")
             return
         if kind == K_SYS:
             self._handle_sys(src, ref, body)

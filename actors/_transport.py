@@ -396,32 +396,6 @@ class Transport:
                         pass
                 else:
                     ready_fds.append(sock)
-            if got_frames or ready_fds:
-                # A dead host's last frames (a reply it sent before it was
-                # killed) are drained before its death is handled, so a
-                # death report never overtakes them.
-                # Stop on the socket's own "nothing more" flag rather than on
-                # zmq.Again: raising costs more than the frame it ends.
-                frames: list[bytes] = []
-                for _ in range(_DRAIN_BATCH):
-                    if not getsockopt(EVENTS) & POLLIN:
-                        break
-                    try:
-                        frames.append(recv(zmq.NOBLOCK))
-                    except zmq.Again:
-                        break
-                if frames:
-                    try:
-                        handle_frames(frames)
-                    except Exception:
-                        log.exception("frame handling failed")
-            for fd in ready_fds:
-                handler = fd_handlers.get(fd)
-                if handler is not None:
-                    try:
-                        handler(fd)
-                    except Exception:
-                        log.exception("fd handler failed")
             if self._tasks:
                 with self._tasks_lock:
                     tasks, self._tasks = self._tasks, []
@@ -439,4 +413,37 @@ class Transport:
                     if fd not in registered:
                         poller.register(fd, zmq.POLLIN)
                         registered[fd] = True
+            # Timers and tasks before the frames: once a frame has been
+            # handed to an actor's thread, this thread goes straight back to
+            # the poll and lets go of the GIL the actor is waiting for.
             next_deadline = self._fire_timers()
+            if got_frames or ready_fds:
+                # A dead host's last frames (a reply it sent before it was
+                # killed) are drained before its death is handled, so a
+                # death report never overtakes them.
+                # Stop on the socket's own "nothing more" flag rather than on
+                # zmq.Again: raising costs more than the frame it ends.  When
+                # the poll reported frames, the first recv needs no check.
+                frames: list[bytes] = []
+                more = got_frames or bool(getsockopt(EVENTS) & POLLIN)
+                for _ in range(_DRAIN_BATCH):
+                    if not more:
+                        break
+                    try:
+                        frames.append(recv(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+                    more = bool(getsockopt(EVENTS) & POLLIN)
+                if frames:
+                    try:
+                        handle_frames(frames)
+                    except Exception:
+                        log.exception("frame handling failed")
+            for fd in ready_fds:
+                handler = fd_handlers.get(fd)
+                if handler is not None:
+                    try:
+                        handler(fd)
+                    except Exception:
+                        log.exception("fd handler failed")
+

@@ -37,6 +37,7 @@ _node_counter = itertools.count(1)
 _open_nodes: "weakref.WeakSet[Node]" = weakref.WeakSet()
 _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
+_SPARE_AFTER_START = 0.005
 _SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
 
 
@@ -320,7 +321,10 @@ class Node:
 
     def _on_spawn_done(self, src: str, orig_src: str, orig_ref: int) -> None:
         self._forwarded.pop((orig_src, orig_ref), None)
-        self._fork_spare()
+        if self._spare_pending:
+            # Not at once either: the spawner's first call to the new actor
+            # follows its spawn reply, and a fork now would compete with it.
+            self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)
 
     def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         """A host for a placement: the warm spare when there is one, else a fresh fork.

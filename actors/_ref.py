@@ -80,6 +80,19 @@ class ActorRef:
         """Deliver ``message`` to ``handle_info``; never fails, never waits."""
         _runtime_of(self).send(self, message)
 
+    async def acall(self, request: Any, timeout: float | None = 5.0) -> Any:
+        """`call` for asyncio programs: ``await ref.acall(request)``.
+
+        The event loop keeps running while the call is pending and no thread
+        is spent on it; failures and timeouts raise as `call` does.
+        """
+        return await _runtime_of(self).acall(self, request, timeout)
+
+    async def acast(self, request: Any) -> None:
+        """`cast` for asyncio programs (a cast never waits: this only saves
+        the caller from mixing sync and async styles)."""
+        _runtime_of(self).cast(self, request)
+
     def is_alive(self, timeout: float = 5.0) -> bool:
         """Ask the hosting process whether the actor still runs."""
         return _runtime_of(self).is_alive(self, timeout)

@@ -14,6 +14,7 @@ actors of the same process never touches ZeroMQ.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import threading
@@ -140,6 +141,31 @@ class _ChannelWaiter:
         rt = self.rt
         kind = K_REPLY if ok else K_REPLY_EXIT
         rt._emit(self.proc, self.channel, encode_frame(kind, None, None, self.ref, rt.proc, value))
+
+
+class _FutureWaiter:
+    """A call awaited by an asyncio program: resolving it schedules the
+    result onto the event loop's thread (no thread waits for it)."""
+
+    __slots__ = ("proc", "loop", "future")
+
+    def __init__(self, proc: str, loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]") -> None:
+        self.proc = proc
+        self.loop = loop
+        self.future = future
+
+    def resolve(self, ok: bool, value: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self._settle, ok, value)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+    def _settle(self, ok: bool, value: Any) -> None:
+        if not self.future.done():
+            if ok:
+                self.future.set_result(value)
+            else:
+                self.future.set_exception(Exit(value))
 
 
 class _Waiter:
@@ -348,6 +374,36 @@ class Runtime(Transport):
         if ok:
             return value
         raise Exit(value)
+
+    async def acall(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
+        """`call` for asyncio programs: the reply comes back through this
+        process's I/O thread, which schedules it onto the running loop; no
+        thread blocks on the call, and the loop runs on meanwhile."""
+        loop = asyncio.get_running_loop()
+        cell = current_cell()
+        if cell is not None and cell.id == target.id:
+            raise Exit("calling_self", f"{target!r} called itself")
+        proc = target.proc
+        if proc in self.dead_procs:
+            raise Exit("noproc", f"{target!r} is not alive")
+        self.flush_casts()
+        ref = next(self._ref_counter)
+        future: asyncio.Future[Any] = loop.create_future()
+        self.pending[ref] = _FutureWaiter(proc, loop, future)
+        self.route(proc, K_CALL, target.id, cell.id if cell else None, ref, request)
+        timer = None
+        if timeout is not None:
+            def expire() -> None:
+                if self.pending.pop(ref, None) is not None and not future.done():
+                    future.set_exception(CallTimeout(target, timeout))
+
+            timer = loop.call_later(max(0.0, timeout), expire)
+        try:
+            return await future
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.pending.pop(ref, None)  # cancelled or done: a late reply is dropped
 
     def _await_channel(self, channel: ReplyChannel, ref: int, target: Any,
                        timeout: float | None) -> tuple[bool, Any]:

@@ -27,6 +27,7 @@ from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef
 from actors._registry import Registry
 from actors._runtime import DEFER, Runtime, Timer
+from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
 from actors.observer.launch import observe as _observe
 
@@ -39,6 +40,8 @@ log = logging.getLogger("actors.node")
 _node_counter = itertools.count(1)
 _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
+_SPARE_AFTER_START = 0.005
+_SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
 
 
 @dataclass
@@ -89,6 +92,7 @@ class Node:
         self._on_close: list[Callable[[], None]] = []
         self._hosts: dict[str, HostInfo] = {}
         self._spare: HostInfo | None = None
+        self._spare_pending = False
         self._shared: dict[str, str] = {}
         self._forwarded: dict[tuple[str, int], str] = {}
         self._host_counter = itertools.count(1)
@@ -99,6 +103,7 @@ class Node:
         self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
         self._rt = Runtime(self.id, self.rundir, "n")
         self._rt.registry = Registry()
+        _install_spawn(self._rt)
         self._install_handlers()
         self._previous_config = _config.set_current(self.config)
         self._config_listener = self.config.listen(self._broadcast_config)
@@ -294,7 +299,7 @@ class Node:
         rt.register_sys("unregister", lambda src, name, ref: rt.registry.unregister(name, ref))
         rt.register_sys("whereis", lambda src, name: rt.registry.whereis(name))
         rt.register_sys("spawn", self._on_spawn)
-        rt.register_sys("spawn_done", lambda src, osrc, oref: self._forwarded.pop((osrc, oref), None))
+        rt.register_sys("spawn_done", self._on_spawn_done)
         rt.register_sys("host_up", self._on_host_up)
         rt.register_sys("halting", self._on_halting)
         rt.register_sys("config_set", lambda src, s, k, v: self._config_set(s, k, v))
@@ -338,6 +343,13 @@ class Node:
             record.queued.append((src, _ref, forward))
         return DEFER
 
+    def _on_spawn_done(self, src: str, orig_src: str, orig_ref: int) -> None:
+        self._forwarded.pop((orig_src, orig_ref), None)
+        if self._spare_pending:
+            # Not at once either: the spawner's first call to the new actor
+            # follows its spawn reply, and a fork now would compete with it.
+            self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)
+
     def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         """A host for a placement: the warm spare when there is one, else a fresh fork.
 
@@ -358,10 +370,22 @@ class Node:
             record = spare
         else:
             record = self._fork_host(label, cpus, own)
-        if not self._closed:
+        if not self._closed and not self._spare_pending:
+            # The next spare is forked once the actor just placed has started
+            # (its host says ``spawn_done``), not now: on a small machine the
+            # fork and the new host's boot would compete for the CPU with
+            # that start, which is what a restart waits on.
+            self._spare_pending = True
+            self._rt.call_later(_SPARE_DELAY, self._fork_spare)
+        return record
+
+    def _fork_spare(self) -> None:
+        if not self._spare_pending:
+            return
+        self._spare_pending = False
+        if not self._closed and self._spare is None:
             self._spare = self._fork_host(None, None, False)
             self._spare.label = "(spare)"
-        return record
 
     def _fork_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         proc = f"h{next(self._host_counter)}"
@@ -405,6 +429,10 @@ class Node:
             return
         record.pid = pid
         record.state = "up"
+        # Connect both ways now, off the path of the first spawn and call:
+        # this process to the host, the host to this process's reply channels.
+        self._rt.connect_peer(proc)
+        self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
         try:
             record.pidfd = os.pidfd_open(pid)
             self._rt.watch_fd(record.pidfd, lambda fd, p=proc: self._on_host_exit(p))

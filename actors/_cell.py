@@ -14,11 +14,12 @@ it is either answered by the actor or failed with the exit reason, never lost.
 from __future__ import annotations
 
 import logging
+import queue
+import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 import pykka
-from pykka._envelope import Envelope
 
 from actors._reasons import Continue, Exit, Stop, crash_from, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
@@ -26,7 +27,6 @@ from actors._runtime import K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
 
 if TYPE_CHECKING:
     from actors._runtime import Runtime
-    from actors.gen_server import GenServer
 
 log = logging.getLogger("actors")
 
@@ -45,6 +45,18 @@ def _short(value: Any) -> str:
     return text if len(text) <= _TRUNCATE else text[:_TRUNCATE] + "..."
 
 
+class Behaviour:
+    """What a cell drives: the callbacks of one actor.
+
+    `actors.gen_server.GenServer` is the behaviour users subclass; this base
+    lives here, below it, so that the cell and the spawner can name it.
+    Its subclass provides ``_gen_init``, ``handle_call``, ``handle_cast``,
+    ``handle_info``, ``handle_continue`` and ``terminate``.
+    """
+
+    _actor_cell: "Cell"
+
+
 class _ActorThread(pykka.ThreadingActor):
     """The pykka actor that gives a cell its thread and mailbox."""
 
@@ -52,8 +64,6 @@ class _ActorThread(pykka.ThreadingActor):
 
     @staticmethod
     def _create_actor_inbox() -> Any:
-        import queue
-
         return queue.SimpleQueue()
 
     def __init__(self, cell: "Cell") -> None:
@@ -65,15 +75,55 @@ class _ActorThread(pykka.ThreadingActor):
         try:
             super()._actor_loop()
         finally:
+            self._cell.runtime.end_actor_thread()
             set_current_cell(None)
-            self._cell.runtime.release_thread_sockets()
             self._cell = None  # type: ignore[assignment]  # break the cycle
 
+    def _actor_loop_running(self) -> None:
+        """pykka's loop, trimmed for the message path: the kernel puts its
+        entries in the inbox as bare tuples (no envelope, no proxy checks);
+        pykka's own entries (its stop) still go through pykka."""
+        cell = self._cell
+        get = self.actor_inbox.get
+        stopped = self.actor_stopped
+        handle = cell._handle
+        flush = cell.runtime.flush_casts
+        while not stopped.is_set():
+            item = get()
+            if type(item) is tuple:
+                try:
+                    handle(item)
+                finally:
+                    flush()  # casts made by the callback leave now
+                continue
+            try:
+                self._handle_receive(item.message)
+            except Exception:  # noqa: BLE001 - as pykka: a failing entry stops the actor
+                self._handle_failure(*sys.exc_info())
+                self._stop()
+
+    def _actor_loop_teardown(self) -> None:
+        """Drop what is left: the kernel's own entries need no answer (the
+        cell's death already failed its pending calls); pykka's get pykka's."""
+        inbox = self.actor_inbox
+        while not inbox.empty():
+            item = inbox.get()
+            if type(item) is not tuple and item.reply_to is not None:
+                item.reply_to.set(None)  # only pykka's stop asks for an answer here
+
     def on_start(self) -> None:
-        self._cell._boot()
+        cell = self._cell
+        try:
+            cell._boot()
+        finally:
+            cell.runtime.flush_casts()
 
     def on_receive(self, message: Any) -> None:
-        self._cell._handle(message)
+        cell = self._cell
+        try:
+            cell._handle(message)
+        finally:
+            cell.runtime.flush_casts()
 
 
 class Cell:
@@ -83,7 +133,7 @@ class Cell:
         self,
         runtime: "Runtime",
         actor_id: str,
-        server: "GenServer",
+        server: Behaviour,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         name: str | None,
@@ -146,21 +196,21 @@ class Cell:
 
     def enqueue(self, kind: int, body: Any) -> None:
         if self.alive:
-            self.inbox.put(Envelope((kind, body, None)))
+            self.inbox.put((kind, body, None))
 
     def enqueue_batch(self, items: list[tuple[int, Any, None]]) -> None:
         if self.alive:
             if len(items) == 1:
-                self.inbox.put(Envelope(items[0]))
+                self.inbox.put(items[0])
             else:
-                self.inbox.put(Envelope((_M_BATCH, items, None)))
+                self.inbox.put((_M_BATCH, items, None))
 
     def enqueue_call(self, kind: int, body: Any, from_: From) -> bool:
         with self.lock:
             if not self.alive:
                 return False
             self.inflight[(from_.proc, from_.ref)] = from_
-            self.inbox.put(Envelope((kind, body, from_)))
+            self.inbox.put((kind, body, from_))
             return True
 
     # -- signals (any thread) --------------------------------------------------------
@@ -419,7 +469,7 @@ class Cell:
         rt = self.runtime
         rt.cells.pop(self.id, None)
         self._thread.actor_stopped.set()
-        self.inbox.put(Envelope((_M_WAKE, None, None)))
+        self.inbox.put((_M_WAKE, None, None))
 
         def notify(_ok: bool = True, _value: Any = None) -> None:
             if reply is not None:

@@ -19,7 +19,7 @@ import pickle
 import cloudpickle
 import orjson
 
-__all__ = ["FrameError", "decode_frame", "encode_frame"]
+__all__ = ["FrameError", "decode_frame", "encode_frame", "is_scalar"]
 
 _SCALARS = (str, int, float, bool, type(None))
 _dumps = orjson.dumps
@@ -48,6 +48,12 @@ class FrameError(ValueError):
     """A frame that is not one of ours."""
 
 
+def is_scalar(value: Any) -> bool:
+    """A value orjson carries unchanged on its own (the cheap test for casts)."""
+    t = type(value)
+    return t is str or value is None or t is bool or t is float or (t is int and -(2**63) <= value < 2**64)
+
+
 def _is_plain(value: Any, depth: int = 0) -> bool:
     t = type(value)
     if t in _SCALARS:
@@ -61,9 +67,11 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any) -> bytes:
+def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, plain: bool = False) -> bytes:
+    """One frame; ``plain=True`` says the caller already knows ``body`` is
+    plain data (a batch of casts whose payloads it checked one by one)."""
     t = type(body)
-    if (t is str or body is None or t is bool or t is float
+    if (plain or t is str or body is None or t is bool or t is float
             or (t is int and -(2**63) <= body < 2**64)
             or ((t is list or t is dict) and _is_plain(body))):
         return b"J" + _dumps([kind, to, frm, ref, src, body])

@@ -15,7 +15,9 @@ closed), removing the runtime directory; hosts die with the zygote through
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
+import pickle
 import select
 import shutil
 import signal
@@ -27,6 +29,10 @@ from typing import Any
 
 import multiprocess
 
+import actors.gen_server  # noqa: F401  - imported once in the zygote, so forks start warm
+from actors import _spawn
+from actors import config as _config
+from actors._runtime import Runtime
 from actors._logging import forward_host_logs
 
 __all__ = ["host_main", "read_message", "write_message", "zygote_main"]
@@ -43,8 +49,6 @@ def _die_with_parent() -> None:
 
 
 def write_message(fd: int, message: Any) -> None:
-    import pickle
-
     data = pickle.dumps(message, protocol=5)
     os.write(fd, struct.pack("!I", len(data)) + data)
 
@@ -61,8 +65,6 @@ def _read_exact(fd: int, n: int) -> bytes | None:
 
 
 def read_message(fd: int) -> Any:
-    import pickle
-
     head = _read_exact(fd, 4)
     if head is None:
         return None
@@ -76,6 +78,7 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # enough to kill its hosts and remove the runtime directory (EOF below).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the node shuts us down (actors._lifecycle)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked by the node at start
     for fd in close_fds:
         try:
             os.close(fd)
@@ -84,12 +87,8 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     for entry in sys_path:
         if entry not in sys.path:
             sys.path.append(entry)
-    # Import everything a host needs now, once, so forks start warm.
-    import actors._cell  # noqa: F401
-    import actors._runtime  # noqa: F401
-    import actors._spawn  # noqa: F401
-    import actors.gen_server  # noqa: F401
-
+    # Everything a host needs is imported at the top of this module, once,
+    # so forks start warm.
     ctx = multiprocess.get_context("fork")
     children: dict[int, Any] = {}
     while True:
@@ -130,12 +129,10 @@ def host_main(boot: dict[str, Any]) -> None:
         os._exit(1)
     if boot.get("cpus"):
         os.sched_setaffinity(0, boot["cpus"])
-    from actors import config as _config
-    from actors._runtime import Runtime
-
     _config.set_current(_config.Config(boot["config"]))
     forward_host_logs(boot["rundir"], boot.get("log_level"), boot["proc"])  # records reach the node's logging
     rt = Runtime(boot["node_id"], boot["rundir"], boot["proc"], node_proc=boot["node_proc"])
+    _spawn.install(rt)
     halted = threading.Event()
 
     def halt(src: str = "") -> None:

@@ -31,6 +31,7 @@ leave nothing behind: no runtime directory, no socket file, no process.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -39,11 +40,21 @@ import signal
 import tempfile
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import multiprocess.util  # noqa: F401  # registers its exit hook before ours (see above)
 
-__all__ = ["RUNDIR_PREFIX", "SIGTERM_EXIT_STATUS", "install_sigterm", "sweep_stale", "track", "untrack"]
+__all__ = [
+    "RUNDIR_PREFIX",
+    "SIGTERM_EXIT_STATUS",
+    "STOP_SIGNALS",
+    "install_sigterm",
+    "stop_signals_blocked",
+    "sweep_stale",
+    "track",
+    "untrack",
+]
 
 log = logging.getLogger("actors.lifecycle")
 
@@ -51,6 +62,10 @@ log = logging.getLogger("actors.lifecycle")
 RUNDIR_PREFIX = "otpy-"
 #: The shell's status for a process ended by SIGTERM (128 + 15).
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
+
+
+#: Signals the zygote and host processes ignore (the node shuts them down).
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 class _Closable(Protocol):
@@ -86,6 +101,24 @@ def _close_all() -> None:
             node.close(timeout=3.0)
         except Exception:  # pragma: no cover - best effort at interpreter exit
             log.exception("closing %r at exit failed", node)
+
+
+@contextlib.contextmanager
+def stop_signals_blocked() -> Iterator[None]:
+    """Block SIGINT/SIGTERM in this thread while the zygote starts.
+
+    A child inherits the signal mask across fork and exec, so a signal sent
+    to the process group while the zygote is still booting (a fresh
+    interpreter takes a while) stays pending in it until it has chosen to
+    ignore the signal (`actors._host.zygote_main`), instead of killing it
+    before it could clean up.  Here a signal that arrives meanwhile is
+    delivered when the mask is restored.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:

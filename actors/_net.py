@@ -25,9 +25,16 @@ from.  A peer is *up* once this node's DEALER to it is welcomed.  A HELLO
 from a known name with another incarnation means the node restarted: the
 old incarnation is declared down first.
 
-Liveness (`actors._net_tick`): a tick goes out on an idle DEALER every
-``net_ticktime / 4``; a peer from which nothing arrived for ``net_ticktime``
-is down.  A dropped tcp connection (the peer process died) is noticed at
+Sending: `NetLink.send` may be called from any thread.  Once a peer's
+DEALER is welcomed it leaves the I/O thread's poller and callers send on it
+directly under a per-peer lock, so a send costs no thread hop; frames sent
+before the welcome wait in the I/O thread behind the HELLO, and a direct
+send never overtakes them.  Frames from one thread to one peer arrive in
+the order sent.
+
+Liveness (`actors._net_tick`): the I/O thread sends a tick every
+``net_ticktime / 4`` unless it sent something else meanwhile; a peer from
+which nothing arrived for ``net_ticktime`` is down.  A dropped tcp connection (the peer process died) is noticed at
 once through the DEALER's socket monitor.  Frames that do not parse, or
 that come from a connection that never said HELLO, are dropped and counted.
 
@@ -145,6 +152,11 @@ class _Out:
     name: str | None = None
     up: bool = False
     waiters: list[_Waiter] = field(default_factory=list)
+    # Once up, the DEALER leaves the I/O thread's poller and any thread may
+    # send on it under ``lock``.  ``queued`` counts data frames still in the
+    # command queue for it; a direct send waits its turn behind them.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    queued: int = 0
 
 
 @dataclass(eq=False)
@@ -207,6 +219,7 @@ class NetLink:
         self.address = ""
         self._stats: collections.Counter[str] = collections.Counter()
         self._stats_cond = threading.Condition()
+        self._frames_out_lock = threading.Lock()
         self._peers: dict[str, _Peer] = {}
         self._rid_peer: dict[bytes, str] = {}
         self._outs: dict[zmq.Socket, _Out] = {}
@@ -235,7 +248,9 @@ class NetLink:
         if self._start_error is not None:
             self._thread.join(timeout)
             self._thread = None
-            os.close(self._wake_fd)
+            with self._cmd_lock:
+                os.close(self._wake_fd)
+                self._wake_fd = -1
             raise self._start_error
         return self.address
 
@@ -270,12 +285,23 @@ class NetLink:
         p = self._peers.get(peer)
         if p is None or p.out is None:
             raise NetError(f"node {peer!r} is not connected")
+        out = p.out
         if threading.get_ident() == self._loop_ident:
             # From a callback on the I/O thread (a reply, an echo): no hop, and
             # still in order, since every earlier command was run before it.
-            self._send_data(peer, frames)
-        else:
-            self._command("send", peer, frames)
+            self._send_data(peer, frames, out)
+            return
+        with out.lock:
+            direct = out.up and out.queued == 0 and not out.sock.closed
+            if direct:
+                out.sock.send_multipart([_DATA, *frames])
+            else:
+                out.queued += 1
+        if direct:
+            with self._frames_out_lock:
+                self._stats["frames_out"] += 1
+        else:  # not welcomed yet: the I/O thread sends it behind the HELLO
+            self._command("send", peer, frames, out)
 
     def disconnect(self, peer: str) -> None:
         """Drop the connection to ``peer`` (it sees ``peer_closed``)."""
@@ -315,17 +341,20 @@ class NetLink:
         thread.join(timeout)
         if thread.is_alive():
             raise NetError(f"link {self.name}: I/O thread did not stop within {timeout} s")
-        os.close(self._wake_fd)
+        with self._cmd_lock:
+            os.close(self._wake_fd)
+            self._wake_fd = -1
 
     # -- the I/O thread --------------------------------------------------------
 
     def _command(self, *cmd: Any) -> None:
         with self._cmd_lock:
+            if self._wake_fd < 0 or (self._closed and cmd[0] != "close"):
+                raise NetError(f"link {self.name} is {'closed' if self._closed else 'not started'}")
             self._commands.append(cmd)
-            if self._wake_pending:
-                return
-            self._wake_pending = True
-        os.eventfd_write(self._wake_fd, 1)
+            if not self._wake_pending:
+                self._wake_pending = True
+                os.eventfd_write(self._wake_fd, 1)
 
     def _run(self) -> None:
         self._loop_ident = threading.get_ident()
@@ -421,13 +450,19 @@ class NetLink:
                     self._out_event(self._mons[sock])
             self._expire_connects(self._clock.now())
 
-    def _send_data(self, peer: str, frames: list[bytes]) -> None:
+    def _send_data(self, peer: str, frames: list[bytes], out: _Out, queued: bool = False) -> None:
         p = self._peers.get(peer)
-        if p is None or p.out is None:
-            self._count("dropped")
+        with out.lock:
+            if queued:
+                out.queued -= 1
+            sent = p is not None and p.out is out and not out.sock.closed
+            if sent:
+                out.sock.send_multipart([_DATA, *frames])
+        if sent:
+            with self._frames_out_lock:
+                self._stats["frames_out"] += 1
         else:
-            self._out_send(p, [_DATA, *frames])
-            self._stats["frames_out"] += 1
+            self._count("dropped")
 
     def _run_commands(self) -> bool:
         try:
@@ -441,7 +476,7 @@ class NetLink:
         for cmd in commands:
             op = cmd[0]
             if op == "send":
-                self._send_data(cmd[1], cmd[2])
+                self._send_data(cmd[1], cmd[2], cmd[3], queued=True)
             elif op == "connect":
                 self._start_connect(cmd[1], cmd[2], cmd[3])
             elif op == "disconnect":
@@ -499,11 +534,12 @@ class NetLink:
                 self._count("accepted")
 
     def _drain_router(self) -> None:
+        router = self._router
         for _ in range(_RECV_BATCH):
-            try:
-                msg = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
+            # Asking for EVENTS is cheaper than the zmq.Again a NOBLOCK recv raises when empty.
+            if not router.get(zmq.EVENTS) & zmq.POLLIN:
                 return
+            msg = router.recv_multipart(copy=False)
             rid = msg[0].bytes
             if len(msg) < 2:
                 self._count("garbage")
@@ -545,21 +581,19 @@ class NetLink:
         if name == self.name:
             self._router_send([rid, _REJECT, orjson.dumps({"reason": f"{name} is this node's own name"})])
             return
+        old = self._rid_peer.get(rid)
+        if old is not None and old != name:  # one connection, one node: never a second name
+            self._count("garbage")
+            return
         peer = self._peers.get(name)
         if peer is not None and peer.incarnation != inc:
             self._peer_down(name, "new_incarnation")
             peer = None
         if peer is None:
             peer = self._peers[name] = _Peer(name, inc, self._clock.now() + self._handshake_timeout)
-        old = self._rid_peer.get(rid)
-        if old is not None and old != name:
-            self._count("garbage")
-            return
         peer.rids.add(rid)
         self._rid_peer[rid] = name
         self._liveness.received(name, self._clock.now())
-        self._router_send([rid, _WELCOME, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name,
-                                                         "inc": self.incarnation})])
         if peer.out is None:
             out = next((o for o in self._outs.values() if o.expect == name or o.name == name), None)
             if out is None:
@@ -571,6 +605,9 @@ class NetLink:
                 if out.expect is None and out.name is None:
                     out.expect = name  # a connect we started to the same address: it is this node
                 peer.out = out  # frames queue behind our HELLO until the WELCOME comes
+        # Welcome only now: once the peer has it, it may expect us to send to it.
+        self._router_send([rid, _WELCOME, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name,
+                                                         "inc": self.incarnation})])
         self._maybe_up(peer)
 
     def _router_send(self, frames: list[bytes]) -> None:
@@ -597,7 +634,7 @@ class NetLink:
         sock = self._ctx.socket(zmq.DEALER)
         sock.linger = 0
         sock.sndhwm = 0  # the link queues rather than drops; the caller sees loss only as on_down
-        sock.rcvhwm = 0
+        sock.rcvhwm = 1000  # only read until welcomed
         if self.key is not None:
             sock.curve_serverkey = self.key.public
             sock.curve_publickey = self.key.public
@@ -622,18 +659,19 @@ class NetLink:
         return out
 
     def _close_out(self, out: _Out, linger: int = 0) -> None:
-        if out.sock.closed:
-            return
-        self._outs.pop(out.sock, None)
-        self._mons.pop(out.mon, None)
-        for sock in (out.sock, out.mon):
-            try:
-                self._poller.unregister(sock)
-            except KeyError:
-                pass
-        out.sock.disable_monitor()
-        out.mon.close(linger=0)
-        out.sock.close(linger=linger)
+        with out.lock:
+            if out.sock.closed:
+                return
+            self._outs.pop(out.sock, None)
+            self._mons.pop(out.mon, None)
+            for sock in (out.sock, out.mon):
+                try:
+                    self._poller.unregister(sock)
+                except KeyError:
+                    pass
+            out.sock.disable_monitor()
+            out.mon.close(linger=0)
+            out.sock.close(linger=linger)
 
     def _fail_out(self, out: _Out, error: ConnectError) -> None:
         for w in out.waiters:
@@ -710,7 +748,9 @@ class NetLink:
         if peer.out is not None and peer.out is not out:
             self._close_out(out)  # a second DEALER to a node we already have one to: keep the first
         else:
-            out.up, out.name = True, name
+            with out.lock:  # from now on other threads send on it: stop polling it here
+                self._poller.unregister(out.sock)
+                out.up, out.name = True, name
             peer.out = out
         self._maybe_up(peer)
 
@@ -726,8 +766,12 @@ class NetLink:
         peer.waiters.clear()
 
     def _out_send(self, peer: _Peer, frames: list[bytes]) -> None:
-        assert peer.out is not None
-        peer.out.sock.send_multipart(frames)
+        out = peer.out
+        assert out is not None
+        with out.lock:
+            if out.sock.closed:
+                return
+            out.sock.send_multipart(frames)
         self._liveness.sent(peer.name, self._clock.now())
 
     # -- losing a peer ----------------------------------------------------------

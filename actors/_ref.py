@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ActorRef", "From"]
+__all__ = ["ActorRef", "From", "set_runtime_resolver"]
+
+# Refs sit below the runtime in the kernel's layers, so they cannot import it:
+# the runtime installs how a node id is resolved to this process's runtime.
+_resolve: Callable[[str], Any] | None = None
+
+
+def set_runtime_resolver(resolve: Callable[[str], Any]) -> None:
+    """Called once by `actors._runtime` when it is imported."""
+    global _resolve
+    _resolve = resolve
 
 
 class ActorRef:
@@ -69,20 +80,35 @@ class ActorRef:
         """Deliver ``message`` to ``handle_info``; never fails, never waits."""
         _runtime_of(self).send(self, message)
 
+    async def acall(self, request: Any, timeout: float | None = 5.0) -> Any:
+        """`call` for asyncio programs: ``await ref.acall(request)``.
+
+        The event loop keeps running while the call is pending and no thread
+        is spent on it; failures and timeouts raise as `call` does.
+        """
+        return await _runtime_of(self).acall(self, request, timeout)
+
+    async def acast(self, request: Any) -> None:
+        """`cast` for asyncio programs (a cast never waits: this only saves
+        the caller from mixing sync and async styles)."""
+        _runtime_of(self).cast(self, request)
+
     def is_alive(self, timeout: float = 5.0) -> bool:
         """Ask the hosting process whether the actor still runs."""
         return _runtime_of(self).is_alive(self, timeout)
 
 
 class From:
-    """Where a call's reply goes: the caller's process and the call's ref."""
+    """Where a call's reply goes: the caller's process and the call's ref, and
+    the calling thread's reply channel when the caller is in another process."""
 
-    __slots__ = ("proc", "ref", "caller")
+    __slots__ = ("proc", "ref", "caller", "channel")
 
-    def __init__(self, proc: str, ref: int, caller: str | None) -> None:
+    def __init__(self, proc: str, ref: int, caller: str | None, channel: str | None = None) -> None:
         self.proc = proc
         self.ref = ref
         self.caller = caller
+        self.channel = channel
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, From) and (self.proc, self.ref) == (other.proc, other.ref)
@@ -94,10 +120,10 @@ class From:
         return f"<From {self.proc}:{self.ref}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (From, (self.proc, self.ref, self.caller))
+        return (From, (self.proc, self.ref, self.caller, self.channel))
 
 
 def _runtime_of(ref: ActorRef) -> Any:
-    from actors._runtime import runtime_for
-
-    return runtime_for(ref.node_id)
+    if _resolve is None:
+        raise RuntimeError("no actors node is running in this process")
+    return _resolve(ref.node_id)

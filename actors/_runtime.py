@@ -1,11 +1,11 @@
-"""The per-process runtime: transport, signal dispatch, pending calls, timers.
+"""The per-process runtime: signals between actors over the transport.
 
-Every OS process of a node runs one `Runtime`.  It binds one ZeroMQ PULL
-socket (ipc:// in the node's private directory) and runs one I/O thread that
-drains it, fires timers and watches file descriptors (host pidfds in the node
-process).  Any thread sends directly through its own PUSH sockets, so a send
-costs no thread hop; sockets are pooled per thread and handed to the next
-actor thread when one ends, so restarts never reconnect.
+Every OS process of a node runs one `Runtime`, built on the process's
+`actors._transport.Transport` (sockets, I/O thread, timers).  The runtime
+adds what is about actors: signal kinds and their dispatch to cells,
+pending calls, system requests between processes, names and timers that
+deliver messages.  Cells (`actors._cell`) sit above it and are reached only
+through the small interface they share with monitor sinks.
 
 Signals between actors are Erlang's: messages, casts, calls and replies,
 exit signals, link/unlink, monitor/demonitor and DOWN.  Delivery between two
@@ -14,10 +14,9 @@ actors of the same process never touches ZeroMQ.
 
 from __future__ import annotations
 
-import heapq
+import asyncio
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,15 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 import zmq
 
-from actors import stats as _stats
-from actors._codec import FrameError, decode_frame, encode_frame
+from actors import _ref
+from actors._codec import FrameError, decode_frame, encode_frame, is_scalar
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
+from actors._transport import ReplyChannel, Timer, Transport, owner_of
 
 if TYPE_CHECKING:
     from actors._cell import Cell
 
-__all__ = ["Runtime", "current_cell", "runtime_for"]
+__all__ = ["DEFER", "Runtime", "Timer", "current_cell", "current_runtime", "runtime_for", "set_current_cell"]
 
 log = logging.getLogger("actors.runtime")
 
@@ -51,9 +51,12 @@ K_DEMONITOR = 9
 K_DOWN = 10
 K_SYS = 11
 K_STOP = 12
+K_BATCH = 13  # consecutive casts/sends from one thread to one process: [[kind, to, body], ...]
 
-_SNDHWM = 200_000
-_DRAIN_BATCH = 2000
+#: A thread's casts to one process go out as one frame after this many...
+CAST_BATCH = 64
+#: ... or this long after the first of them, when its callback is still running.
+CAST_FLUSH_AFTER = 0.002
 
 _runtimes: dict[str, "Runtime"] = {}
 _runtimes_lock = threading.Lock()
@@ -83,7 +86,86 @@ def current_cell() -> "Cell | None":
 
 
 def set_current_cell(cell: "Cell | None") -> None:
+    """Make this thread an actor's (or no longer): an actor thread batches
+    its casts and sends (see `Runtime.flush_casts`)."""
     _thread_state.cell = cell
+    _thread_state.outbox = _Outbox() if cell is not None else None
+
+
+class _Batch:
+    """Casts and sends waiting to go to one process as one frame."""
+
+    __slots__ = ("items", "plain")
+
+    def __init__(self) -> None:
+        self.items: list[list[Any]] = []
+        self.plain = True
+
+
+class _Outbox:
+    """An actor thread's batches, one per destination process.
+
+    Every send of an actor thread goes out under ``lock`` after the batch for
+    the same process, so nothing the thread sends overtakes its own casts.
+    The I/O thread takes the same lock to flush a batch that has waited
+    `CAST_FLUSH_AFTER` (a callback that runs on without returning or
+    blocking in the kernel), so the order on the wire holds.
+    """
+
+    __slots__ = ("lock", "batches", "armed", "closed")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.batches: dict[str, _Batch] = {}
+        self.armed = False
+        self.closed = False
+
+
+class _ChannelWaiter:
+    """A call whose reply goes to the caller's own reply channel.
+
+    The calling thread reads the channel itself; when the target's process
+    dies first, whoever learns it resolves the call by sending the failure
+    into the same channel, so the caller has one place to wait on.
+    """
+
+    __slots__ = ("proc", "rt", "channel", "ref")
+
+    def __init__(self, proc: str, rt: "Runtime", channel: str, ref: int) -> None:
+        self.proc = proc
+        self.rt = rt
+        self.channel = channel
+        self.ref = ref
+
+    def resolve(self, ok: bool, value: Any) -> None:
+        rt = self.rt
+        kind = K_REPLY if ok else K_REPLY_EXIT
+        rt._emit(self.proc, self.channel, encode_frame(kind, None, None, self.ref, rt.proc, value))
+
+
+class _FutureWaiter:
+    """A call awaited by an asyncio program: resolving it schedules the
+    result onto the event loop's thread (no thread waits for it)."""
+
+    __slots__ = ("proc", "loop", "future")
+
+    def __init__(self, proc: str, loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]") -> None:
+        self.proc = proc
+        self.loop = loop
+        self.future = future
+
+    def resolve(self, ok: bool, value: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self._settle, ok, value)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+    def _settle(self, ok: bool, value: Any) -> None:
+        if not self.future.done():
+            if ok:
+                self.future.set_result(value)
+            else:
+                self.future.set_exception(Exit(value))
 
 
 class _Waiter:
@@ -114,76 +196,24 @@ class _Waiter:
         self.lock.release()
 
 
-class _SocketSet:
-    """A thread's PUSH sockets, one per peer process."""
-
-    __slots__ = ("socks", "gen")
-
-    def __init__(self) -> None:
-        self.socks: dict[str, zmq.Socket] = {}
-        self.gen = 0
-
-
-class Timer:
-    """A pending `send_after`; cancel it with `cancel_timer`."""
-
-    __slots__ = ("deadline", "target", "message", "cancelled", "fired")
-
-    def __init__(self, deadline: float, target: ActorRef | None, message: Any) -> None:
-        self.deadline = deadline
-        self.target = target
-        self.message = message
-        self.cancelled = False
-        self.fired = False
-
-    def __lt__(self, other: "Timer") -> bool:
-        return self.deadline < other.deadline
-
-    def __repr__(self) -> str:
-        return f"<Timer to={self.target!r} in={self.deadline - time.monotonic():.3f}s>"
-
-
-class Runtime:
-    """Process-local kernel state and the I/O thread."""
+class Runtime(Transport):
+    """Process-local kernel state on top of the process's transport."""
 
     def __init__(self, node_id: str, rundir: str, proc: str, node_proc: str = "n") -> None:
+        super().__init__(rundir, proc)
         self.node_id = node_id
-        self.rundir = rundir
-        self.proc = proc
         self.node_proc = node_proc
         self.is_node = proc == node_proc
-        self.pid = os.getpid()
-        self.ctx = zmq.Context()
-        self.ctx.setsockopt(zmq.LINGER, 0)
-        self.pull = self.ctx.socket(zmq.PULL)
-        self.pull.setsockopt(zmq.RCVHWM, 0)
-        self.endpoint = self.endpoint_of(proc)
-        self.pull.bind(self.endpoint)
         self.cells: dict[str, Cell] = {}
         self.sinks: dict[str, Any] = {}
         self.pending: dict[int, _Waiter] = {}
-        self.dead_procs: dict[str, Any] = {}
-        self._dead_gen = 0
         self._ref_counter = itertools.count(1)
         self._id_counter = itertools.count(1)
-        self._timers: list[Timer] = []
-        self._timers_lock = threading.Lock()
-        self._tasks: list[Callable[[], None]] = []
-        self._tasks_lock = threading.Lock()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self._fd_handlers: dict[int, Callable[[int], None]] = {}
-        self._socket_pool: list[_SocketSet] = []
-        self._socket_sets: list[_SocketSet] = []
-        self._pool_lock = threading.Lock()
-        self._tls = threading.local()
         self._sys_handlers: dict[str, Callable[..., Any]] = {}
         self._deferring: set[str] = {"spawn"}
-        self._stopping = False
-        self.stats = _stats.current()
         self.dropped_frames = 0
         self.registry: Any = None  # set in the node process
         self.on_cell_gone: Callable[[Cell], None] | None = None
-        self._io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
         self._install_default_handlers()
 
     # -- lifecycle -----------------------------------------------------------
@@ -191,10 +221,7 @@ class Runtime:
     def start(self) -> None:
         with _runtimes_lock:
             _runtimes[self.node_id] = self
-        self._io_thread.start()
-
-    def endpoint_of(self, proc: str) -> str:
-        return f"ipc://{self.rundir}/{proc}.sock"
+        super().start()
 
     def shutdown(self, linger: bool = False) -> None:
         """Stop the I/O thread and close every socket.
@@ -202,29 +229,10 @@ class Runtime:
         With ``linger`` the sockets first deliver what they hold (a host that
         halts must not lose its last exit signals); otherwise they drop it.
         """
-        self._stopping = True
-        self._wake()
-        if self._io_thread.is_alive() and threading.current_thread() is not self._io_thread:
-            self._io_thread.join(timeout=5.0)
         with _runtimes_lock:
             if _runtimes.get(self.node_id) is self:
                 del _runtimes[self.node_id]
-        with self._pool_lock:
-            sets = list(self._socket_sets)
-        for sset in sets:
-            for sock in list(sset.socks.values()):
-                sock.close(linger=2000 if linger else 0)
-            sset.socks.clear()
-        self.pull.close(linger=0)
-        self.ctx.term()
-        try:
-            os.unlink(self.endpoint[len("ipc://") :])
-        except OSError:
-            pass
-        try:
-            os.close(self._wake_fd)
-        except OSError:
-            pass
+        super().shutdown(linger)
 
     # -- ids -----------------------------------------------------------------
 
@@ -239,65 +247,100 @@ class Runtime:
 
     # -- sending -------------------------------------------------------------
 
-    def _socket_set(self) -> _SocketSet:
-        sset = getattr(self._tls, "sset", None)
-        if sset is None:
-            with self._pool_lock:
-                if self._socket_pool:
-                    sset = self._socket_pool.pop()
-                else:
-                    sset = _SocketSet()
-                    self._socket_sets.append(sset)
-            self._tls.sset = sset
-        if sset.gen != self._dead_gen:
-            for proc in [p for p in sset.socks if p in self.dead_procs]:
-                sset.socks.pop(proc).close(linger=0)
-            sset.gen = self._dead_gen
-        return sset
+    def _send(self, proc: str, kind: int, to: str | None, frm: Any, ref: int | None, body: Any) -> None:
+        if proc not in self.dead_procs:
+            self._emit(proc, proc, encode_frame(kind, to, frm, ref, self.proc, body))
 
-    def release_thread_sockets(self) -> None:
-        """Give this thread's sockets to the pool; called when an actor thread ends."""
-        sset = getattr(self._tls, "sset", None)
-        if sset is not None:
-            self._tls.sset = None
-            with self._pool_lock:
-                self._socket_pool.append(sset)
-
-    def _send(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
-        if proc in self.dead_procs:
+    def _emit(self, proc: str, dest: str, frame: bytes) -> None:
+        """Send ``frame`` to ``dest`` (``proc``'s endpoint or one of its reply
+        channels) after whatever this thread has batched for ``proc``."""
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is None:
+            self.send_frame(dest, frame)
             return
-        sset = self._socket_set()
-        sock = sset.socks.get(proc)
-        if sock is None:
-            sock = self.ctx.socket(zmq.PUSH)
-            sock.setsockopt(zmq.SNDHWM, _SNDHWM)
-            sock.setsockopt(zmq.LINGER, 2000)
-            sock.connect(self.endpoint_of(proc))
-            sset.socks[proc] = sock
-        try:
-            sock.send(encode_frame(kind, to, frm, ref, self.proc, body), zmq.NOBLOCK)
-        except zmq.Again:
-            self.stats.increment("actors.transport.send_dropped")
-        except zmq.ZMQError:
-            if not self._stopping:
-                raise
+        with outbox.lock:
+            if proc in outbox.batches:
+                self._flush_locked(outbox, proc)
+            self.send_frame(dest, frame)
 
-    def route(self, proc: str, kind: int, to: str | None, frm: str | None, ref: int | None, body: Any) -> None:
+    def route(self, proc: str, kind: int, to: str | None, frm: Any, ref: int | None, body: Any) -> None:
         """Deliver a signal: in place when the target lives here, else over ZeroMQ."""
         if proc == self.proc:
             self._deliver(kind, to, frm, ref, body, self.proc)
         else:
             self._send(proc, kind, to, frm, ref, body)
 
+    # -- cast batching -------------------------------------------------------
+
+    def _post(self, proc: str, kind: int, to: str, body: Any) -> None:
+        """A cast or send: batched per destination process on actor threads."""
+        if proc == self.proc:
+            self._deliver(kind, to, None, None, body, proc)
+            return
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is None:  # not an actor thread: sent at once
+            self._send(proc, kind, to, None, None, body)
+            return
+        if proc in self.dead_procs:
+            return
+        with outbox.lock:
+            batch = outbox.batches.get(proc)
+            if batch is None:
+                batch = outbox.batches[proc] = _Batch()
+                if not outbox.armed:
+                    outbox.armed = True
+                    self.call_later(CAST_FLUSH_AFTER, lambda: self._flush_stale(outbox))
+            batch.items.append([kind, to, body])
+            if batch.plain and not is_scalar(body):
+                batch.plain = False
+            if len(batch.items) >= CAST_BATCH:
+                self._flush_locked(outbox, proc)
+
+    def _flush_locked(self, outbox: _Outbox, proc: str) -> None:
+        batch = outbox.batches.pop(proc)
+        items = batch.items
+        if len(items) == 1:
+            kind, to, body = items[0]
+            frame = encode_frame(kind, to, None, None, self.proc, body)
+        else:
+            frame = encode_frame(K_BATCH, None, None, None, self.proc, items, plain=batch.plain)
+        self.send_frame(proc, frame)
+
+    def _flush_stale(self, outbox: _Outbox) -> None:
+        """I/O thread: a batch waited too long for its callback to return."""
+        with outbox.lock:
+            outbox.armed = False
+            if not outbox.closed:
+                while outbox.batches:
+                    self._flush_locked(outbox, next(iter(outbox.batches)))
+
+    def flush_casts(self) -> None:
+        """Send what this thread's casts left batched: when an actor's
+        callback returns, and before the thread blocks in the kernel."""
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is not None and outbox.batches:
+            with outbox.lock:
+                while outbox.batches:
+                    self._flush_locked(outbox, next(iter(outbox.batches)))
+
+    def end_actor_thread(self) -> None:
+        """An actor thread ends: flush, close its outbox, pool its sockets."""
+        outbox = getattr(_thread_state, "outbox", None)
+        if outbox is not None:
+            with outbox.lock:
+                while outbox.batches:
+                    self._flush_locked(outbox, next(iter(outbox.batches)))
+                outbox.closed = True
+            _thread_state.outbox = None
+        self.release_thread_sockets()
+
     # -- public messaging ----------------------------------------------------
 
     def send(self, target: ActorRef, message: Any) -> None:
-        cell = current_cell()
-        self.route(target.proc, K_INFO, target.id, cell.id if cell else None, None, message)
+        self._post(target.proc, K_INFO, target.id, message)
 
     def cast(self, target: ActorRef, request: Any) -> None:
-        cell = current_cell()
-        self.route(target.proc, K_CAST, target.id, cell.id if cell else None, None, request)
+        self._post(target.proc, K_CAST, target.id, request)
 
     def call(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
         return self._request(target, K_CALL, request, timeout)
@@ -309,16 +352,90 @@ class Runtime:
         cell = current_cell()
         if cell is not None and cell.id == target.id:
             raise Exit("calling_self", f"{target!r} called itself")
-        if target.proc in self.dead_procs:
+        proc = target.proc
+        if proc in self.dead_procs:
             raise Exit("noproc", f"{target!r} is not alive")
+        self.flush_casts()
         ref = next(self._ref_counter)
-        waiter = _Waiter(target.proc)
-        self.pending[ref] = waiter
-        self.route(target.proc, kind, target.id, cell.id if cell else None, ref, body)
-        self._await(waiter, ref, target, timeout)
-        if waiter.ok:
-            return waiter.value
-        raise Exit(waiter.value)
+        if proc == self.proc:
+            waiter = _Waiter(proc)
+            self.pending[ref] = waiter
+            self._deliver(kind, target.id, cell.id if cell else None, ref, body, proc)
+            self._await(waiter, ref, target, timeout)
+            if waiter.ok:
+                return waiter.value
+            raise Exit(waiter.value)
+        # Across processes the reply comes straight to this thread's channel.
+        channel = self.reply_channel()
+        self.pending[ref] = _ChannelWaiter(proc, self, channel.name, ref)
+        self._emit(proc, proc, encode_frame(kind, target.id, [cell.id if cell else None, channel.name], ref,
+                                            self.proc, body))
+        ok, value = self._await_channel(channel, ref, target, timeout)
+        if ok:
+            return value
+        raise Exit(value)
+
+    async def acall(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
+        """`call` for asyncio programs: the reply comes back through this
+        process's I/O thread, which schedules it onto the running loop; no
+        thread blocks on the call, and the loop runs on meanwhile."""
+        loop = asyncio.get_running_loop()
+        cell = current_cell()
+        if cell is not None and cell.id == target.id:
+            raise Exit("calling_self", f"{target!r} called itself")
+        proc = target.proc
+        if proc in self.dead_procs:
+            raise Exit("noproc", f"{target!r} is not alive")
+        self.flush_casts()
+        ref = next(self._ref_counter)
+        future: asyncio.Future[Any] = loop.create_future()
+        self.pending[ref] = _FutureWaiter(proc, loop, future)
+        self.route(proc, K_CALL, target.id, cell.id if cell else None, ref, request)
+        timer = None
+        if timeout is not None:
+            def expire() -> None:
+                if self.pending.pop(ref, None) is not None and not future.done():
+                    future.set_exception(CallTimeout(target, timeout))
+
+            timer = loop.call_later(max(0.0, timeout), expire)
+        try:
+            return await future
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.pending.pop(ref, None)  # cancelled or done: a late reply is dropped
+
+    def _await_channel(self, channel: ReplyChannel, ref: int, target: Any,
+                       timeout: float | None) -> tuple[bool, Any]:
+        """Read this thread's channel until the answer to ``ref`` comes.
+
+        Frames for other refs are late answers to calls that timed out: they
+        are dropped, as is garbage (counted).  On timeout the pending entry is
+        withdrawn first, so nobody answers it later.
+        """
+        sock = channel.sock
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
+            ms = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000.0 + 0.999))
+            if ms != channel.timeout_ms:
+                sock.setsockopt(zmq.RCVTIMEO, ms)
+                channel.timeout_ms = ms
+            try:
+                frame = sock.recv()
+            except zmq.Again:
+                if self.pending.pop(ref, None) is not None:
+                    raise CallTimeout(target, timeout) from None
+                deadline = None  # resolved meanwhile: its answer is on the way
+                continue
+            try:
+                kind, _to, _frm, got, _src, body = decode_frame(frame)
+            except FrameError:
+                self._count_garbage()
+                continue
+            if got != ref or (kind != K_REPLY and kind != K_REPLY_EXIT):
+                continue
+            self.pending.pop(ref, None)
+            return kind == K_REPLY, body
 
     def _await(self, waiter: _Waiter, ref: int, target: Any, timeout: float | None) -> None:
         """Block until ``waiter`` is resolved; `CallTimeout` after ``timeout``.
@@ -326,6 +443,7 @@ class Runtime:
         On timeout the pending entry is withdrawn, so a late answer is dropped
         on arrival and never reaches a later request.
         """
+        self.flush_casts()
         if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             if self.pending.pop(ref, None) is not None:
                 raise CallTimeout(target, timeout)
@@ -363,10 +481,20 @@ class Runtime:
         self.route(proc, K_SYS, None, None, None, (op, args))
 
     def reply(self, from_: From, value: Any) -> None:
-        self.route(from_.proc, K_REPLY, None, None, from_.ref, value)
+        self._answer(from_, K_REPLY, value)
 
     def reply_exit(self, from_: From, reason: Any) -> None:
-        self.route(from_.proc, K_REPLY_EXIT, None, None, from_.ref, reason)
+        self._answer(from_, K_REPLY_EXIT, reason)
+
+    def _answer(self, from_: From, kind: int, value: Any) -> None:
+        channel = from_.channel
+        if channel is None:
+            self.route(from_.proc, kind, None, None, from_.ref, value)
+            return
+        proc = from_.proc
+        if proc in self.dead_procs:
+            return
+        self._emit(proc, channel, encode_frame(kind, None, None, from_.ref, self.proc, value))
 
     def is_alive(self, target: ActorRef, timeout: float = 5.0) -> bool:
         if target.proc in self.dead_procs:
@@ -380,14 +508,40 @@ class Runtime:
 
     # -- receiving -----------------------------------------------------------
 
+    def handle_frames(self, frames: list[bytes]) -> None:
+        batch: dict[Any, list[Any]] = {}
+        on_frame = self._on_frame
+        for frame in frames:
+            on_frame(frame, batch)
+        if batch:
+            self._flush_batch(batch)
+
     def _on_frame(self, frame: bytes, batch: dict[Any, list[Any]]) -> None:
         try:
             kind, to, frm, ref, src, body = decode_frame(frame)
         except FrameError:  # garbage is dropped and counted, never fatal
-            self.dropped_frames += 1
-            self.stats.increment("actors.transport.dropped_frames")
+            self._count_garbage()
             return
         try:
+            if kind == K_BATCH:
+                if type(body) is not list or any(type(i) is not list or len(i) != 3 or
+                                                 (i[0] != K_CAST and i[0] != K_INFO) for i in body):
+                    self._count_garbage()
+                    return
+                cells = self.cells
+                for item_kind, item_to, item_body in body:
+                    cell = cells.get(item_to)
+                    if cell is not None:
+                        pending = batch.get(cell)
+                        if pending is None:
+                            batch[cell] = [(item_kind, item_body, None)]
+                        else:
+                            pending.append((item_kind, item_body, None))
+                    else:
+                        if batch:
+                            self._flush_batch(batch)
+                        self._deliver(item_kind, item_to, None, None, item_body, src)
+                return
             if kind == K_CAST or kind == K_INFO:
                 cell = self.cells.get(to)
                 if cell is not None:
@@ -401,8 +555,13 @@ class Runtime:
             elif batch:
                 self._flush_batch(batch)
             self._deliver(kind, to, frm, ref, body, src)
-        except Exception:
+        except Exception:  # a well-formed frame with a body its kind cannot take
+            self._count_garbage()
             log.exception("failed to deliver a frame of kind %s to %s", kind, to)
+
+    def _count_garbage(self) -> None:
+        self.dropped_frames += 1
+        self.stats.increment("actors.transport.dropped_frames")
 
     @staticmethod
     def _flush_batch(batch: dict[Any, list[Any]]) -> None:
@@ -411,6 +570,15 @@ class Runtime:
         batch.clear()
 
     def _deliver(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:
+        if kind == K_CALL or kind == K_STOP:
+            cell = self.cells.get(to)
+            if type(frm) is list:  # [caller, reply channel]
+                from_ = From(src, ref, frm[0], frm[1])
+            else:
+                from_ = From(src, ref, frm)
+            if cell is None or not cell.enqueue_call(kind, body, from_):
+                self.reply_exit(from_, "noproc")
+            return
         if kind == K_REPLY or kind == K_REPLY_EXIT:
             waiter = self.pending.pop(ref, None)
             if waiter is not None:
@@ -424,12 +592,6 @@ class Runtime:
                 sink = self.sinks.get(to)
                 if sink is not None:
                     sink.on_message(kind, body)
-            return
-        if kind == K_CALL or kind == K_STOP:
-            cell = self.cells.get(to)
-            from_ = From(src, ref, frm)
-            if cell is None or not cell.enqueue_call(kind, body, from_):
-                self.reply_exit(from_, "noproc")
             return
         if kind == K_SYS:
             self._handle_sys(src, ref, body)
@@ -478,8 +640,7 @@ class Runtime:
                 if sink is not None:
                     sink.down(mref, target, reason)
             return
-        self.dropped_frames += 1
-        self.stats.increment("actors.transport.dropped_frames")
+        self._count_garbage()
 
     # -- link / monitor helpers used by cells and the node --------------------
 
@@ -531,10 +692,8 @@ class Runtime:
 
     def proc_down(self, proc: str, reason: Any) -> None:
         """A whole OS process of the node died: fail what pointed into it."""
-        if proc == self.proc or proc in self.dead_procs:
+        if not self.forget_peer(proc, reason):
             return
-        self.dead_procs[proc] = reason
-        self._dead_gen += 1
         for ref, waiter in list(self.pending.items()):
             if waiter.proc == proc and self.pending.pop(ref, None) is not None:
                 waiter.resolve(False, reason)
@@ -542,10 +701,6 @@ class Runtime:
             cell.proc_down(proc, reason)
         for sink in list(self.sinks.values()):
             sink.proc_down(proc, reason)
-        try:
-            os.unlink(self.endpoint_of(proc)[len("ipc://") :])
-        except OSError:
-            pass
 
     # -- system requests -------------------------------------------------------
 
@@ -597,8 +752,8 @@ class Runtime:
         self.register_sys("alive", lambda src, actor_id: actor_id in self.cells)
         self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
         self.register_sys("stats", lambda src: self.stats.snapshot())
+        self.register_sys("connect", lambda src, peers: [self.connect_peer(p) for p in peers] and None)
         self.register_sys("info", lambda src: self.info())
-        self.register_sys("spawn_here", self._spawn_here)
 
     # -- names -------------------------------------------------------------------
 
@@ -626,20 +781,11 @@ class Runtime:
             return self.registry.whereis(name)
         return self.sys_request(self.node_proc, "whereis", (name,))
 
-    def _spawn_here(self, src: str, orig_src: str, orig_ref: int, payload: bytes) -> None:
-        """Start an actor the node placed here; answer the original requester."""
-        import cloudpickle
-
-        from actors._spawn import start_here
-
-        actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
-
-        def on_started(kind: str, detail: Any) -> None:
-            self.reply_sys(orig_src, orig_ref, True, (kind, detail))
-            if not self.is_node:
-                self.sys_send(self.node_proc, "spawn_done", (orig_src, orig_ref))
-
-        start_here(self, actor_id, cls, args, kwargs, name, parent, link, on_started)
+    def channel_names(self) -> list[str]:
+        """This process's reply channels (a new host connects to the node's
+        ahead of time, so its first answers need no handshake)."""
+        with self._pool_lock:
+            return [c.name for c in self._channels]
 
     def info(self) -> list[dict[str, Any]]:
         """A cheap snapshot of the actors of this process."""
@@ -648,132 +794,14 @@ class Runtime:
     # -- timers ------------------------------------------------------------------
 
     def send_after(self, seconds: float, target: ActorRef, message: Any) -> Timer:
-        timer = Timer(time.monotonic() + max(0.0, seconds), target, message)
-        with self._timers_lock:
-            heapq.heappush(self._timers, timer)
-            earliest = self._timers[0] is timer
-        if earliest:
-            self._wake()
-        return timer
+        return self.add_timer(Timer(time.monotonic() + max(0.0, seconds), target, message))
 
-    def call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
-        """Run ``fn`` on the I/O thread after ``seconds``."""
-        timer = Timer(time.monotonic() + max(0.0, seconds), None, fn)
-        with self._timers_lock:
-            heapq.heappush(self._timers, timer)
-            earliest = self._timers[0] is timer
-        if earliest:
-            self._wake()
-        return timer
-
-    @staticmethod
-    def cancel_timer(timer: Timer) -> float | bool:
-        """Seconds that were left, or False when it already fired or was cancelled."""
-        if timer.fired or timer.cancelled:
-            return False
-        timer.cancelled = True
-        return max(0.0, timer.deadline - time.monotonic())
-
-    def _fire_timers(self) -> float | None:
-        now = time.monotonic()
-        due: list[Timer] = []
-        with self._timers_lock:
-            while self._timers and self._timers[0].deadline <= now:
-                due.append(heapq.heappop(self._timers))
-            next_deadline = self._timers[0].deadline if self._timers else None
-        for timer in due:
-            if not timer.cancelled:
-                timer.fired = True
-                try:
-                    if timer.target is None:
-                        timer.message()
-                        continue
-                    self.route(timer.target.proc, K_INFO, timer.target.id, None, None, timer.message)
-                except Exception:
-                    log.exception("timer delivery failed")
-        return next_deadline
-
-    # -- the I/O thread ------------------------------------------------------------
-
-    def call_soon(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the I/O thread."""
-        with self._tasks_lock:
-            self._tasks.append(fn)
-        self._wake()
-
-    def watch_fd(self, fd: int, handler: Callable[[int], None]) -> None:
-        self.call_soon(lambda: self._fd_handlers.__setitem__(fd, handler))
-
-    def unwatch_fd(self, fd: int) -> None:
-        self.call_soon(lambda: self._fd_handlers.pop(fd, None))
-
-    def _wake(self) -> None:
-        try:
-            os.eventfd_write(self._wake_fd, 1)
-        except OSError:
-            pass
-
-    def _io_loop(self) -> None:
-        pull = self.pull
-        registered: dict[int, bool] = {}
-        poller = zmq.Poller()
-        poller.register(pull, zmq.POLLIN)
-        poller.register(self._wake_fd, zmq.POLLIN)
-        recv = pull.recv
-        batch: dict[Any, list[Any]] = {}
-        next_deadline: float | None = None
-        while not self._stopping:
-            if next_deadline is None:
-                timeout = None
-            else:
-                timeout = max(0.0, (next_deadline - time.monotonic()) * 1000.0)
-            try:
-                events = poller.poll(timeout)
-            except zmq.ZMQError:
-                if self._stopping:
-                    break
-                raise
-            for sock, _ev in events:
-                if sock is pull:
-                    for _ in range(_DRAIN_BATCH):
-                        try:
-                            frame = recv(zmq.NOBLOCK)
-                        except zmq.Again:
-                            break
-                        self._on_frame(frame, batch)
-                    if batch:
-                        self._flush_batch(batch)
-                elif sock == self._wake_fd:
-                    try:
-                        os.eventfd_read(self._wake_fd)
-                    except OSError:
-                        pass
-                else:
-                    handler = self._fd_handlers.get(sock)
-                    if handler is not None:
-                        try:
-                            handler(sock)
-                        except Exception:
-                            log.exception("fd handler failed")
-            if self._tasks:
-                with self._tasks_lock:
-                    tasks, self._tasks = self._tasks, []
-                for task in tasks:
-                    try:
-                        task()
-                    except Exception:
-                        log.exception("I/O task failed")
-            if registered.keys() != self._fd_handlers.keys():
-                for fd in list(registered):
-                    if fd not in self._fd_handlers:
-                        poller.unregister(fd)
-                        del registered[fd]
-                for fd in self._fd_handlers:
-                    if fd not in registered:
-                        poller.register(fd, zmq.POLLIN)
-                        registered[fd] = True
-            next_deadline = self._fire_timers()
+    def fire_timer(self, timer: Timer) -> None:
+        target = timer.target
+        self.route(target.proc, K_INFO, target.id, None, None, timer.message)
 
 
 #: Returned by a deferring system handler that replies later itself.
 DEFER = object()
+
+_ref.set_runtime_resolver(runtime_for)

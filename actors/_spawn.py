@@ -7,12 +7,13 @@ from typing import Any, Iterable
 
 import cloudpickle
 
-from actors._cell import Cell
-from actors._reasons import Exit
+from actors._cell import Behaviour, Cell
+from actors._reasons import Exit, crash_from
 from actors._ref import ActorRef
 from actors._runtime import Runtime, current_cell
 
-__all__ = ["AlreadyRegistered", "SpawnError", "normalise_cpus", "record_child_link", "spawn", "start_here"]
+__all__ = ["AlreadyRegistered", "SpawnError", "install", "normalise_cpus", "record_child_link", "spawn",
+           "start_here"]
 
 
 class SpawnError(Exit):
@@ -76,8 +77,6 @@ def start_here(
     try:
         server = cls()
     except BaseException as exc:  # noqa: BLE001 - a constructor failure is a start error
-        from actors._reasons import crash_from
-
         on_started("error", crash_from(exc))
         return
     Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started).start()
@@ -95,9 +94,7 @@ def spawn(
     link: bool = False,
     parent: ActorRef | None = None,
 ) -> ActorRef | None:
-    from actors.gen_server import GenServer
-
-    if not (isinstance(cls, type) and issubclass(cls, GenServer)):
+    if not (isinstance(cls, type) and issubclass(cls, Behaviour)):
         raise TypeError(f"spawn needs a GenServer subclass, got {cls!r}")
     if name is not None and not isinstance(name, str):
         raise TypeError(f"actor names are strings, got {name!r}")
@@ -139,3 +136,23 @@ def spawn(
     if kind == "already_registered":
         raise AlreadyRegistered(("already_started", detail), f"name {name!r} is taken")
     raise SpawnError(detail, f"{cls.__name__} failed to start")
+
+
+def install(rt: Runtime) -> None:
+    """Serve the node's ``spawn_here`` requests in ``rt``'s process.
+
+    The node places an actor in a host and forwards the spawn there; the host
+    starts it and answers the original requester directly.
+    """
+
+    def spawn_here(src: str, orig_src: str, orig_ref: int, payload: bytes) -> None:
+        actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
+
+        def on_started(kind: str, detail: Any) -> None:
+            rt.reply_sys(orig_src, orig_ref, True, (kind, detail))
+            if not rt.is_node:
+                rt.sys_send(rt.node_proc, "spawn_done", (orig_src, orig_ref))
+
+        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started)
+
+    rt.register_sys("spawn_here", spawn_here)

@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from actors.attach import Attached, NotANode
 from actors.config import ConfigError
-from actors.interrupt import catch_sigterm, exit_status
+from actors.interrupt import Interrupted, catch_sigterm, exit_status
 
 __all__ = ["COMMANDS", "CliError", "build_parser", "main", "status_text"]
 
@@ -125,7 +125,7 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
     parent.add_argument("-v", "--verbose", action="store_true",
                         help="log info messages and show tracebacks of errors", **keep)
     parent.add_argument("--log-level", choices=["debug", "info", "warning", "error", "critical"],
-                        help="log level for the actors.* loggers (default: critical, info with -v)",
+                        help="log level (default: critical; info with -v)",
                         **({"default": None} if defaults else keep))
     return parent
 
@@ -139,16 +139,16 @@ def add_demo(sub: Subparsers) -> None:
                        description="Boot the application (IOQ, couch_jobs, smoosh, replicator), drive a real "
                                    "workload while killing actors, then check that nothing was lost.")
     length = p.add_mutually_exclusive_group()
-    length.add_argument("--duration", type=seconds, default=60.0, help="seconds of workload (default 60)")
+    length.add_argument("--duration", type=seconds, metavar="S", default=60.0, help="seconds of workload (default 60)")
     length.add_argument("--short", action="store_true",
                         help="a 6-second run with at least 1.5 kills/s, for smoke checks (not with --duration)")
-    p.add_argument("--kill-rate", type=per_second, default=0.5, help="kills per second (default 0.5)")
-    p.add_argument("--state-dir", default=None,
+    p.add_argument("--kill-rate", type=per_second, metavar="R", default=0.5, help="kills per second (default 0.5)")
+    p.add_argument("--state-dir", default=None, metavar="DIR",
                    help="where SQLite files and queues live (default: a fresh temporary folder, removed after)")
-    p.add_argument("--config", default=None,
+    p.add_argument("--config", default=None, metavar="INI",
                    help="ini file overriding the demo settings: [couch], [ioq2], [smoosh], [replicator], ...")
     p.add_argument("--no-live", action="store_true", help="progress lines instead of a refreshing terminal view")
-    p.add_argument("--seed", type=seed, default=None,
+    p.add_argument("--seed", type=seed, default=None, metavar="N",
                    help="random seed of the workload and the killer (default: random, printed)")
     p.add_argument("--store", type=store, default="sqlite", metavar="{sqlite,postgres,URL}",
                    help="couch_jobs store: sqlite (a file, default), postgres (a throwaway PostgreSQL "
@@ -163,10 +163,11 @@ def add_chaos(sub: Subparsers) -> None:
                        help="kill actors in a demo supervision tree at a rate; report restarts and hangs",
                        description="Kill workers of a supervision tree at a fixed rate while clients call "
                                    "them; report restarts per supervisor and calls answered, failed, hung.")
-    p.add_argument("--rate", type=per_second, default=5.0, help="kills per second (default 5)")
-    p.add_argument("--duration", type=seconds, default=10.0, help="seconds (default 10)")
-    p.add_argument("--clients", type=count, default=3, help="client threads calling the workers (default 3)")
-    p.add_argument("--seed", type=seed, default=None, help="random seed (default: random, printed)")
+    p.add_argument("--rate", type=per_second, metavar="R", default=5.0, help="kills per second (default 5)")
+    p.add_argument("--duration", type=seconds, default=10.0, metavar="S", help="seconds (default 10)")
+    p.add_argument("--clients", type=count, metavar="N", default=3,
+                   help="client threads calling the workers (default 3)")
+    p.add_argument("--seed", type=seed, default=None, metavar="N", help="random seed (default: random, printed)")
     p.add_argument("--tree", choices=["demo", "couch"], default="demo",
                    help="demo: a three-level tree of workers; couch: the full application under the demo workload")
     p.set_defaults(run=_run_chaos)
@@ -177,8 +178,8 @@ def add_status(sub: Subparsers) -> None:
                        help="attach to a running node through its runtime directory",
                        description="Show a running node's supervision tree, host processes and restarts.")
     p.add_argument("rundir", help="the node's runtime directory (printed by demo, or Node.rundir)")
-    p.add_argument("--watch", type=seconds, default=None, help="refresh every N seconds until Ctrl-C")
-    p.add_argument("--count", type=count, default=None, help="with --watch: stop after N refreshes")
+    p.add_argument("--watch", type=seconds, metavar="S", default=None, help="refresh every N seconds until Ctrl-C")
+    p.add_argument("--count", type=count, metavar="N", default=None, help="with --watch: stop after N refreshes")
     p.set_defaults(run=_run_status)
 
 
@@ -329,6 +330,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 def _run_status(args: argparse.Namespace) -> int:
     if args.count is not None and args.watch is None:
         raise CliError("--count needs --watch")
+    catch_sigterm()  # so the endpoint it binds in the node's directory is removed on SIGTERM too
     view = Attached(args.rundir)
     try:
         shown = 0
@@ -344,8 +346,9 @@ def _run_status(args: argparse.Namespace) -> int:
             if not args.watch or (args.count and shown >= args.count):
                 return 0
             time.sleep(args.watch)  # pacing a human-facing refresh, not synchronisation
-    except KeyboardInterrupt:
-        return 0 if args.watch else 130
+    except KeyboardInterrupt as exc:
+        # Ctrl-C is how one stops --watch: a normal end.
+        return 0 if args.watch and not isinstance(exc, Interrupted) else exit_status(exc)
     finally:
         view.close()
 

@@ -6,14 +6,15 @@ import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
-from actors._cell import _M_EXIT
+from actors._cell import _M_EXIT, Behaviour
+from actors._monitor import Monitor
 from actors._reasons import Exit
 from actors._ref import ActorRef, From
 from actors._runtime import Timer
+from actors._spawn import spawn as _spawn
 
 if TYPE_CHECKING:
     from actors._cell import Cell
-    from actors._monitor import Monitor
 
 __all__ = ["GenServer", "UnexpectedMessage"]
 
@@ -25,7 +26,7 @@ class UnexpectedMessage(Exception):
     """A call or cast reached a server that defines no handler for it."""
 
 
-class GenServer:
+class GenServer(Behaviour):
     """Subclass and override the callbacks you need.
 
     ``init(*args, **kwargs)`` runs in the actor's own thread before any
@@ -144,9 +145,7 @@ class GenServer:
     def spawn(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
               cpus: Any = None, kwargs: dict[str, Any] | None = None, link: bool = False) -> ActorRef | None:
         """Start an actor (see `Node.spawn`); this actor becomes its parent."""
-        from actors._spawn import spawn
-
-        return spawn(self._actor_cell.runtime, cls, args, kwargs or {}, name=name, host=host,
+        return _spawn(self._actor_cell.runtime, cls, args, kwargs or {}, name=name, host=host,
                      cpus=cpus, link=link)
 
     def spawn_link(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
@@ -165,8 +164,6 @@ class GenServer:
 
     def monitor_wait(self, ref: ActorRef) -> "Monitor":
         """A monitor waited on by this thread (``.wait(timeout)``), not the mailbox."""
-        from actors._monitor import Monitor
-
         return Monitor(self._actor_cell.runtime, ref)
 
     def whereis(self, name: str) -> ActorRef | None:

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import multiprocess
 
@@ -27,6 +27,7 @@ from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef
 from actors._registry import Registry
 from actors._runtime import DEFER, Runtime, Timer
+from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
 from actors.observer.launch import observe as _observe
 
@@ -39,6 +40,8 @@ log = logging.getLogger("actors.node")
 _node_counter = itertools.count(1)
 _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
+_SPARE_AFTER_START = 0.005
+_SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
 
 
 @dataclass
@@ -85,17 +88,22 @@ class Node:
         os.chmod(self.rundir, 0o700)
         self._closed = False
         self._close_lock = threading.Lock()
+        # Run first by close(), newest first: what the node started beside its actors (observers).
+        self._on_close: list[Callable[[], None]] = []
         self._hosts: dict[str, HostInfo] = {}
         self._spare: HostInfo | None = None
+        self._spare_pending = False
         self._shared: dict[str, str] = {}
         self._forwarded: dict[tuple[str, int], str] = {}
         self._host_counter = itertools.count(1)
         self._top: list[ActorRef] = []
         self._hosts_changed = threading.Condition()
-        self._start_zygote()
+        with _lifecycle.stop_signals_blocked():
+            self._start_zygote()
         self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
         self._rt = Runtime(self.id, self.rundir, "n")
         self._rt.registry = Registry()
+        _install_spawn(self._rt)
         self._install_handlers()
         self._previous_config = _config.set_current(self.config)
         self._config_listener = self.config.listen(self._broadcast_config)
@@ -246,9 +254,13 @@ class Node:
     def observe(self, port: int = 8421, host: str = "127.0.0.1", token: str | None = None) -> "Observer":
         """Serve a live web page of this node: the tree, its processes, its services,
         kill buttons (docs/observer.md).  Returns the running observer: print its
-        ``url`` (it carries the access token), ``close()`` it before the node.
-        Needs the ``[observer]`` extra; ``port=0`` picks a free port."""
-        return _observe(self, port=port, host=host, token=token)
+        ``url`` (it carries the access token).  Closing the node closes it first;
+        ``close()`` stops it sooner.  Needs the ``[observer]`` extra; ``port=0``
+        picks a free port."""
+        self._check_open()
+        observer = _observe(self, port=port, host=host, token=token)
+        self._on_close.append(observer.close)
+        return observer
 
     # -- host processes (all on the I/O thread) --------------------------------------
 
@@ -287,7 +299,7 @@ class Node:
         rt.register_sys("unregister", lambda src, name, ref: rt.registry.unregister(name, ref))
         rt.register_sys("whereis", lambda src, name: rt.registry.whereis(name))
         rt.register_sys("spawn", self._on_spawn)
-        rt.register_sys("spawn_done", lambda src, osrc, oref: self._forwarded.pop((osrc, oref), None))
+        rt.register_sys("spawn_done", self._on_spawn_done)
         rt.register_sys("host_up", self._on_host_up)
         rt.register_sys("halting", self._on_halting)
         rt.register_sys("config_set", lambda src, s, k, v: self._config_set(s, k, v))
@@ -331,6 +343,13 @@ class Node:
             record.queued.append((src, _ref, forward))
         return DEFER
 
+    def _on_spawn_done(self, src: str, orig_src: str, orig_ref: int) -> None:
+        self._forwarded.pop((orig_src, orig_ref), None)
+        if self._spare_pending:
+            # Not at once either: the spawner's first call to the new actor
+            # follows its spawn reply, and a fork now would compete with it.
+            self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)
+
     def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         """A host for a placement: the warm spare when there is one, else a fresh fork.
 
@@ -351,10 +370,22 @@ class Node:
             record = spare
         else:
             record = self._fork_host(label, cpus, own)
-        if not self._closed:
+        if not self._closed and not self._spare_pending:
+            # The next spare is forked once the actor just placed has started
+            # (its host says ``spawn_done``), not now: on a small machine the
+            # fork and the new host's boot would compete for the CPU with
+            # that start, which is what a restart waits on.
+            self._spare_pending = True
+            self._rt.call_later(_SPARE_DELAY, self._fork_spare)
+        return record
+
+    def _fork_spare(self) -> None:
+        if not self._spare_pending:
+            return
+        self._spare_pending = False
+        if not self._closed and self._spare is None:
             self._spare = self._fork_host(None, None, False)
             self._spare.label = "(spare)"
-        return record
 
     def _fork_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         proc = f"h{next(self._host_counter)}"
@@ -398,6 +429,10 @@ class Node:
             return
         record.pid = pid
         record.state = "up"
+        # Connect both ways now, off the path of the first spawn and call:
+        # this process to the host, the host to this process's reply channels.
+        self._rt.connect_peer(proc)
+        self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
         try:
             record.pidfd = os.pidfd_open(pid)
             self._rt.watch_fd(record.pidfd, lambda fd, p=proc: self._on_host_exit(p))
@@ -475,11 +510,17 @@ class Node:
             raise RuntimeError("this node is closed")
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop every actor and host process; idempotent."""
+        """Close the observers it started, then stop every actor and host process; idempotent."""
         with self._close_lock:
             if self._closed:
                 return
             deadline = time.monotonic() + timeout
+            while self._on_close:
+                callback = self._on_close.pop()
+                try:
+                    callback()
+                except Exception:
+                    log.exception("closing %r with node %s failed", callback, self.id)
             for ref in reversed(self._top):
                 self._stop_quietly(ref, max(0.5, min(5.0, deadline - time.monotonic())))
             self._closed = True

@@ -111,8 +111,7 @@ def test_demo_interrupted_prints_partial_summary_and_cleans_up(signum, status):
     assert proc.returncode == status, out + err
     assert "INTERRUPTED after" in out and "PARTIAL summary" in out
     assert "RESULT: interrupted after" in out
-    # No traceback through the command (a host process's thread may still log its own shutdown).
-    assert "actors/cli.py" not in err and "actors/demo.py" not in err, err
+    assert "Traceback" not in err, err  # neither from the command nor from any thread shutting down
     assert not os.path.exists(state_dir), "temporary state directory leaked"
     assert not os.path.exists(rundir), "runtime directory leaked"
 
@@ -354,7 +353,11 @@ def test_status_attaches_to_a_running_node(node, capsys):
     assert main(["status", node.rundir]) == 0
     text = capsys.readouterr().out
     assert "echo" in text and str(ref.os_pid) in text
-    assert sorted(os.listdir(node.rundir)) == listing  # attaching left nothing behind
+    # Attaching left nothing behind and removed nothing.  (The node may add a
+    # warm spare host's socket meanwhile, so compare what attaching owns.)
+    after = os.listdir(node.rundir)
+    assert [f for f in after if f.startswith("cli")] == []
+    assert set(listing) <= set(after)
 
 
 def _not_a_node(capsys, rundir: str) -> str:
@@ -470,3 +473,47 @@ def test_every_harness_writes_under_bench_results_and_cleans_its_temp_dirs():
         assert "write_json(" in source or "RESULTS_DIR" in source, harness.name
         for match in re.finditer(r"(\w+) = tempfile\.mkdtemp\(", source):
             assert f"shutil.rmtree({match.group(1)}" in source, (harness.name, match.group(0))
+
+
+def test_smoosh_job_watcher_is_quiet_when_its_runtime_is_gone():
+    """Seen as a thread traceback when a demo was interrupted: the watcher of a
+    compaction outlived its process's runtime and its last send raised."""
+    import threading
+
+    from actors import Exit
+    from actors.smoosh.channel import _watch
+
+    class Job:
+        def wait(self, timeout):
+            return 0
+
+    class GoneChannel:
+        def send(self, message):
+            raise Exit("noconnection", "node is not running in this process")
+
+    _watch(Job(), GoneChannel(), threading.Event())  # returns, raises nothing
+
+
+def test_the_config_table_knows_every_setting_the_services_read():
+    from actors.ioq.ioq_config import IOQ2_DEFAULTS
+    from actors.replicator.settings import Settings
+
+    assert set(Settings.keys()) <= set(configcheck.SCHEMA["replicator"].keys)
+    assert set(IOQ2_DEFAULTS) <= set(configcheck.SCHEMA["ioq2"].keys)
+    result = configcheck.check(Config(demo_module.DEMO_CONFIG))
+    assert result.ok and result.warnings == []
+    assert configcheck.check(Config({"couch_jobs": {"type_monitor_timeout_msec": "infinity"},
+                                     "smoosh.ratio_dbs": {"max_priority": "infinity", "to": "23:30"}})).ok
+
+
+@pytest.mark.timeout(60)
+def test_status_watch_stopped_by_sigterm_leaves_nothing_in_the_nodes_directory(node):
+    listing = sorted(os.listdir(node.rundir))
+    proc = subprocess.Popen([*CLI, "status", node.rundir, "--watch", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith(f"node {node.id} ")   # attached and printing
+    proc.send_signal(signal.SIGTERM)
+    _out, err = _finish(proc, 30)
+    assert proc.returncode == 143, err
+    assert sorted(os.listdir(node.rundir)) == listing

@@ -36,15 +36,14 @@ print(node.rundir, flush=True)
 """
 
 
-def _start(before: str = "", after: str = "") -> tuple[subprocess.Popen[str], str]:
+def _start(before: str = "", after: str = "", tmpdir: str | None = None) -> tuple[subprocess.Popen[str], str]:
     code = textwrap.dedent(PROGRAM).format(before=before, after=after)
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT, **({"TMPDIR": tmpdir} if tmpdir else {}))
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     assert proc.stdout is not None
     rundir = proc.stdout.readline().strip()
     assert rundir, proc.communicate(timeout=20)
-    assert os.path.exists(os.path.join(rundir, "node.json"))
     return proc, rundir
 
 
@@ -92,6 +91,7 @@ def test_uncaught_exception_with_open_node_exits() -> None:
 
 def test_sigterm_to_the_process_group_cleans_up() -> None:
     proc, rundir = _start(after="sys.stdin.read()")
+    assert os.path.exists(os.path.join(rundir, "node.json"))
     os.killpg(proc.pid, signal.SIGTERM)
     _out, err = _finish(proc)
     assert proc.returncode == 143, err
@@ -101,6 +101,7 @@ def test_sigterm_to_the_process_group_cleans_up() -> None:
 
 def test_sigint_to_the_process_group_cleans_up() -> None:
     proc, rundir = _start(after="sys.stdin.read()")
+    assert os.path.exists(os.path.join(rundir, "node.json"))
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = _finish(proc)
     assert proc.returncode in (130, -signal.SIGINT), err
@@ -165,14 +166,60 @@ def test_sweep_removes_only_directories_of_dead_owners(tmp_path) -> None:
         assert os.path.exists(kept)
 
 
-def test_new_node_sweeps_a_sigkilled_nodes_directory() -> None:
+def test_new_node_sweeps_a_sigkilled_nodes_directory(tmp_path) -> None:
     # SIGKILL the node and its zygote together: nothing of theirs can clean up.
-    proc, rundir = _start(after="sys.stdin.read()")
+    # A private TMPDIR keeps other programs' new nodes from sweeping it first.
+    proc, rundir = _start(after="sys.stdin.read()", tmpdir=str(tmp_path))
+    assert rundir.startswith(str(tmp_path))
     os.killpg(proc.pid, signal.SIGKILL)
     _finish(proc)
     assert _group_gone(proc.pid)
     assert os.path.exists(os.path.join(rundir, "node.json"))
-    from actors import Node
+    new = subprocess.run([sys.executable, "-c", "from actors import Node; Node().close()"], timeout=30,
+                         env=dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path)), capture_output=True, text=True)
+    assert new.returncode == 0, new.stderr
+    assert not os.path.exists(rundir)
 
-    with Node():
-        assert not os.path.exists(rundir)
+
+def test_sigterm_without_our_handler_still_removes_the_directory() -> None:
+    # Node created off the main thread: no handler is installed, SIGTERM kills
+    # the program outright; the zygote (which ignores SIGTERM) sees the
+    # node's pipe close and removes the runtime directory.
+    code = textwrap.dedent("""
+        import sys, threading
+        from actors import GenServer, Node
+        class Echo(GenServer):
+            def handle_call(self, request, from_):
+                return request
+        box = []
+        t = threading.Thread(target=lambda: box.append(Node()))
+        t.start(); t.join()
+        # A host process exists only once the zygote has booted (and ignores SIGTERM).
+        assert box[0].spawn(Echo, host="own").call("up") == "up"
+        print(box[0].rundir, flush=True)
+        sys.stdin.read()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                            start_new_session=True)
+    assert proc.stdout is not None
+    rundir = proc.stdout.readline().strip()
+    assert os.path.exists(os.path.join(rundir, "node.json"))
+    os.killpg(proc.pid, signal.SIGTERM)
+    _finish(proc)
+    assert proc.returncode == -signal.SIGTERM
+    assert _group_gone(proc.pid)
+    assert not os.path.exists(rundir)
+
+
+def test_no_thread_of_ours_holds_the_interpreter() -> None:
+    from actors import Node
+    from tests.kernel.probes import Echo
+
+    before = set(threading.enumerate())
+    with Node() as node:
+        node.spawn(Echo)
+        node.spawn(Echo, host="own").call("seen")
+        ours = [t for t in threading.enumerate() if t not in before]
+        assert ours, "a node runs threads of its own"
+        assert [t.name for t in ours if not t.daemon] == []

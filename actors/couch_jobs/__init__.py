@@ -23,6 +23,7 @@ from .api import (
     add,
     clear_type_timeout,
     configure,
+    counts,
     default,
     finish,
     get_job,
@@ -41,7 +42,7 @@ from .api import (
     update,
     wait,
 )
-from .errors import CouchJobsError, Halt, JsonEncodingError, NoTypeTimeout, NotFound, StoreClosed, StoreUnavailable
+from .errors import CouchJobsError, Halt, JsonEncodingError, NoTypeTimeout, NotFound, StoreClosed, StoreReadOnly, StoreUnavailable
 from .model import (
     UNDEFINED_MAX_SCHEDULED_TIME,
     Job,
@@ -94,6 +95,7 @@ __all__ = [
     "SQLiteStore",
     "SQLiteTransaction",
     "StoreClosed",
+    "StoreReadOnly",
     "StoreUnavailable",
     "PostgresStore",
     "PostgresTransaction",
@@ -109,6 +111,7 @@ __all__ = [
     "add",
     "clear_type_timeout",
     "configure",
+    "counts",
     "decode_type",
     "default",
     "diff_types",

@@ -58,6 +58,7 @@ __all__ = [
     "add",
     "clear_type_timeout",
     "configure",
+    "counts",
     "default",
     "finish",
     "get_job",
@@ -441,6 +442,11 @@ class CouchJobs:
         return out
 
 
+    def counts(self) -> dict[JobType, dict[str, int]]:
+        """Jobs per type and state (see `counts`)."""
+        return counts(self.store)
+
+
 # -- the process's default instance ---------------------------------------
 
 _default: CouchJobs | None = None
@@ -552,6 +558,21 @@ def get_type_timeout(job_type: JobType) -> float | None:
 
 def get_job(job_type: JobType, job_id: str) -> Job | None:
     return default().get_job(job_type, job_id)
+
+
+def counts(store: Store | None = None) -> dict[JobType, dict[str, int]]:
+    """``{type: {"pending": n, "running": n, "finished": n}}`` in one read transaction.
+
+    Every type with jobs or an activity timeout is there.  ``store``: any
+    store, for instance one a monitor opened with ``open_store(location,
+    read_only=True)`` (no `CouchJobs`, no listener threads); None reads the
+    process's default instance.  One aggregate query, on SQLite and
+    PostgreSQL alike.
+    """
+    target = default().store if store is None else store
+    with target.transaction(write=False) as tx:
+        raw = db.job_counts(tx)
+    return {decode_type(key): value for key, value in raw.items()}
 
 
 def get_jobs(job_type: JobType | None = None) -> list[tuple[JobType, str, JobState, dict[str, Any]]]:

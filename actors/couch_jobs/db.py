@@ -41,6 +41,7 @@ __all__ = [
     "get_job_or_halt",
     "get_running_seqs",
     "get_types",
+    "job_counts",
     "re_enqueue_inactive",
     "remove",
     "resubmit",
@@ -198,6 +199,18 @@ def update(tx: StoreTx, type_key: str, job_id: str, jlock: str, data: str | None
 def get_types(tx: StoreTx) -> list[str]:
     """Encoded types that have an activity timeout (the types the server runs)."""
     return list(tx.list_type_timeouts())
+
+
+def job_counts(tx: StoreTx) -> dict[str, dict[str, int]]:
+    """``{encoded type: {"pending": n, "running": n, "finished": n}}``.
+
+    Every type with jobs or an activity timeout is there, its missing
+    states at 0, so a monitor sees an idle type as idle rather than absent.
+    """
+    out = {t: {state.value: 0 for state in JobState} for t in tx.list_type_timeouts()}
+    for type_key, state, count in tx.count_jobs():
+        out.setdefault(type_key, {s.value: 0 for s in JobState})[state] = count
+    return out
 
 
 def get_active_since(tx: StoreTx, type_key: str, seq: int) -> dict[str, JobRecord]:

@@ -19,6 +19,7 @@ __all__ = [
     "NoTypeTimeout",
     "NotFound",
     "StoreClosed",
+    "StoreReadOnly",
     "StoreUnavailable",
 ]
 
@@ -64,6 +65,10 @@ class StoreClosed(CouchJobsError, RuntimeError):
     Raised instead of touching a closed connection: an actor still running
     when its store is closed gets this clear error, never a crash.
     """
+
+
+class StoreReadOnly(CouchJobsError, PermissionError):
+    """A writing transaction on a store opened with ``read_only=True`` (a monitor's view)."""
 
 
 class StoreUnavailable(CouchJobsError, ConnectionError):

@@ -11,12 +11,17 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import warnings
 from collections.abc import Iterator
 
 from .errors import StoreUnavailable
 
 try:  # optional: pip install pgserver (part of the test extra)
-    import pgserver
+    # pgserver's platformdirs warns at import when XDG_RUNTIME_DIR is unset
+    # (any container, any cron job); that says nothing to our users.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import pgserver
 except ImportError:  # pragma: no cover - exercised only without it
     pgserver = None
 

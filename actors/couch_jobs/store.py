@@ -20,11 +20,12 @@ import logging
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from .errors import StoreClosed
+from .errors import StoreClosed, StoreReadOnly, StoreUnavailable
 
 __all__ = [
     "CommitListener",
@@ -70,6 +71,10 @@ class StoreTx(Protocol):
     def put_job(self, record: JobRecord) -> None: ...
     def delete_job(self, type_key: str, job_id: str) -> None: ...
     def list_jobs(self, type_key: str | None = None) -> list[JobRecord]: ...
+    def count_jobs(self) -> list[tuple[str, str, int]]:
+        """``(type, state, count)`` for every type and state that has jobs (one aggregate query)."""
+        ...
+
     def running_jobs(
         self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
     ) -> list[JobRecord]: ...
@@ -237,6 +242,12 @@ class SQLiteTransaction:
             ).fetchall()
         return [_record(row) for row in rows]
 
+    def count_jobs(self) -> list[tuple[str, str, int]]:
+        rows = self.connection.execute(
+            "SELECT type, state, count(*) FROM couch_jobs GROUP BY type, state ORDER BY type, state"
+        ).fetchall()
+        return [(t, state, int(n)) for t, state, n in rows]
+
     def running_jobs(
         self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
     ) -> list[JobRecord]:
@@ -359,6 +370,7 @@ class SQLiteStore:
         *,
         busy_timeout: float = 30.0,
         synchronous: str = "NORMAL",
+        read_only: bool = False,
     ) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
@@ -373,6 +385,15 @@ class SQLiteStore:
         self._connections: list[_Conn] = []
         self._listeners: list[CommitListener] = []
         self._closed = False
+        self.read_only = read_only
+        if read_only:
+            try:  # fail now, not at the first read, when there is no store to read
+                with self._use() as conn:
+                    conn.execute("SELECT 1 FROM couch_jobs LIMIT 1").fetchall()
+            except sqlite3.Error as exc:
+                self.close()
+                raise StoreUnavailable(f"couch_jobs store {self.path!r} cannot be read: {exc}") from None
+            return
         with self._use() as conn:
             conn.executescript(_SCHEMA)
 
@@ -386,6 +407,17 @@ class SQLiteStore:
         return StoreClosed(f"couch_jobs store {self.path!r} is closed")
 
     def _open(self, pid: int) -> _Conn:
+        if self.read_only:
+            # mode=ro: this process can never write the file, whatever it runs.
+            conn = sqlite3.connect(
+                f"file:{urllib.parse.quote(self.path)}?mode=ro",
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            return _Conn(conn, pid)
         conn = sqlite3.connect(
             self.path,
             timeout=self.busy_timeout,
@@ -451,6 +483,8 @@ class SQLiteStore:
         Commits when the block ends, rolls back if it raises.  After a commit
         the commit listeners are told which job types changed.
         """
+        if write and self.read_only:
+            raise StoreReadOnly(f"couch_jobs store {self.path!r} was opened read-only")
         with self._use() as conn:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             tx = SQLiteTransaction(self, conn, write)

@@ -54,7 +54,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
     psycopg_pool = None  # type: ignore[assignment]
 
-from .errors import StoreClosed, StoreUnavailable
+from .errors import StoreClosed, StoreReadOnly, StoreUnavailable
 from .store import CommitListener, JobRecord
 
 __all__ = ["NOTIFY_CHANNEL", "SCHEMA_VERSION", "PostgresStore", "PostgresTransaction", "redact"]
@@ -210,6 +210,12 @@ class PostgresTransaction:
             ).fetchall()
         return [_record(row) for row in rows]
 
+    def count_jobs(self) -> list[tuple[str, str, int]]:
+        rows = self.connection.execute(
+            "SELECT type, state, count(*) FROM couch_jobs GROUP BY type, state ORDER BY type, state"
+        ).fetchall()
+        return [(t, state, int(n)) for t, state, n in rows]
+
     def running_jobs(
         self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
     ) -> list[JobRecord]:
@@ -334,6 +340,7 @@ class PostgresStore:
         *,
         pool_size: int = 8,
         connect_timeout: float = 5.0,
+        read_only: bool = False,
     ) -> None:
         if psycopg is None or psycopg_pool is None:
             raise StoreUnavailable(
@@ -348,6 +355,7 @@ class PostgresStore:
         self.location = redact(url)
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
+        self.read_only = read_only
         self._lock = threading.Lock()
         self._listeners: list[CommitListener] = []
         self._change_listeners: list[CommitListener] = []
@@ -363,7 +371,10 @@ class PostgresStore:
                 f"couch_jobs store {self.location!r} is not a valid PostgreSQL URL: "
                 f"{self._scrub(str(exc))}"
             ) from None
-        self._migrate()
+        if read_only:
+            self._check_schema()
+        else:
+            self._migrate()
 
     @property
     def closed(self) -> bool:
@@ -448,6 +459,22 @@ class PostgresStore:
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
 
+    def _check_schema(self) -> None:
+        """A read-only store migrates nothing: it needs a schema this code can read."""
+        try:
+            with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout))) as conn:
+                row = conn.execute("SELECT max(version) FROM couch_jobs_schema").fetchone()
+        except psycopg.errors.UndefinedTable:
+            raise StoreUnavailable(f"couch_jobs store {self.location!r} has no couch_jobs schema yet") from None
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
+        current = 0 if row is None or row[0] is None else int(row[0])
+        if not 0 < current <= SCHEMA_VERSION:
+            raise StoreUnavailable(
+                f"couch_jobs store {self.location!r} has schema version {current}; "
+                f"this couch_jobs reads versions 1 to {SCHEMA_VERSION}"
+            )
+
     def schema_version(self) -> int:
         with self._connection() as conn:
             row = conn.execute("SELECT max(version) FROM couch_jobs_schema").fetchone()
@@ -470,9 +497,14 @@ class PostgresStore:
         commit the commit listeners hear which job types changed; listeners
         in every process hear it through NOTIFY as well.
         """
+        if write and self.read_only:
+            raise StoreReadOnly(f"couch_jobs store {self.location!r} was opened read-only")
         with self._connection() as conn:
             tx = PostgresTransaction(self, conn, write)
             with conn.transaction():
+                if self.read_only:
+                    # The server then refuses any write this transaction attempts.
+                    conn.execute("SET TRANSACTION READ ONLY")
                 yield tx
         touched = tx.touched
         callbacks: list[Callable[[], None]] = []

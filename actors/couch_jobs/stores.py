@@ -32,11 +32,13 @@ def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
 
     ``options``: ``busy_timeout`` (seconds) and ``synchronous`` for SQLite;
     ``pool_size`` and ``connect_timeout`` for PostgreSQL (options meant for
-    the other store are ignored, so one config serves both).
+    the other store are ignored, so one config serves both); ``read_only``
+    for both: a view for monitors (`counts`, the observer) that creates and
+    migrates nothing and refuses writing transactions (`StoreReadOnly`).
     """
     text = os.fspath(location)
     if text.startswith(_POSTGRES):
-        pg = {k: v for k, v in options.items() if k in ("pool_size", "connect_timeout")}
+        pg = {k: v for k, v in options.items() if k in ("pool_size", "connect_timeout", "read_only")}
         return PostgresStore(text, **pg)
     if text.startswith(_SQLITE):
         path = text[len(_SQLITE):]
@@ -51,5 +53,5 @@ def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
             f"couch_jobs store {redact(text)!r}: unknown scheme (use sqlite:///path or "
             "postgresql://user@host:5432/db)"
         )
-    lite = {k: v for k, v in options.items() if k in ("busy_timeout", "synchronous")}
+    lite = {k: v for k, v in options.items() if k in ("busy_timeout", "synchronous", "read_only")}
     return SQLiteStore(text, **lite)

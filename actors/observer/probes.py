@@ -5,16 +5,15 @@ A probe runs only when its service's actors are in the node's actor list
 operators would ask (``get_queue_depths``, ``status``, ``jobs``, ``types``)
 with a short timeout, and turns the answers into plain rows for the page.
 couch_jobs keeps its counts in its store, not in an actor, so its probe
-reads the store's SQLite file read-only, at the path the node's
-configuration names.
+asks couch_jobs' `counts` on a read-only view of the store the node's
+configuration names (`actors.observer.jobs_view`), SQLite or PostgreSQL.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import time
 from typing import Any, Callable
 
-from actors._reasons import CallTimeout, Exit
 from actors.couch_jobs.model import decode_type
 from actors.observer.source import Source, ref_of
 
@@ -60,30 +59,32 @@ def smoosh(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any] | Non
     return {"channels": rows}
 
 
-def replication_rows(jobs: list[dict[str, Any]], backoff_interval: float, max_exponent: int) -> list[dict[str, Any]]:
-    """Running, pending or crashing, with the back-off a crashing job waits (pure).
+def replication_rows(jobs: list[dict[str, Any]], backoffs: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+    """Running, pending or crashing, with the back-off the scheduler holds a crashing job to (pure).
 
-    A job's crashes are the ``crashed`` events at the head of its history
-    (newest first) since it last ran; the back-off is the scheduler's
-    ``interval * 2**(crashes-1)``, the exponent capped.
+    ``jobs`` is the reader's ``jobs`` reply, ``backoffs`` the scheduler's
+    (`actors.replicator.scheduler.backoffs`): the scheduler alone knows its
+    health threshold and back-off settings, so the page shows its reckoning,
+    not a copy of it.  ``wait`` is what is left of the back-off at ``now``
+    (the scheduler's clock: seconds since the epoch).
     """
+    held = {b["id"]: b for b in backoffs}
     rows = []
     for job in jobs:
-        crashes = 0
-        for event in job.get("history", []):
-            if event.get("type") != "crashed":
-                break
-            crashes += 1
+        job_id = str(job.get("id"))
+        backoff = held.get(job_id)
         if job.get("pid") is not None:
             state = "running"
-        elif crashes:
+        elif backoff is not None:
             state = "crashing"
         else:
             state = "pending"
-        backoff = backoff_interval * (1 << min(crashes - 1, max_exponent)) if crashes else 0.0
+        crashes = backoff["crashes"] if backoff else 0
+        wait = max(0.0, backoff["retry_at"] - now) if backoff else 0.0
         last = next((e.get("reason") for e in job.get("history", []) if e.get("type") == "crashed"), None)
-        rows.append({"id": str(job.get("id"))[:24], "source": job.get("source"), "target": job.get("target"),
-                     "state": state, "crashes": crashes, "backoff": backoff, "last_error": last})
+        rows.append({"id": job_id[:24], "source": job.get("source"), "target": job.get("target"),
+                     "state": state, "crashes": crashes, "backoff": backoff["backoff"] if backoff else 0.0,
+                     "wait": wait, "last_error": last})
     order = {"running": 0, "crashing": 1, "pending": 2}
     rows.sort(key=lambda r: (order[r["state"]], r["id"]))
     return rows
@@ -95,9 +96,9 @@ def replicator(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any] |
     if scheduler is None or reader is None:
         return None
     settings = source.call(ref_of(source.node_id, scheduler), ("settings",), CALL_TIMEOUT)
+    backoffs = source.call(ref_of(source.node_id, scheduler), ("backoffs",), CALL_TIMEOUT)
     jobs = source.call(ref_of(source.node_id, reader), ("jobs",), CALL_TIMEOUT)
-    rows = replication_rows(jobs, float(getattr(settings, "backoff_interval", 30.0)),
-                            int(getattr(settings, "max_backoff_exponent", 10)))
+    rows = replication_rows(jobs, backoffs, time.time())
     counts = {state: sum(1 for r in rows if r["state"] == state) for state in ("running", "pending", "crashing")}
     return {"max_jobs": getattr(settings, "max_jobs", None), "counts": counts, "jobs": rows[:50]}
 
@@ -107,10 +108,10 @@ def couch_jobs(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any] |
     if server is None:
         return None
     types = source.call(ref_of(source.node_id, server), "types", CALL_TIMEOUT)
-    path = source.config().get("couch_jobs", {}).get("database_path")
-    counts: dict[str, dict[str, int]] = {t: {"pending": 0, "running": 0} for t in types}
-    if path:
-        counts.update(store_counts(path))
+    stored = source.jobs.counts(source.config()) or {}
+    counts = {t: {"pending": 0, "running": 0} for t in types}
+    for key, by_state in stored.items():
+        counts[key] = {"pending": by_state.get("pending", 0), "running": by_state.get("running", 0)}
     return {"types": [{"type": _type_label(t), **counts[t]} for t in sorted(counts)]}
 
 
@@ -121,20 +122,6 @@ def _type_label(key: str) -> str:
     except ValueError:
         return key
     return value if isinstance(value, str) else repr(value)
-
-
-def store_counts(path: str) -> dict[str, dict[str, int]]:
-    """Pending and running jobs per type, read-only from couch_jobs' SQLite store."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.5)
-    try:
-        rows = conn.execute("SELECT type, state, count(*) FROM couch_jobs "
-                            "WHERE state IN ('pending', 'running') GROUP BY type, state").fetchall()
-    finally:
-        conn.close()
-    out: dict[str, dict[str, int]] = {}
-    for job_type, state, count in rows:
-        out.setdefault(job_type, {"pending": 0, "running": 0})[state] = count
-    return out
 
 
 PROBES: dict[str, Callable[[Source, list[dict[str, Any]]], dict[str, Any] | None]] = {
@@ -148,7 +135,7 @@ def panels(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any]:
     for name, probe in PROBES.items():
         try:
             panel = probe(source, actors)
-        except (Exit, CallTimeout, sqlite3.Error, OSError, AttributeError, KeyError, TypeError) as exc:
+        except Exception as exc:  # one service's failure must not take the others' panels (or the poll) down
             panel = {"error": f"{type(exc).__name__}: {exc}"[:200]}
         if panel is not None:
             out[name] = panel

@@ -119,6 +119,7 @@ class Observer:
         if self._thread.is_alive():
             self._thread.join(5.0)
         self.collector.close()
+        self.source.close()
         self._sock.close()
 
     def __enter__(self) -> "Observer":

@@ -13,6 +13,7 @@ import os
 from typing import Any, Protocol
 
 from actors._ref import ActorRef
+from actors.observer.jobs_view import JobsView
 
 __all__ = ["Observed", "Source", "ref_of"]
 
@@ -38,6 +39,8 @@ class Source:
         self.node_pid: int = attached_pid if attached_pid is not None else os.getpid()
         self.node_id: str = getattr(target, "node_id", None) or target.id
         self.embedded = attached_pid is None
+        #: couch_jobs' store, read-only, for the couch_jobs panel (opened at its first read).
+        self.jobs = JobsView()
 
     def actors(self) -> list[dict[str, Any]]:
         return self.target.actors()
@@ -60,6 +63,10 @@ class Source:
 
     def exit(self, ref: ActorRef, reason: Any) -> None:
         self.target.exit(ref, reason)
+
+    def close(self) -> None:
+        """Let go of what the observer opened for itself (the store view); the node is untouched."""
+        self.jobs.close()
 
 
 def ref_of(node_id: str, entry: dict[str, Any]) -> ActorRef:

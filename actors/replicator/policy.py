@@ -39,6 +39,7 @@ __all__ = [
     "Decision",
     "Selector",
     "backoff_micros",
+    "backoff_until",
     "consecutive_crashes",
     "is_continuous",
     "last_started",
@@ -166,6 +167,31 @@ def not_recently_crashed(
     count = consecutive_crashes(history, health_threshold)
     wait = backoff_micros(count, int(backoff_interval * 1_000_000), max_backoff_exponent)
     return (now - crash_t) * 1_000_000 >= wait
+
+
+def backoff_until(
+    job: Job,
+    health_threshold: float = DEFAULT_HEALTH_THRESHOLD,
+    backoff_interval: float = DEFAULT_BACKOFF_INTERVAL,
+    max_backoff_exponent: int = DEFAULT_MAX_BACKOFF_EXPONENT,
+) -> tuple[int, float, float]:
+    """``(consecutive crashes, back-off seconds, earliest start time)`` of a job.
+
+    The same reckoning as `not_recently_crashed`, turned into a time so an
+    operator (the observer page) sees when a crashing job may run again
+    instead of re-deriving the scheduler's rule: the earliest start is 0 for
+    a job that is not held back.
+    """
+    history = job.history
+    if history:
+        head = history[0][0]
+        if head == STOPPED or (head == ADDED and len(history) == 1):
+            return 0, 0.0, 0.0
+    count = consecutive_crashes(history, health_threshold)
+    wait = backoff_micros(count, int(backoff_interval * 1_000_000), max_backoff_exponent) / 1_000_000
+    if wait == 0:
+        return count, 0.0, 0.0
+    return count, wait, latest_crash_timestamp(history) + wait
 
 
 # -- choosing jobs --------------------------------------------------------------

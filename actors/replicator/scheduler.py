@@ -45,6 +45,7 @@ __all__ = [
     "SchedulerReader",
     "SchedulerServer",
     "add_job",
+    "backoffs",
     "find_jobs_by_dbname",
     "find_jobs_by_doc",
     "health_threshold",
@@ -158,6 +159,8 @@ class SchedulerServer(GenServer):
             return self.state.format_status()
         elif op == "settings":
             return self.state.settings
+        elif op == "backoffs":
+            return self.state.backoffs()
         else:
             raise ValueError(f"unknown scheduler request {request!r}")
         return "ok"
@@ -324,6 +327,12 @@ def subscribe(where: Node | GenServer | None, ref: ActorRef, timeout: float | No
 def jobs(where: Node | GenServer | None, timeout: float | None = 5.0) -> list[dict]:
     """Every job as plain data (the seed's ``jobs/0``)."""
     return _read(where, ("jobs",), timeout)
+
+
+def backoffs(where: Node | GenServer | None, timeout: float | None = 5.0) -> list[dict]:
+    """Jobs held back by their crashes: ``{"id", "crashes", "backoff", "retry_at"}`` each
+    (`SchedulerState.backoffs`); asked of the scheduler, which alone knows the settings."""
+    return _scheduler_call(where, ("backoffs",), timeout)
 
 
 def job(where: Node | GenServer | None, job_id: Any, timeout: float | None = 5.0) -> dict | None:

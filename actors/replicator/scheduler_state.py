@@ -499,6 +499,26 @@ class SchedulerState:
             self.stats.update_gauge(f"couch_replicator.jobs.{category}", count)
             self.stats.update_gauge(f"couch_replicator.jobs.avg_{category}", avg)
 
+    def backoffs(self) -> list[dict]:
+        """Every job held back by its crashes: text id, crashes, back-off seconds, ``retry_at``.
+
+        ``retry_at`` is the scheduler clock's time (seconds since the epoch)
+        before which a reschedule will not start the job; running jobs and
+        jobs never held back are left out, so the reply stays small.
+        """
+        s = self.settings
+        out = []
+        for job in list(self._jobs.values()):
+            if job.pid is not None:
+                continue
+            crashes, wait, retry_at = policy.backoff_until(
+                job, s.health_threshold, s.backoff_interval, s.max_backoff_exponent
+            )
+            if crashes:
+                out.append({"id": job.id if isinstance(job.id, str) else repr(job.id),
+                            "crashes": crashes, "backoff": wait, "retry_at": retry_at})
+        return out
+
     def format_status(self) -> dict:
         return {
             "max_jobs": self.settings.max_jobs,

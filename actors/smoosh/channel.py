@@ -33,7 +33,7 @@ import time
 from collections.abc import Hashable
 from typing import Any
 
-from actors import GenServer, Stop
+from actors import Exit, GenServer, Stop
 from actors import config as _config
 from actors.config import ConfigError
 from actors.smoosh import persist
@@ -63,7 +63,10 @@ def _watch(job: Any, channel: Any, stop: threading.Event) -> None:
     """Wait for ``job`` to end, then tell ``channel``; give up when ``stop`` is set."""
     while not stop.is_set():
         if job.wait(WATCH_SLICE) is not None:
-            channel.send(("job_exit", job))
+            try:
+                channel.send(("job_exit", job))
+            except Exit:  # this process's runtime is shutting down: no channel left to tell
+                pass
             return
 
 

@@ -335,5 +335,5 @@ def test_demo_runs_with_couch_jobs_on_postgres(tmp_path, pg_url):
 def test_demo_refuses_a_store_it_does_not_know(tmp_path):
     done = _demo(tmp_path, "mysql://u:pw@127.0.0.1/x")
     assert done.returncode == 2
-    assert "must be sqlite, postgres or a postgresql:// URL" in done.stderr
+    assert "--store: must be sqlite, postgres or a postgresql:// URL" in done.stderr
     assert "pw" not in done.stderr.replace("postgres", "")

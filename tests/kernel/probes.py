@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import queue
+import time
 from typing import Any
 
-from actors import Continue, GenServer, Stop, ignore, noreply
+from actors import ActorRef, Continue, GenServer, Stop, ignore, noreply
+
+
+def wait_held(ref: ActorRef, n: int = 1, timeout: float = 10.0) -> None:
+    """Until ``ref`` (an `Echo`) holds ``n`` unanswered calls.
+
+    Calls from two threads travel on two sockets, so a later call from the
+    test thread may overtake a "hold" from another thread: ask the server.
+    """
+    deadline = time.monotonic() + timeout
+    for _ in range(100_000):
+        if ref.call("held") >= n:
+            return
+        if time.monotonic() > deadline:
+            break
+    raise AssertionError(f"{ref!r} never held {n} calls")
 
 
 class Echo(GenServer):
@@ -21,6 +37,8 @@ class Echo(GenServer):
         if request == "hold":
             self.pending.append(from_)
             return noreply
+        if request == "held":
+            return len(self.pending)
         if request == "release":
             for f in self.pending:
                 self.reply(f, "late")
@@ -158,3 +176,61 @@ class Linker(GenServer):
 
     def handle_call(self, request: Any, from_: Any) -> Any:
         return list(self.got)
+
+
+class Scripted(GenServer):
+    """Runs the step lists it is called or cast with, for ordering tests.
+
+    Steps: ``("call", ref, request)`` (the outcome goes to the report),
+    ``("cast", ref, request)``, ``("send", ref, message)``, ``("reply_then",
+    what)`` (answers the current call, then ``what``: ``"crash"``, ``"exit"``
+    or ``("send", ref, message)``), ``("crash",)``, ``("wait", event)``.
+    What it learns goes to ``report`` (an actor ref) as ``("seen", x)``.
+    """
+
+    def init(self, report: ActorRef | None = None, trap: bool = False) -> None:
+        self.report = report
+        self.trap_exit = trap
+
+    def _run(self, steps: list[Any], from_: Any = None) -> Any:
+        for step in steps:
+            op = step[0]
+            if op == "call":
+                try:
+                    outcome = ("reply", step[1].call(step[2], timeout=10))
+                except Exception as exc:  # the outcome is what is reported
+                    outcome = ("raised", getattr(exc, "reason", repr(exc)))
+                if self.report is not None:
+                    self.report.send(("seen", outcome))
+            elif op == "cast":
+                step[1].cast(step[2])
+            elif op == "send":
+                step[1].send(step[2])
+            elif op == "link":
+                self.link(step[1])
+            elif op == "reply_then":
+                self.reply(from_, "the reply")
+                what = step[1]
+                if what == "crash":
+                    raise RuntimeError("crash after replying")
+                if what == "exit":
+                    return Stop("bye")
+                if what[0] == "send":
+                    what[1].send(what[2])
+            elif op == "crash":
+                raise RuntimeError("crash in the middle of a batch")
+            elif op == "wait":
+                step[1].wait(10)
+        return noreply if from_ is not None else None
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "ping":
+            return "pong"
+        return self._run(request, from_)
+
+    def handle_cast(self, request: Any) -> Any:
+        return self._run(request)
+
+    def handle_info(self, message: Any) -> None:
+        if self.report is not None:
+            self.report.send(("seen", message))

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from actors import ActorRef, AlreadyRegistered, CallTimeout, Crash, Exit, SpawnError
-from tests.kernel.probes import ContinueOrder, Echo, FailingInit, Ignoring, Terminating
+from tests.kernel.probes import ContinueOrder, Echo, FailingInit, Ignoring, Terminating, wait_held
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -75,7 +75,7 @@ def test_call_fails_with_exact_reason_when_target_is_killed(node, host):
     t = threading.Thread(target=caller)
     t.start()
     # the hold is registered once the server has answered a later call
-    assert ref.call("ping") == "ping"
+    wait_held(ref)
     node.kill(ref)
     t.join(10)
     assert result == ["killed"]
@@ -107,7 +107,7 @@ def test_call_fails_with_normal_when_server_stops_normally(node, host):
 
     t = threading.Thread(target=caller)
     t.start()
-    assert ref.call("ping") == "ping"
+    wait_held(ref)
     node.stop(ref, "normal")
     t.join(10)
     assert result == ["normal"]

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from actors import Exit
-from tests.kernel.probes import Echo, Probe
+from tests.kernel.probes import Echo, Probe, wait_held
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -138,7 +138,7 @@ def test_sigkill_fails_pending_calls(node):
 
     t = threading.Thread(target=caller)
     t.start()
-    assert a.call("ping") == "ping"
+    wait_held(a)
     os.kill(a.os_pid, signal.SIGKILL)
     t.join(10)
     assert result == ["killed"]

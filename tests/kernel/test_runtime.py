@@ -153,6 +153,7 @@ def test_sigkill_of_host_program_leaves_nothing_behind(tmp_path):
 
 def test_garbage_frames_are_dropped_and_counted(node):
     ref = node.spawn(Echo, host="own")
+    before = node.stats()["counters"].get("actors.transport.dropped_frames", 0)
     ctx = zmq.Context()
     s = ctx.socket(zmq.PUSH)
     s.connect(node.runtime.endpoint_of(ref.proc))
@@ -162,7 +163,7 @@ def test_garbage_frames_are_dropped_and_counted(node):
     s.close(linger=1000)
     ctx.term()
     assert ref.call("still here") == "still here"
-    assert node.stats()["counters"]["actors.transport.dropped_frames"] == 3
+    assert node.stats()["counters"]["actors.transport.dropped_frames"] - before == 3
     s2 = zmq.Context.instance()
     del s2
 

@@ -109,15 +109,19 @@ def test_history_keeps_the_window() -> None:
     assert history.series() == {"t": [15.0, 20.0, 25.0], "restarts": [1, 0, 1], "messages": [115.0, 120.0, 125.0]}
 
 
-def test_replication_rows_state_and_backoff() -> None:
+def test_replication_rows_take_the_back_off_from_the_scheduler() -> None:
     jobs = [
         {"id": "a", "pid": "<pid>", "history": [{"type": "started"}]},
         {"id": "b", "pid": None, "history": [{"type": "crashed", "reason": "boom"}, {"type": "crashed"},
                                              {"type": "started"}]},
         {"id": "c", "pid": None, "history": [{"type": "added"}]},
+        # crashed long ago, healthy since by the scheduler's threshold: not held back
+        {"id": "d", "pid": None, "history": [{"type": "crashed", "reason": "old"}, {"type": "started"}]},
     ]
-    rows = replication_rows(jobs, backoff_interval=0.5, max_exponent=10)
-    assert [(r["id"], r["state"], r["crashes"], r["backoff"], r["last_error"]) for r in rows] == [
-        ("a", "running", 0, 0.0, None), ("b", "crashing", 2, 1.0, "boom"), ("c", "pending", 0, 0.0, None)]
-    capped = replication_rows([{"id": "d", "history": [{"type": "crashed"}] * 20}], 0.5, 3)
-    assert capped[0]["backoff"] == 0.5 * 8
+    backoffs = [{"id": "b", "crashes": 2, "backoff": 60.0, "retry_at": 1060.0}]
+    rows = replication_rows(jobs, backoffs, now=1030.0)
+    assert [(r["id"], r["state"], r["crashes"], r["backoff"], r["wait"], r["last_error"]) for r in rows] == [
+        ("a", "running", 0, 0.0, 0.0, None), ("b", "crashing", 2, 60.0, 30.0, "boom"),
+        ("c", "pending", 0, 0.0, 0.0, None), ("d", "pending", 0, 0.0, 0.0, "old")]
+    due = replication_rows(jobs[1:2], backoffs, now=2000.0)
+    assert due[0]["wait"] == 0.0 and due[0]["state"] == "crashing"

@@ -5,22 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 from actors.couch_jobs import CouchJobs
-from actors.observer.probes import _type_label, store_counts
+from actors.observer.jobs_view import JobsView, store_location
+from actors.observer.probes import _type_label
+from tests.couch_jobs.conftest import pg_cluster, pg_database, pg_url, store_url  # noqa: F401 (fixtures)
 
 
-def test_couch_jobs_counts_come_from_the_store_read_only(tmp_path: Any) -> None:
-    path = str(tmp_path / "jobs.sqlite")
-    jobs = CouchJobs(path)
+def test_couch_jobs_counts_come_from_the_store_read_only(store_url: str) -> None:
+    """The panel's counts, on SQLite and on PostgreSQL, through a read-only view of the store."""
+    jobs = CouchJobs(store_url)
+    view = JobsView()
     try:
         jobs.set_type_timeout("resize", 5)
         jobs.set_type_timeout(("views", 2), 5)
         for i in range(3):
             jobs.add(None, "resize", f"r{i}", {})
         jobs.add(None, ("views", 2), "v0", {})
-        accepted = jobs.accept("resize")
-        assert accepted is not None
-        counts = store_counts(path)
+        jobs.accept("resize")
+        config = {"couch_jobs": {"store": store_url}}
+        counts = view.counts(config)
+        assert counts == {'"resize"': {"pending": 2, "running": 1, "finished": 0},
+                          '["views",2]': {"pending": 1, "running": 0, "finished": 0}}
+        jobs.add(None, "resize", "r9", {})
+        assert view.counts(config)['"resize"']["pending"] == 3  # the same view, read again
+        assert view.counts({"couch_jobs": {}}) is None
     finally:
+        view.close()
         jobs.close()
-    assert counts == {'"resize"': {"pending": 2, "running": 1}, '["views",2]': {"pending": 1, "running": 0}}
     assert [_type_label(k) for k in sorted(counts)] == ["resize", "('views', 2)"]
+
+
+def test_the_store_is_found_as_the_node_processes_find_it() -> None:
+    assert store_location({"couch_jobs": {"store": "postgresql://x/db", "database_path": "/a.db"}}) \
+        == "postgresql://x/db"
+    assert store_location({"couch_jobs": {"database_path": "/a.db"}}) == "/a.db"
+    assert store_location({}) is None

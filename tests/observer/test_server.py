@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import pytest
 
+import actors.couch_jobs as couch_jobs
 from actors import Node
 from actors.observer.source import ref_of
+from tests.couch_jobs.conftest import pg_cluster, pg_database, pg_url, store_url  # noqa: F401 (fixtures)
+from tests.couch_jobs.pg import HOW_TO_GET
 from tests.observer.conftest import get, row, small_tree, snapshot, wait_picture
 
 pytestmark = pytest.mark.integration
@@ -140,19 +145,25 @@ def _events(url: str) -> Any:
 
 
 @pytest.mark.timeout(120)
-def test_demo_observe_shows_every_service_panel() -> None:
-    """``demo --observe``: the page's picture has the four services' panels, read from the real services."""
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_demo_observe_shows_every_service_panel(store: str, tmp_path: Any) -> None:
+    """``demo --observe``: the page's picture has the four services' panels, read from the real services;
+    couch_jobs' counts come from its store whichever it is (a SQLite file, or PostgreSQL)."""
+    if store == "postgres":
+        pytest.importorskip("pgserver", reason=HOW_TO_GET)
     proc = subprocess.Popen([sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--seed", "2",
-                             "--observe", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             "--observe", "0", "--store", store, "--state-dir", str(tmp_path / "state")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONPATH": os.getcwd()})
     try:
-        url = ""
+        url, seen = "", []
         for _ in range(20):
             line = proc.stdout.readline()
+            seen.append(line)
             if line.startswith("observer: "):
                 url = line.split()[1]
                 break
-        assert url.startswith("http://127.0.0.1:"), "the demo printed no observer URL"
+        assert url.startswith("http://127.0.0.1:"), f"the demo printed no observer URL: {''.join(seen)[-2000:]}"
         wanted = {"ioq", "smoosh", "replicator", "couch_jobs"}
         picture: dict[str, Any] = {}
         for count, picture in enumerate(_events(url)):
@@ -160,7 +171,9 @@ def test_demo_observe_shows_every_service_panel() -> None:
             if wanted <= set(panels) and all("error" not in panels[w] for w in wanted) \
                     and panels["replicator"]["jobs"] and panels["smoosh"]["channels"]:
                 break
-            assert count < 200, f"panels never all up: {sorted(panels)}"
+            assert count < 200, f"panels never all up: {panels}"
+        else:
+            raise AssertionError(f"the demo ended before its panels were all up: {picture.get('panels')}")
         panels = picture["panels"]
         assert {s["class"] for s in panels["ioq"]["servers"]} >= {"Ioq2Server"}
         assert "ratio_dbs" in {c["channel"] for c in panels["smoosh"]["channels"]}
@@ -170,3 +183,65 @@ def test_demo_observe_shows_every_service_panel() -> None:
     finally:
         proc.send_signal(2)  # SIGINT: the demo closes its node and its observer on the way out
         proc.wait(60)
+
+
+def _observer_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("otpy-observer")]
+
+
+def test_closing_the_node_closes_its_observers_first() -> None:
+    """No ``web.close()``: the node's close stops both observers' threads and frees their ports."""
+    node = Node()
+    small_tree(node)
+    webs = [node.observe(port=0), node.observe(port=0)]
+    assert len(_observer_threads()) == 4
+    node.close()
+    assert _observer_threads() == []
+    for web in webs:
+        with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+            probe.connect(("127.0.0.1", web.port))
+    node.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        node.observe(port=0)
+
+
+def test_an_observer_closed_first_closes_once_more_with_the_node() -> None:
+    with Node() as node:
+        web = node.observe(port=0)
+        assert snapshot(web)["node"]
+        web.close()
+        assert _observer_threads() == []
+        web.close()  # idempotent
+    assert _observer_threads() == []
+
+
+def test_observe_command_reads_couch_jobs_counts_from_either_store(store_url: str) -> None:
+    """Attached from another process, the observer opens couch_jobs' store from the node's config, read-only."""
+    with Node() as node:
+        couch_jobs.start(node, store_url)
+        try:
+            jobs = couch_jobs.default()
+            jobs.set_type_timeout("obs_type", 30)
+            for i in range(3):
+                jobs.add(None, "obs_type", f"j{i}", {})
+            jobs.accept("obs_type")
+            proc = subprocess.Popen([sys.executable, "-m", "actors", "observe", node.rundir, "--port", "0"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "PYTHONPATH": os.getcwd()})
+            try:
+                url = ""
+                for _ in range(5):  # a header line, then the URL
+                    line = proc.stdout.readline()
+                    if line.startswith("open "):
+                        url = line.split()[1]
+                        break
+                assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+                status, body = get(url.replace("/?token=", "/api/snapshot?token="))
+                assert status == 200
+                panel = json.loads(body)["panels"]["couch_jobs"]
+                assert panel == {"types": [{"type": "obs_type", "pending": 2, "running": 1}]}
+            finally:
+                proc.terminate()
+                proc.wait(10)
+        finally:
+            couch_jobs.stop(node)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from actors.replicator.policy import (
     DEFAULT_HEALTH_THRESHOLD,
     backoff_micros,
+    backoff_until,
     consecutive_crashes,
     is_continuous,
     last_started,
@@ -155,6 +156,14 @@ def test_not_recently_crashed_waits_out_the_backoff():
     assert not_recently_crashed(job, 100.5, backoff_interval=0.5)
 
 
+def test_backoff_until_says_when_a_crashing_job_may_start():
+    job = _testjob([crashed(100), crashed(90), started(89), added()])
+    # two consecutive crashes -> two units of back-off from the newest crash
+    assert backoff_until(job, backoff_interval=30) == (2, 60.0, 160.0)
+    assert backoff_until(_testjob([stopped(5), crashed(4), started(3)])) == (0, 0.0, 0.0)
+    assert backoff_until(_testjob([started(5), added()])) == (0, 0.0, 0.0)
+
+
 def test_pending_jobs_rejects_bad_count():
     with pytest.raises(ValueError, match="count"):
         pending_jobs([], -1, 0)
@@ -191,6 +200,15 @@ def test_consecutive_crashes_never_exceeds_crash_events(history, threshold):
 @given(st.integers(0, 40))
 def test_backoff_is_monotone_and_capped(n):
     assert backoff_micros(n) <= backoff_micros(n + 1) <= 1024 * BASE_INTERVAL
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), st.integers(0, 3000), st.sampled_from([0.5, 1.0, 30.0]), st.integers(0, 500))
+def test_backoff_until_agrees_with_not_recently_crashed(history, after, interval, threshold):
+    job = Job(id=1, rep=Rep(id=1), history=tuple(history))
+    now = (history[0][1] if history else 0) + after
+    _, _, retry_at = backoff_until(job, threshold, interval)
+    assert not_recently_crashed(job, now, threshold, interval) == (now >= retry_at)
 
 
 @st.composite

@@ -136,6 +136,27 @@ def test_permanent_crash_backs_off_then_retries():
     assert list(d.live.values()) == ["r1"]
 
 
+def test_backoffs_name_each_held_back_job_and_when_it_may_start():
+    d = Driver(Settings(max_jobs=5, backoff_interval=10, health_threshold=120))
+    d.add(rep(1))
+    d.add(rep(2))
+    d.clock.advance(1)
+    crash_time = d.now()
+    d.exit("r1", "boom")
+    assert d.state.backoffs() == [{"id": "r1", "crashes": 1, "backoff": 10.0, "retry_at": crash_time + 10}]
+    d.clock.advance(9)
+    d.reschedule()
+    assert d.live and "r1" not in d.live.values()  # still held back, as the reply said
+    d.clock.advance(1)
+    d.reschedule()
+    assert "r1" in d.live.values()
+    assert d.state.backoffs() == [], "a running job is not held back"
+    d.clock.advance(1)
+    crash_time = d.now()
+    d.exit("r1", "boom")
+    assert d.state.backoffs() == [{"id": "r1", "crashes": 2, "backoff": 20.0, "retry_at": crash_time + 20}]
+
+
 def test_healthy_run_before_a_crash_resets_the_backoff():
     d = Driver(Settings(max_jobs=5, backoff_interval=10, health_threshold=5))
     d.add(rep(1))

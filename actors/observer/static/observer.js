@@ -173,8 +173,8 @@ const PANELS = {
     table([["channel"], ["queued", "num"], ["active", "num"], ["starting", "num"], ["priority", "num"]],
       p.channels.map((c) => `<tr><td class="c-name">${esc(c.channel)}</td><td class="num">${c.queued}</td><td class="num">${c.active ? `<b style="color:var(--ok)">${c.active}</b>` : 0}</td><td class="num">${c.starting}</td><td class="num">${c.min == null ? "–" : `${fmtNum(c.min)}…${fmtNum(c.max)}`}</td></tr>`))],
   replicator: ["replicator", (p) => '<div class="chips">' + chip("running", p.counts.running, "ok") + chip("pending", p.counts.pending) + chip("crashing", p.counts.crashing, p.counts.crashing ? "bad" : "") + chip("max_jobs", p.max_jobs) + "</div>" +
-    table([["job"], ["state"], ["crashes", "num"], ["back-off", "num"], ["last error"]],
-      p.jobs.slice(0, 12).map((j) => `<tr><td class="c-name" title="${esc(j.source)} → ${esc(j.target)}">${esc(j.id)}</td><td><span class="pill ${j.state === "running" ? "running" : j.state === "crashing" ? "stopped" : "restarting"}">${esc(j.state)}</span></td><td class="num">${j.crashes}</td><td class="num">${j.backoff ? j.backoff.toFixed(1) + " s" : "–"}</td><td class="c-exit" title="${esc(j.last_error)}">${esc(j.last_error ?? "")}</td></tr>`))],
+    table([["job"], ["state"], ["crashes", "num"], ["retry in / back-off", "num"], ["last error"]],
+      p.jobs.slice(0, 12).map((j) => `<tr><td class="c-name" title="${esc(j.source)} → ${esc(j.target)}">${esc(j.id)}</td><td><span class="pill ${j.state === "running" ? "running" : j.state === "crashing" ? "stopped" : "restarting"}">${esc(j.state)}</span></td><td class="num">${j.crashes}</td><td class="num">${j.backoff ? `${j.wait.toFixed(1)} / ${j.backoff.toFixed(1)} s` : "–"}</td><td class="c-exit" title="${esc(j.last_error)}">${esc(j.last_error ?? "")}</td></tr>`))],
   couch_jobs: ["couch_jobs", (p) => table([["type"], ["pending", "num"], ["running", "num"]],
     p.types.map((t) => `<tr><td class="c-name">${esc(t.type)}</td><td class="num">${t.pending}</td><td class="num">${t.running}</td></tr>`))],
 };

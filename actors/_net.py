@@ -21,7 +21,10 @@ Shape of a link, per node:
 Handshake: the connecting side sends ``HELLO {name, incarnation, port}`` on
 its DEALER; the listener answers ``WELCOME {name, incarnation}`` and, if it
 has no DEALER to that node yet, connects back to the address the HELLO came
-from.  A peer is *up* once this node's DEALER to it is welcomed.  A HELLO
+from.  A peer is *up* once this node's DEALER to it is welcomed.  The two
+sides get there at different moments: a BYE may arrive before the WELCOME
+on our connect-back (another connection), and is then kept until that
+WELCOME, so the peer still goes up and at once down (``peer_closed``).  A HELLO
 from a known name with another incarnation means the node restarted: the
 old incarnation is declared down first.
 
@@ -171,6 +174,10 @@ class _Peer:
     rids: set[bytes] = field(default_factory=set)
     up: bool = False
     waiters: list[_Waiter] = field(default_factory=list)
+    # It said BYE before our side of the handshake finished (its WELCOME to our
+    # connect-back travels on another connection and may come after): it goes
+    # down as ``peer_closed`` the moment it is up, so the goodbye is never lost.
+    bye: bool = False
 
 
 class NetLink:
@@ -564,9 +571,23 @@ class NetLink:
                 self._liveness.received(name, now)
                 self._stats["ticks_in"] += 1
             elif kind == _BYE and len(msg) == 2:
-                self._peer_down(name, "peer_closed")
+                self._bye(name)
             else:
                 self._count("garbage")
+
+    def _bye(self, name: str) -> None:
+        """A peer said goodbye.  If our DEALER to it is not welcomed yet, the
+        peer already counts us up (it sent the WELCOME before its connect
+        returned), so wait for that WELCOME, then report it up and down: the
+        layer above always sees a disconnect, and sees it in up/down pairs."""
+        peer = self._peers[name]
+        if peer.up or peer.out is None or peer.out.sock.closed:
+            self._peer_down(name, "peer_closed")
+            return
+        self._count("bye_before_up")
+        peer.bye = True
+        for rid in peer.rids:  # nothing more may arrive from it on these connections
+            self._rid_peer.pop(rid, None)
 
     def _hello(self, rid: bytes, msg: list[zmq.Frame]) -> None:
         body = _decode(msg[2].bytes) if len(msg) == 3 else None
@@ -588,6 +609,9 @@ class NetLink:
         peer = self._peers.get(name)
         if peer is not None and peer.incarnation != inc:
             self._peer_down(name, "new_incarnation")
+            peer = None
+        elif peer is not None and peer.bye:  # it said goodbye, and now starts a new session
+            self._peer_down(name, "peer_closed")
             peer = None
         if peer is None:
             peer = self._peers[name] = _Peer(name, inc, self._clock.now() + self._handshake_timeout)
@@ -764,6 +788,8 @@ class NetLink:
         for w in peer.waiters:
             w.ok(peer.name)
         peer.waiters.clear()
+        if peer.bye:
+            self._peer_down(peer.name, "peer_closed")
 
     def _out_send(self, peer: _Peer, frames: list[bytes]) -> None:
         out = peer.out

@@ -394,6 +394,43 @@ def test_frames_queued_before_the_welcome_keep_their_order_with_direct_sends(key
         ctx.destroy(linger=0)  # also closes what a failed assertion left open
 
 
+def test_a_bye_that_overtakes_the_welcome_of_the_connect_back_still_takes_the_peer_down(key_path, no_threads_left):
+    """The peer counts us up once its DEALER is welcomed and our HELLO came; our
+    side waits for its WELCOME on our connect-back, another connection.  A BYE
+    it sends right away can come first: it must not be lost, the peer goes up
+    and at once down as ``peer_closed`` (regression: the BYE was dropped and the
+    peer never seen down)."""
+    key = load(key_path)
+    rec = Recorder()
+    ctx = zmq.Context()
+    try:
+        with make_link("a", key, rec) as a:
+            rr = ctx.socket(zmq.ROUTER)
+            rr.linger = 0
+            rr.curve_server = True
+            rr.curve_secretkey = key.secret
+            rr.curve_publickey = key.public
+            rr.bind("tcp://127.0.0.1:0")
+            port = parse_tcp(rr.last_endpoint.decode())[1]
+            dd = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
+            dd.send_multipart([b"H", b'{"v":1,"name":"m","inc":7,"port":%d}' % port])
+            assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"
+            assert rr.poll(10_000)
+            rid, kind, _hello = rr.recv_multipart()    # a's connect-back, not welcomed yet
+            assert kind == b"H"
+            dd.send_multipart([b"B"])
+            assert a.wait_stats(lambda s: s.get("bye_before_up", 0) == 1, 10)
+            assert a.peers() == {}
+            rr.send_multipart([rid, b"W", b'{"v":1,"name":"m","inc":7}'])
+            assert rec.expect("up")[1:3] == ("m", 7)
+            assert rec.expect("down")[1:4] == ("m", 7, "peer_closed")
+            assert a.peers() == {} and a.stats()["peers_down"] == 1
+            dd.close()
+            rr.close()
+    finally:
+        ctx.destroy(linger=0)
+
+
 def test_many_threads_send_at_once_and_each_keeps_its_order(key_path, no_threads_left):
     rec = Recorder()
     with make_link("a", load(key_path), rec) as a:

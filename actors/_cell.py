@@ -164,6 +164,10 @@ class Cell:
         self._stop_reason: Any = None
         self._stop_requested = False
         self._pending_stop_reply: list[tuple[From, Any]] = []
+        # A registration under way on the actor thread, and the death notice
+        # that waits for it (see `claim_name`).
+        self._naming: str | None = None
+        self._after_naming: Callable[[], None] | None = None
         self.messages_handled = 0
         server._actor_cell = self
         self._thread = _ActorThread(self)
@@ -272,7 +276,7 @@ class Cell:
         """Register, run ``init``, tell the spawner, then ``handle_continue``."""
         if self.name is not None:
             try:
-                holder = self.runtime.register_name(self.name, self.ref)
+                holder = self.claim_name(self.name)
             except Exception as exc:  # registry unreachable
                 self._fail_start(("error", crash_from(exc)))
                 return
@@ -453,23 +457,7 @@ class Cell:
         reply: tuple[From, Any] | None = None,
         stop_reply: From | None = None,
     ) -> None:
-        with self.lock:
-            if not self.alive:
-                return
-            self.alive = False
-            self.exit_reason = reason
-            inflight = list(self.inflight.values())
-            self.inflight.clear()
-            links = list(self.links.values())
-            self.links.clear()
-            watchers = list(self.monitors_in.items())
-            self.monitors_in.clear()
-            watched = list(self.monitors_out.items())
-            self.monitors_out.clear()
         rt = self.runtime
-        rt.cells.pop(self.id, None)
-        self._thread.actor_stopped.set()
-        self.inbox.put((_M_WAKE, None, None))
 
         def notify(_ok: bool = True, _value: Any = None) -> None:
             if reply is not None:
@@ -486,12 +474,70 @@ class Cell:
                 rt.reply(stop_reply, reason)
             self._gone()
 
-        if self.name is not None:
+        with self.lock:
+            if not self.alive:
+                return
+            self.alive = False
+            self.exit_reason = reason
+            inflight = list(self.inflight.values())
+            self.inflight.clear()
+            links = list(self.links.values())
+            self.links.clear()
+            watchers = list(self.monitors_in.items())
+            self.monitors_in.clear()
+            watched = list(self.monitors_out.items())
+            self.monitors_out.clear()
+            name = self.name
+            if self._naming is not None:
+                # The (still running) callback is taking a name: whether it
+                # gets it is not known yet, so the death notice waits for
+                # `claim_name` to release it first.
+                self._after_naming = notify
+                name = notify = None  # type: ignore[assignment]
+        rt.cells.pop(self.id, None)
+        self._thread.actor_stopped.set()
+        self.inbox.put((_M_WAKE, None, None))
+        if notify is None:
+            return
+        if name is not None:
             # Unregister before anyone hears of the death, so a supervisor
             # restarting the child can take the name again.
-            rt.unregister_name_then(self.name, self.ref, notify)
+            rt.unregister_name_then(name, self.ref, notify)
         else:
             notify()
+
+    def claim_name(self, name: str) -> ActorRef | None:
+        """Register this actor as ``name`` (actor thread); the holder when
+        another actor has it.
+
+        Erlang releases a name before the exit signals of its holder go out.
+        An actor killed while its callback registers a name must keep that
+        order too: `die` then leaves its notice to this method, which first
+        gives the name back (if the registry gave it) and only then lets the
+        death be heard.  A dead actor takes no name at all.
+        """
+        with self.lock:
+            if not self.alive:
+                return None
+            self._naming = name
+        holder: ActorRef | None = None
+        got = False
+        try:
+            holder = self.runtime.register_name(name, self.ref)
+            got = holder is None
+        finally:
+            with self.lock:
+                self._naming = None
+                then, self._after_naming = self._after_naming, None
+                if then is None and got:
+                    self.name = name
+                    self.ref.name = name
+            if then is not None:
+                if got:
+                    self.runtime.unregister_name_then(name, self.ref, then)
+                else:
+                    then()
+        return holder
 
     def _gone(self) -> None:
         hook = self.runtime.on_cell_gone

@@ -179,11 +179,11 @@ class GenServer(Behaviour):
             return
         if cell.name is not None:
             raise Exit(("already_named", cell.name), f"cannot register {name!r}")
-        holder = cell.runtime.register_name(name, cell.ref)
+        holder = cell.claim_name(name)
         if holder is not None:
             raise Exit(("already_registered", holder), f"{name!r} is taken")
-        cell.name = name
-        cell.ref.name = name
+        if cell.name != name:  # killed meanwhile: the name was given back
+            raise Exit(cell.exit_reason, f"{cell.ref!r} died while registering {name!r}")
 
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal (``"kill"`` is untrappable)."""

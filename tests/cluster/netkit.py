@@ -70,7 +70,11 @@ class PeerProcess:
         self.lines: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        addr = self.expect("ADDR").split()
+        try:  # a loaded machine may take many seconds just to start Python and import zmq
+            addr = self.expect("ADDR", timeout=30.0).split()
+        except BaseException:
+            self.close()  # never leave the process or its reader thread behind
+            raise
         self.address, self.incarnation = addr[1], int(addr[2])
 
     def _read(self) -> None:

@@ -15,8 +15,10 @@ back to back for a fixed time through
 
 with the same files and the same request mix, in two mixes:
 
-* ``small`` -- small cached reads (``pread_iolist`` of 100-byte blocks): the
-  queue doubles the messages per request, so 0.5x bypass is the floor;
+* ``small`` -- small cached reads (``pread_iolist`` of 100-byte blocks): a
+  queued request crosses processes as often as a bypassed one here, because
+  a co-located server does the read on its own thread (`FileServer.try_read`);
+  what it adds is the queue's own work on one server thread per core;
 * ``heavy`` -- 64 KiB reads and fsync'd 4 KiB appends (3:1).
 
 Reported per (k, mix, mode): requests/second (median of ``--reps`` runs),

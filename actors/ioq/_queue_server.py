@@ -6,19 +6,35 @@ before choosing by sending themselves a *submit* message, submit with
 answer waiters on ``("$io_reply", ref, result)`` and fail them with the
 file's exit reason on ``DOWN``.  Only the policy differs: a subclass sets
 ``self.state`` and says which requests are due (`_due`).
+
+Two shortcuts keep a request from paying thread hand-offs that change
+nothing the seed can observe:
+
+* the seed submits when its mailbox is drained (timeout 0); when the
+  mailbox is already empty after a request is queued, the server submits at
+  once instead of sending itself a *submit* message first;
+* a read whose file actor lives in this OS process and is idle is done on
+  the server's own thread (`FileServer.try_read`) instead of the
+  ``("$io", ...)`` / ``("$io_reply", ...)`` round trip to the file's thread.
+  It is still chosen by `_due` -- same priority order, elevator,
+  concurrency limit and dedupe -- and completed through the same
+  ``state.complete``.  If the read raises anything but an IO error, the
+  server kills the file actor with that crash as its exit reason, so its
+  ``DOWN`` fails the waiters exactly as if the file had crashed on it.
 """
 
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
-from actors import ActorRef, GenServer
+from actors import ActorRef, Crash, GenServer
 from actors import config as _config
 
 from ._names import register_self
-from .file_server import IO_MSG, IO_REPLY, IoFailure
+from .file_server import BUSY, IO_MSG, IO_REPLY, FileServer, IoFailure
 from .ioq_config import affects_ioq
 from .request import Completion
 
@@ -29,6 +45,8 @@ SUBMIT = "$ioq_submit"
 #: Cast by the config listener (and by anyone wanting a re-read).
 UPDATE_CONFIG = "update_config"
 _MAX_FD_CACHE = 10_000
+#: Rounds of inline reads one `_submit` may run before it yields to the mailbox.
+_MAX_INLINE_ROUNDS = 64
 
 
 class QueueServer(GenServer):
@@ -48,6 +66,11 @@ class QueueServer(GenServer):
         self._fd_monitor: dict[Any, Any] = {}  # fd -> mref
         self._mref_fd: dict[Any, Any] = {}  # mref -> fd
         self._fds: dict[str, ActorRef] = {}  # actor id -> ref, so equal fds are one object
+        cell = self._actor_cell
+        self._inbox = cell.inbox
+        self._cells = cell.runtime.cells
+        self._proc = cell.runtime.proc
+        self._local: dict[Any, Any] = {}  # fd -> its Cell when a FileServer in this process, else None
         me = self.ref
         self._me_wire = me.to_wire()
 
@@ -74,6 +97,16 @@ class QueueServer(GenServer):
         return fd
 
     def _schedule_submit(self) -> None:
+        """Submit once the mailbox is drained: now if it already is, else after it."""
+        if self._submit_pending:
+            return
+        if self._inbox.empty():
+            self._submit()
+        else:
+            self._submit_later()
+
+    def _submit_later(self) -> None:
+        """Make sure a *submit* message waits in the mailbox (behind what is there now)."""
         if not self._submit_pending:
             self._submit_pending = True
             self.ref.send(SUBMIT)
@@ -99,6 +132,7 @@ class QueueServer(GenServer):
             if fd is not None:
                 self._fd_monitor.pop(fd, None)
                 self._fds.pop(getattr(fd, "id", None), None)
+                self._local.pop(fd, None)
                 for done in self.state.fd_down(fd, reason):
                     self._fail(done)
                 self._submit()
@@ -106,11 +140,22 @@ class QueueServer(GenServer):
         return super().handle_info(message)
 
     def _submit(self) -> None:
-        reqs = self._due(time.monotonic())
-        if not reqs:
-            return
+        """Submit what `_due` chooses; reads done inline free their slot at
+        once, so choose again -- while nothing new waits in the mailbox (the
+        seed would handle that first) and for a bounded number of rounds."""
+        for _ in range(_MAX_INLINE_ROUNDS):
+            reqs = self._due(time.monotonic())
+            if not reqs or not self._send(reqs):
+                return
+            if not self._inbox.empty():
+                break
+        self._submit_later()
+
+    def _send(self, reqs: list[Any]) -> bool:
+        """Send each request to its target (or read it inline); True if any completed here."""
         me = self._me_wire
         monitors = self._fd_monitor
+        completed = False
         for req in reqs:
             fd = req.fd
             if fd not in monitors:
@@ -122,7 +167,41 @@ class QueueServer(GenServer):
                     continue
                 monitors[fd] = mref
                 self._mref_fd[mref] = fd
+            local = self._local_file(fd)
+            if local is not None:
+                try:
+                    result = local.try_read(req.msg)
+                except Exception as exc:  # noqa: BLE001 - the file would have crashed on it
+                    self.exit(fd, Crash(type(exc).__name__, str(exc), traceback.format_exc()))
+                    continue
+                if result is not BUSY:
+                    done = self.state.complete(req.ref, result, time.monotonic())
+                    if done is not None:
+                        reply = self.reply
+                        value = done.reply
+                        for waiter in done.waiters:
+                            reply(waiter, value)
+                    completed = True
+                    continue
             fd.send((IO_MSG, req.ref, me, req.msg))
+        return completed
+
+    def _local_file(self, fd: Any) -> FileServer | None:
+        """The `FileServer` behind ``fd`` when it runs in this OS process and is alive."""
+        local = self._local
+        cell = local.get(fd, False)
+        if cell is False:
+            cell = None
+            if getattr(fd, "proc", None) == self._proc:
+                found = self._cells.get(fd.id)
+                if found is not None and isinstance(found.server, FileServer):
+                    cell = found
+            if len(local) >= _MAX_FD_CACHE:
+                local.clear()
+            local[fd] = cell
+        if cell is None or not cell.alive:
+            return None
+        return cell.server
 
     def _fail(self, done: Completion | None) -> None:
         if done is None:

@@ -18,11 +18,17 @@ A request that fails (bad message, read past the end, an OS error) is
 answered with an `IoFailure`, never by crashing: one bad request must not
 take the file away from every other caller.  `unwrap` turns a reply back
 into a value or the exception.
+
+A third way, for the IOQ servers only: `FileServer.try_read` lets a queue
+server living in the same OS process do a *read* on its own thread while the
+file actor is idle (see `actors.ioq._queue_server`).  A lock taken around
+every IO keeps the file's IO serial whichever thread does it.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from actors import ActorRef, GenServer
@@ -30,12 +36,16 @@ from actors import ActorRef, GenServer
 from .file_target import FileTarget, FileTargetError
 from .request import IoTargetDown
 
-__all__ = ["IO_MSG", "IO_REPLY", "FileServer", "IoFailure", "file_call", "unwrap"]
+__all__ = ["BUSY", "IO_MSG", "IO_REPLY", "FileServer", "IoFailure", "file_call", "unwrap"]
 
 #: Tag of an asynchronous IO request: ``(IO_MSG, tag, reply_to, msg)``.
 IO_MSG = "$io"
 #: Tag of its answer: ``(IO_REPLY, tag, result)``.
 IO_REPLY = "$io_reply"
+
+#: `FileServer.try_read`'s answer when it did nothing (busy, closed, or not a read).
+BUSY = object()
+_INLINE_READS = frozenset({"pread_iolist", "pread"})
 
 _IO_ERRORS = (FileTargetError, EOFError, OSError, ValueError, TypeError)
 
@@ -99,12 +109,42 @@ class FileServer(GenServer):
         self.target = FileTarget(path, create=create)
         self._handle = self.target.handle
         self._reply_to: dict[str, ActorRef] = {}
+        self._io_lock = threading.Lock()
+        self._closed = False
 
     def _do(self, msg: Any) -> Any:
+        with self._io_lock:
+            try:
+                return self._handle(msg)
+            except _IO_ERRORS as exc:
+                return IoFailure("error", exc)
+
+    def try_read(self, msg: Any) -> Any:
+        """Do the read ``msg`` on the *calling* thread if this file is idle; `BUSY` otherwise.
+
+        Only a queue server in this OS process calls it, instead of sending
+        ``("$io", ...)`` and waiting for the answer: that round trip is two
+        thread hand-offs, as long as a cached read itself.  Reads only (they
+        take microseconds when cached; an fsync'd append would hold the
+        caller's thread), never while the file's own thread does IO, and
+        never once the file is closing.  An exception other than an IO error
+        propagates: the caller then kills this actor with it, as it would
+        have crashed running the same read itself.
+        """
+        if (type(msg) is not tuple and type(msg) is not list) or not msg or msg[0] not in _INLINE_READS:
+            return BUSY
+        lock = self._io_lock
+        if not lock.acquire(blocking=False):
+            return BUSY
         try:
-            return self._handle(msg)
-        except _IO_ERRORS as exc:
-            return IoFailure("error", exc)
+            if self._closed:
+                return BUSY
+            try:
+                return self._handle(msg)
+            except _IO_ERRORS as exc:
+                return IoFailure("error", exc)
+        finally:
+            lock.release()
 
     def handle_call(self, request: Any, from_: Any) -> Any:
         if request == "path":
@@ -126,4 +166,6 @@ class FileServer(GenServer):
         return super().handle_info(message)
 
     def terminate(self, reason: Any) -> None:
-        self.target.close()
+        with self._io_lock:
+            self._closed = True
+            self.target.close()

@@ -128,6 +128,12 @@ def shard_info(shard: Any) -> tuple[Any, Any]:
     return parts[2], "/".join(parts[3:])
 
 
+#: ``dimensions -> (class, shard, user, db, ddoc)``: a caller sends the same few
+#: dimensions over and over, and parsing them is a third of `ioq.call`'s own work.
+_DIMENSIONS: dict[Any, tuple[Any, Any, Any, Any, Any]] = {}
+_MAX_DIMENSIONS = 10_000
+
+
 def add_request_dimensions(request: IoqRequest, dimensions: Any) -> IoqRequest:
     """Fill class, shard, user, db and ddoc from ``(class, shard[, group_id])``.
 
@@ -136,6 +142,21 @@ def add_request_dimensions(request: IoqRequest, dimensions: Any) -> IoqRequest:
     if dimensions is None:
         request.class_ = "other"
         return request
+    cached = _DIMENSIONS.get(dimensions) if type(dimensions) is tuple else None
+    if cached is None:
+        cached = _parse_dimensions(dimensions)
+        if type(dimensions) is tuple:
+            try:
+                if len(_DIMENSIONS) >= _MAX_DIMENSIONS:
+                    _DIMENSIONS.clear()
+                _DIMENSIONS[dimensions] = cached
+            except TypeError:  # an unhashable part: parse it every time
+                pass
+    request.class_, request.shard, request.user, request.db, request.ddoc = cached
+    return request
+
+
+def _parse_dimensions(dimensions: Any) -> tuple[Any, Any, Any, Any, Any]:
     if type(dimensions) not in _SEQ or len(dimensions) not in (2, 3):
         raise ValueError(
             "IO dimensions must be (class, shard) or (class, shard, group_id) or None, "
@@ -155,12 +176,7 @@ def add_request_dimensions(request: IoqRequest, dimensions: Any) -> IoqRequest:
         user, db = shard_info(shard)
     else:
         shard, user, db = shard0, None, None
-    request.shard = shard
-    request.user = user
-    request.db = db
-    request.ddoc = group_id
-    request.class_ = class_
-    return request
+    return class_, shard, user, db, group_id
 
 
 _COMPACTION = frozenset({"db_compact", "view_compact"})

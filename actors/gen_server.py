@@ -130,6 +130,12 @@ class GenServer(Behaviour):
         cell.runtime.request_monitor(cell.ref, ref, mref)
         return mref
 
+    def monitor_node(self, node: str) -> None:
+        """Watch another node: ``("nodedown", node)`` arrives in ``handle_info``
+        once, when it is lost (at once when it is not connected now)."""
+        cell = self._actor_cell
+        cell.runtime.sys_request(cell.runtime.node_proc, "monitor_node", (node, cell.ref))
+
     def demonitor(self, mref: Any) -> bool:
         """Stop watching; a DOWN already queued for ``mref`` is discarded."""
         cell = self._actor_cell

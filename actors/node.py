@@ -29,7 +29,7 @@ from actors._reasons import CallTimeout, Exit
 from actors._net import NetError, NetLink
 from actors._ref import ActorRef, qualify
 from actors._registry import Registry
-from actors._runtime import DEFER, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer
+from actors._runtime import DEFER, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
 from actors._transport import owner_of
 from actors._spawn import AlreadyRegistered, SpawnError
 from actors._spawn import install as _install_spawn
@@ -320,26 +320,34 @@ class Node:
 
     def monitor(self, ref: ActorRef) -> Monitor:
         """Watch ``ref`` from the host program; see `Monitor.wait`."""
-        return Monitor(self._rt, ref)
+        return Monitor(self._rt_for(ref), ref)
 
     def demonitor(self, monitor: Monitor) -> None:
         monitor.cancel()
 
     def kill(self, ref: ActorRef) -> None:
         """Untrappable exit: the actor dies with reason ``killed``; no ``terminate``."""
-        self._rt.send_exit(ref, None, "killed", untrappable=True)
+        self._rt_for(ref).send_exit(ref, None, "killed", untrappable=True)
 
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal from outside any actor (``"kill"`` is untrappable)."""
-        self._rt.send_exit(ref, None, reason, untrappable=reason == "kill")
+        self._rt_for(ref).send_exit(ref, None, reason, untrappable=reason == "kill")
 
     def stop(self, ref: ActorRef, reason: Any = "normal", timeout: float | None = None) -> None:
         """Stop the actor as ``gen_server:stop`` does: ``terminate`` runs, and
         this returns once it is dead.  Raises `Exit` (``noproc``) when it is not
         alive, `CallTimeout` when it does not stop in time."""
-        final = self._rt.stop_actor(ref, reason, timeout)
+        final = self._rt_for(ref).stop_actor(ref, reason, timeout)
         if final != reason:
             raise Exit(final, f"{ref!r} stopped with another reason")
+
+    def _rt_for(self, ref: ActorRef) -> Runtime:
+        """The runtime that reaches ``ref``: this node's, except for a ref of
+        another node whose runtime lives in this same process (two nodes in
+        one program), whose ``proc`` means a process of that node."""
+        if ref.node_id == self.id or ref.proc is not ref.home_proc:
+            return self._rt
+        return runtime_for(ref.node_id)
 
     def send_after(self, seconds: float, ref: ActorRef, message: Any) -> Timer:
         return self._rt.send_after(seconds, ref, message)
@@ -549,7 +557,9 @@ class Node:
                 del self._peer_ids[peer]
             watchers = self._node_watchers.pop(peer, [])
             self._watch_lock.notify_all()
-        log.warning("node %s is down (%s): what pointed at it exits with noconnection", peer, reason)
+        # A node that closed (said goodbye) is no news; a lost one is.
+        log.log(logging.INFO if reason == "peer_closed" else logging.WARNING,
+                "node %s is down (%s): what pointed at it exits with noconnection", peer, reason)
 
         def down() -> None:
             for host in list(self._hosts.values()):

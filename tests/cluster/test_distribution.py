@@ -186,6 +186,14 @@ def test_down_with_the_real_reason(node_a: Node, peer_b: NodeProcess) -> None:
         if got:
             break
     assert got[0][0] == "DOWN" and got[0][2] == w2 and got[0][3] == "other_reason"
+    # node.kill and node.exit reach an actor of another node
+    w3 = node_a.spawn(Worker, node="b", host="shared")
+    w4 = node_a.spawn(Worker, node="b", host="shared")
+    mon3, mon4 = node_a.monitor(w3), node_a.monitor(w4)
+    node_a.kill(w3)
+    node_a.exit(w4, "told_to")
+    assert mon3.wait(10.0) == (w3, "killed")
+    assert mon4.wait(10.0) == (w4, "told_to")
 
 
 def test_sigkill_of_a_node_is_noconnection_within_a_second(node_a: Node, key: str) -> None:

@@ -222,10 +222,8 @@ class Node:
         """
         self._check_open()
         if node is not None and node != self.name:
-            payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name))
-            kind, detail = self._rt.sys_request(self._node_proc_of(node), "rspawn",
-                                                (host, list(cpus) if isinstance(cpus, (set, list, tuple)) else cpus,
-                                                 payload), timeout=timeout)
+            payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name, None, False))
+            kind, detail = self._spawn_on([node], host, cpus, payload, timeout)
             if kind == "ok":
                 return detail
             if kind == "ignore":
@@ -455,16 +453,43 @@ class Node:
         rt.register_sys("kill", lambda src, ref: self.kill(ref))
         rt.register_sys("exit", lambda src, ref, reason: self.exit(ref, reason))
         rt.register_sys("rspawn", self._on_rspawn, threaded=True)
+        rt.register_sys("spawn_on", self._on_spawn_on, threaded=True)
         rt.register_sys("monitor_node", self._on_monitor_node)
         rt.register_sys("peer_proc_down", self._on_peer_proc_down)
 
     # -- distribution (link callbacks run on the link's I/O thread) -------------------
 
+    def _spawn_on(self, candidates: list[str], host: str | None, cpus: Any, payload: bytes,
+                  timeout: float | None) -> tuple[str, Any]:
+        """Spawn on the first of ``candidates`` that is up (this node included)."""
+        for candidate in candidates:
+            if candidate == self.name:
+                return self._on_rspawn(self._rt.proc, host, cpus, payload)
+            node_id = self._peer_ids.get(candidate)
+            if node_id is not None:
+                cpu_list = sorted(cpus) if isinstance(cpus, (set, frozenset, list, tuple)) else cpus
+                try:
+                    return self._rt.sys_request(qualify(node_id, self._rt.node_proc), "rspawn",
+                                                (host, cpu_list, payload), timeout=timeout)
+                except Exit as exc:
+                    if exc.reason != "noconnection":
+                        raise
+                    # lost meanwhile: the next candidate
+        raise Exit("noconnection", f"none of the nodes {candidates} is connected")
+
+    def _on_spawn_on(self, src: str, candidates: list[str], host: str | None, cpus: Any,
+                     payload: bytes) -> tuple[str, Any]:
+        """An actor's ``spawn(..., node=...)``, from this node's processes."""
+        try:
+            return self._spawn_on(candidates, host, cpus, payload, None)
+        except Exit as exc:
+            return ("error", exc.reason)
+
     def _on_rspawn(self, src: str, host: str | None, cpus: Any, payload: bytes) -> tuple[str, Any]:
         """Another node's ``spawn(..., node=<this one>)``: placed here as a local spawn is."""
-        cls, args, kwargs, name = cloudpickle.loads(payload)
+        cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
         try:
-            ref = self.spawn(cls, *args, name=name, host=host, cpus=cpus, kwargs=kwargs)
+            ref = spawn(self._rt, cls, args, kwargs, name=name, host=host, cpus=cpus, link=link, parent=parent)
         except AlreadyRegistered as exc:
             return ("already_registered", exc.holder)
         except SpawnError as exc:

@@ -276,3 +276,29 @@ def test_a_local_node_is_not_distributed() -> None:
         assert node.name is None and node.address is None and node.nodes() == []
         with pytest.raises(NetError):
             node.connect("tcp://127.0.0.1:1")
+
+
+def test_a_supervised_child_on_another_node_fails_over(node_a: Node, key: str) -> None:
+    """ChildSpec(node=[...]): the first candidate up is used; when its node is
+    killed the child exits noconnection and restarts on the next one."""
+    from supervision import ChildSpec, SupFlags, start_supervisor, which_children
+
+    peer = NodeProcess("e", key)
+    try:
+        node_a.connect(peer.address)
+        spec = ChildSpec("w", (Worker, ("sup",)), node=["e", "a"], host="own")
+        sup = start_supervisor(node_a, SupFlags(intensity=5, period=10), [spec])
+        first = which_children(sup)[0].child
+        assert first.call("ping")[2] not in (os.getpid(), peer.proc.pid)
+        assert first.node_id.startswith("e@")
+        mon = node_a.monitor(first)
+        peer.kill()
+        assert mon.wait(5.0) == (first, "noconnection")
+        deadline = time.monotonic() + 10.0
+        second = first
+        while time.monotonic() < deadline and (second == first or not isinstance(second, type(first))):
+            second = which_children(sup)[0].child
+        assert second != first and second.node_id == node_a.id
+        assert second.call("ping")[:2] == ("pong", "sup")
+    finally:
+        peer.close()

@@ -19,7 +19,7 @@ import pickle
 import cloudpickle
 import orjson
 
-__all__ = ["FrameError", "decode_frame", "encode_frame", "is_scalar"]
+__all__ = ["FrameError", "decode_frame", "encode_frame", "is_scalar", "requalify", "unwrap_relay", "wrap_relay"]
 
 _SCALARS = (str, int, float, bool, type(None))
 _dumps = orjson.dumps
@@ -93,3 +93,55 @@ def decode_frame(frame: bytes) -> tuple[int, Any, Any, Any, str, Any]:
     except Exception as exc:
         raise FrameError(f"undecodable frame: {exc!r}") from None
     raise FrameError("unknown frame tag")
+
+
+_R = 82  # ord("R"): a frame for another node, handed by a host to its node process
+
+
+def wrap_relay(dest: str, frame: bytes) -> bytes:
+    """``frame`` for ``dest`` (a qualified ``<node_id>|<proc>``), as a host
+    hands it to its node process, which alone talks to other nodes."""
+    name = dest.encode()
+    return b"R" + len(name).to_bytes(2, "big") + name + frame
+
+
+def unwrap_relay(data: bytes) -> tuple[str, bytes]:
+    """``(dest, frame)`` from `wrap_relay`; raises `FrameError` on anything else."""
+    try:
+        if data[0] != _R:
+            raise ValueError("not a relay frame")
+        size = int.from_bytes(data[1:3], "big")
+        return data[3 : 3 + size].decode(), data[3 + size :]
+    except Exception as exc:
+        raise FrameError(f"undecodable relay frame: {exc!r}") from None
+
+
+def requalify(frame: bytes, node_id: str) -> bytes:
+    """A frame that came from node ``node_id``: its source process (and the
+    reply channel a call names) become the names they go by on this node,
+    ``<node_id>|<proc>``, so answers find their way back.  The body is left
+    as it is (refs in it qualify themselves when decoded)."""
+    try:
+        tag = frame[0]
+        if tag == _J:
+            items = _loads(frame[1:])
+            _fix_header(items, node_id)
+            return b"J" + _dumps(items)
+        if tag == _P:
+            size = int.from_bytes(frame[1:3], "big")
+            header = _loads(frame[3 : 3 + size])
+            _fix_header(header, node_id)
+            data = _dumps(header)
+            return b"P" + len(data).to_bytes(2, "big") + data + frame[3 + size :]
+    except Exception as exc:
+        raise FrameError(f"undecodable frame: {exc!r}") from None
+    raise FrameError("unknown frame tag")
+
+
+def _fix_header(items: list[Any], node_id: str) -> None:
+    if type(items) is not list or len(items) < 5 or type(items[4]) is not str:
+        raise ValueError("bad header")
+    items[4] = f"{node_id}|{items[4]}"
+    frm = items[2]
+    if type(frm) is list and len(frm) == 2 and type(frm[1]) is str:  # a call's [caller, reply channel]
+        frm[1] = f"{node_id}|{frm[1]}"

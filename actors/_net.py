@@ -318,6 +318,12 @@ class NetLink:
         """Connected nodes and their incarnations."""
         return {name: p.incarnation for name, p in list(self._peers.items()) if p.up}
 
+    def incarnation_of(self, peer: str) -> int | None:
+        """The incarnation of ``peer`` as its HELLO or WELCOME said, up or not
+        yet; from a callback it is the incarnation of the frames' sender."""
+        p = self._peers.get(peer)
+        return None if p is None else p.incarnation
+
     def stats(self) -> dict[str, int]:
         """Counters: frames in/out, garbage, handshake failures, ZAP verdicts, peers lost."""
         return dict(self._stats)

@@ -10,12 +10,25 @@ __all__ = ["ActorRef", "From", "set_runtime_resolver"]
 # Refs sit below the runtime in the kernel's layers, so they cannot import it:
 # the runtime installs how a node id is resolved to this process's runtime.
 _resolve: Callable[[str], Any] | None = None
+_resolve_remote: Callable[[], Any] | None = None
+
+#: Ids of the nodes whose runtime lives in this process (kept by `actors._runtime`).
+#: A ref of a distributed node (an id ``name@incarnation``) that is not one of
+#: them addresses another node: its ``proc`` is qualified ``<node_id>|<proc>``,
+#: which the transport routes through the node process and the node's link.
+local_node_ids: set[str] = set()
 
 
-def set_runtime_resolver(resolve: Callable[[str], Any]) -> None:
+def set_runtime_resolver(resolve: Callable[[str], Any], resolve_remote: Callable[[], Any]) -> None:
     """Called once by `actors._runtime` when it is imported."""
-    global _resolve
+    global _resolve, _resolve_remote
     _resolve = resolve
+    _resolve_remote = resolve_remote
+
+
+def qualify(node_id: str, proc: str) -> str:
+    """The name a process of another node goes by in this one."""
+    return f"{node_id}|{proc}"
 
 
 class ActorRef:
@@ -27,10 +40,14 @@ class ActorRef:
     process of the node.
     """
 
-    __slots__ = ("node_id", "proc", "id", "os_pid", "name", "_hash")
+    __slots__ = ("node_id", "proc", "home_proc", "id", "os_pid", "name", "_hash")
 
     def __init__(self, node_id: str, proc: str, id: str, os_pid: int, name: str | None = None) -> None:
         self.node_id = node_id
+        #: The process on the actor's own node; ``proc`` is where this process sends to.
+        self.home_proc = proc
+        if "@" in node_id and node_id not in local_node_ids:
+            proc = qualify(node_id, proc)
         self.proc = proc
         self.id = id
         self.os_pid = os_pid
@@ -52,10 +69,10 @@ class ActorRef:
         return f"<ActorRef {self.id}{label} pid={self.os_pid}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ActorRef, (self.node_id, self.proc, self.id, self.os_pid, self.name))
+        return (ActorRef, (self.node_id, self.home_proc, self.id, self.os_pid, self.name))
 
     def to_wire(self) -> list[Any]:
-        return [self.node_id, self.proc, self.id, self.os_pid, self.name]
+        return [self.node_id, self.home_proc, self.id, self.os_pid, self.name]
 
     @classmethod
     def from_wire(cls, data: list[Any]) -> "ActorRef":
@@ -124,6 +141,8 @@ class From:
 
 
 def _runtime_of(ref: ActorRef) -> Any:
-    if _resolve is None:
+    if _resolve is None or _resolve_remote is None:
         raise RuntimeError("no actors node is running in this process")
+    if ref.proc is not ref.home_proc:  # an actor of another node: this process's runtime reaches it
+        return _resolve_remote()
     return _resolve(ref.node_id)

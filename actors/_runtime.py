@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 
 from actors import _ref
-from actors._codec import FrameError, decode_frame, encode_frame, is_scalar
+from actors._codec import FrameError, decode_frame, encode_frame, is_scalar, unwrap_relay, wrap_relay
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
 from actors._transport import ReplyChannel, Timer, Transport, owner_of
@@ -214,6 +214,13 @@ class Runtime(Transport):
         self.dropped_frames = 0
         self.registry: Any = None  # set in the node process
         self.on_cell_gone: Callable[[Cell], None] | None = None
+        #: In a distributed node's node process: hands a frame for another
+        #: node's process to the node-to-node link.  Elsewhere None: hosts
+        #: hand such frames to their node process.
+        self.relay: Callable[[str, bytes], None] | None = None
+        #: Other nodes known lost (node id -> reason).
+        self.dead_nodes: dict[str, Any] = {}
+        _ref.local_node_ids.add(node_id)
         self._install_default_handlers()
 
     # -- lifecycle -----------------------------------------------------------
@@ -232,7 +239,17 @@ class Runtime(Transport):
         with _runtimes_lock:
             if _runtimes.get(self.node_id) is self:
                 del _runtimes[self.node_id]
+                _ref.local_node_ids.discard(self.node_id)
         super().shutdown(linger)
+
+    def send_remote(self, dest: str, frame: bytes) -> None:
+        """A frame for a process of another node: the node process sends it
+        over the link; a host hands it to its node process first."""
+        relay = self.relay
+        if relay is not None:
+            relay(dest, frame)
+        else:
+            self.send_frame(self.node_proc, wrap_relay(dest, frame))
 
     # -- ids -----------------------------------------------------------------
 
@@ -354,7 +371,7 @@ class Runtime(Transport):
             raise Exit("calling_self", f"{target!r} called itself")
         proc = target.proc
         if proc in self.dead_procs:
-            raise Exit("noproc", f"{target!r} is not alive")
+            raise Exit(self._dead_reason(proc), f"{target!r} is not alive")
         self.flush_casts()
         ref = next(self._ref_counter)
         if proc == self.proc:
@@ -375,6 +392,11 @@ class Runtime(Transport):
             return value
         raise Exit(value)
 
+    def _dead_reason(self, proc: str) -> str:
+        """What a request to a process known gone fails with: ``noconnection``
+        for one of another node that was lost, ``noproc`` otherwise."""
+        return "noconnection" if self.dead_procs.get(proc) == "noconnection" and "|" in proc else "noproc"
+
     async def acall(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
         """`call` for asyncio programs: the reply comes back through this
         process's I/O thread, which schedules it onto the running loop; no
@@ -385,7 +407,7 @@ class Runtime(Transport):
             raise Exit("calling_self", f"{target!r} called itself")
         proc = target.proc
         if proc in self.dead_procs:
-            raise Exit("noproc", f"{target!r} is not alive")
+            raise Exit(self._dead_reason(proc), f"{target!r} is not alive")
         self.flush_casts()
         ref = next(self._ref_counter)
         future: asyncio.Future[Any] = loop.create_future()
@@ -520,6 +542,14 @@ class Runtime(Transport):
         try:
             kind, to, frm, ref, src, body = decode_frame(frame)
         except FrameError:  # garbage is dropped and counted, never fatal
+            if self.relay is not None and frame[:1] == b"R":  # a host's frame for another node
+                try:
+                    dest, inner = unwrap_relay(frame)
+                except FrameError:
+                    self._count_garbage()
+                    return
+                self.relay(dest, inner)
+                return
             self._count_garbage()
             return
         try:
@@ -702,6 +732,28 @@ class Runtime(Transport):
         for sink in list(self.sinks.values()):
             sink.proc_down(proc, reason)
 
+    def node_down(self, node_id: str, reason: Any) -> None:
+        """Another node is lost: every process of it that anything here
+        points at is down with ``reason`` (``noconnection``), and later
+        sends to any of them are dropped."""
+        prefix = f"{node_id}|"
+        procs = {w.proc for w in list(self.pending.values()) if isinstance(w.proc, str)}
+        for cell in list(self.cells.values()):
+            with cell.lock:
+                procs.update(r.proc for r in cell.links.values())
+                procs.update(r.proc for r in cell.monitors_in.values())
+                procs.update(r.proc for r in cell.monitors_out.values())
+        for sink in list(self.sinks.values()):
+            target = getattr(sink, "target", None)
+            if target is not None:
+                procs.add(target.proc)
+        with self._pool_lock:
+            procs.update(owner_of(p) for p in self._peers)
+        self.dead_nodes[node_id] = reason
+        for proc in procs:
+            if proc.startswith(prefix):
+                self.proc_down(proc, reason)
+
     # -- system requests -------------------------------------------------------
 
     def register_sys(self, op: str, handler: Callable[..., Any], threaded: bool = False) -> None:
@@ -751,6 +803,7 @@ class Runtime(Transport):
     def _install_default_handlers(self) -> None:
         self.register_sys("alive", lambda src, actor_id: actor_id in self.cells)
         self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
+        self.register_sys("node_down", lambda src, node_id, reason: self.node_down(node_id, reason))
         self.register_sys("stats", lambda src: self.stats.snapshot())
         self.register_sys("connect", lambda src, peers: [self.connect_peer(p) for p in peers] and None)
         self.register_sys("info", lambda src: self.info())
@@ -804,4 +857,4 @@ class Runtime(Transport):
 #: Returned by a deferring system handler that replies later itself.
 DEFER = object()
 
-_ref.set_runtime_resolver(runtime_for)
+_ref.set_runtime_resolver(runtime_for, current_runtime)

@@ -93,7 +93,11 @@ def spawn(
     cpus: Any = None,
     link: bool = False,
     parent: ActorRef | None = None,
+    node: str | tuple[str, ...] | list[str] | None = None,
 ) -> ActorRef | None:
+    """Start an actor.  ``node`` (a name, or candidates of which the first
+    one up is used) starts it on another node: the request goes to this
+    node's process, which alone talks to other nodes."""
     if not (isinstance(cls, type) and issubclass(cls, Behaviour)):
         raise TypeError(f"spawn needs a GenServer subclass, got {cls!r}")
     if name is not None and not isinstance(name, str):
@@ -107,8 +111,14 @@ def spawn(
         parent = cell.ref
     if link and parent is None:
         raise ValueError("spawn_link needs a calling actor to link to")
-    actor_id = rt.new_actor_id()
-    if host is None:
+    if node is not None:
+        candidates = [node] if isinstance(node, str) else list(node)
+        if not candidates or not all(isinstance(n, str) and n for n in candidates):
+            raise ValueError(f"node must be a node name or a list of them, got {node!r}")
+        payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs), name, parent, link))
+        kind, detail = rt.sys_request(rt.node_proc, "spawn_on", (candidates, host, cpu_list, payload), timeout=None)
+    elif host is None:
+        actor_id = rt.new_actor_id()
         if cpu_list is not None:
             raise ValueError("cpus= pins a host process: give host='own' or a host name")
         done = threading.Event()
@@ -124,6 +134,7 @@ def spawn(
     else:
         if not isinstance(host, str) or not host:
             raise ValueError(f"host must be None, 'own' or a host name, got {host!r}")
+        actor_id = rt.new_actor_id()
         payload = cloudpickle.dumps((actor_id, cls, tuple(args), dict(kwargs), name, parent, link))
         kind, detail = rt.sys_request(rt.node_proc, "spawn", (host, cpu_list, payload), timeout=None)
     if kind == "ok":

@@ -130,6 +130,12 @@ class GenServer(Behaviour):
         cell.runtime.request_monitor(cell.ref, ref, mref)
         return mref
 
+    def monitor_node(self, node: str) -> None:
+        """Watch another node: ``("nodedown", node)`` arrives in ``handle_info``
+        once, when it is lost (at once when it is not connected now)."""
+        cell = self._actor_cell
+        cell.runtime.sys_request(cell.runtime.node_proc, "monitor_node", (node, cell.ref))
+
     def demonitor(self, mref: Any) -> bool:
         """Stop watching; a DOWN already queued for ``mref`` is discarded."""
         cell = self._actor_cell
@@ -143,15 +149,19 @@ class GenServer(Behaviour):
     # -- spawning, timers, names ----------------------------------------------------
 
     def spawn(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
-              cpus: Any = None, kwargs: dict[str, Any] | None = None, link: bool = False) -> ActorRef | None:
-        """Start an actor (see `Node.spawn`); this actor becomes its parent."""
+              cpus: Any = None, kwargs: dict[str, Any] | None = None, link: bool = False,
+              node: str | list[str] | tuple[str, ...] | None = None) -> ActorRef | None:
+        """Start an actor (see `Node.spawn`); this actor becomes its parent.
+        ``node``: a node name, or candidates of which the first one up (this
+        node included) is used."""
         return _spawn(self._actor_cell.runtime, cls, args, kwargs or {}, name=name, host=host,
-                     cpus=cpus, link=link)
+                     cpus=cpus, link=link, node=node)
 
     def spawn_link(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
-                   cpus: Any = None, kwargs: dict[str, Any] | None = None) -> ActorRef | None:
+                   cpus: Any = None, kwargs: dict[str, Any] | None = None,
+                   node: str | list[str] | tuple[str, ...] | None = None) -> ActorRef | None:
         """`spawn` and link atomically: the new actor's parent is this actor."""
-        return self.spawn(cls, *args, name=name, host=host, cpus=cpus, kwargs=kwargs, link=True)
+        return self.spawn(cls, *args, name=name, host=host, cpus=cpus, kwargs=kwargs, link=True, node=node)
 
     def send_after(self, seconds: float, message: Any, dest: ActorRef | None = None) -> Timer:
         """Deliver ``message`` to ``handle_info`` (of ``dest``, default self) later."""

@@ -15,26 +15,32 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+import cloudpickle
 import multiprocess
 
 from actors import _lifecycle
+from actors._codec import FrameError, decode_frame, requalify
 from actors import config as _config
 from actors import stats as _stats
 from actors._host import write_message, zygote_main
 from actors._logging import LogListener
 from actors._monitor import Monitor
 from actors._reasons import CallTimeout, Exit
-from actors._ref import ActorRef
+from actors._net import NetError, NetLink
+from actors._ref import ActorRef, qualify
 from actors._registry import Registry
-from actors._runtime import DEFER, Runtime, Timer
+from actors._runtime import DEFER, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
+from actors._transport import owner_of
+from actors._spawn import AlreadyRegistered, SpawnError
 from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
+from actors.cluster_settings import ClusterSettings
 from actors.observer.launch import observe as _observe
 
 if TYPE_CHECKING:
     from actors.observer.server import Observer
 
-__all__ = ["HostInfo", "Monitor", "Node"]
+__all__ = ["HostInfo", "Monitor", "Node", "NodeMonitor"]
 
 log = logging.getLogger("actors.node")
 _node_counter = itertools.count(1)
@@ -64,6 +70,28 @@ class HostInfo:
                 "pid": self.pid, "state": self.state}
 
 
+class NodeMonitor:
+    """A watch on another node from the host program: `wait` returns
+    ``("nodedown", name)`` once the node is lost (at once when it is not
+    connected when the watch is set)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._event = threading.Event()
+
+    def fire(self) -> None:
+        self._event.set()
+
+    def wait(self, timeout: float | None = None) -> tuple[str, str]:
+        """Block until the node is down; raises `TimeoutError` after ``timeout``."""
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"node {self.name} still up after {timeout} s")
+        return ("nodedown", self.name)
+
+    def is_down(self) -> bool:
+        return self._event.is_set()
+
+
 class Node:
     """An actor system spanning this process and the host processes it starts.
 
@@ -77,9 +105,34 @@ class Node:
         config: _config.Config | Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None = None,
         *,
         rundir: str | None = None,
+        name: str | None = None,
+        listen: str | None = None,
+        cluster_key: str | os.PathLike[str] | None = None,
+        seeds: Iterable[str] = (),
+        net_ticktime: float | None = None,
     ) -> None:
-        self.id = f"{os.getpid()}-{next(_node_counter)}-{os.urandom(3).hex()}"
         self.config = _as_config(config)
+        cluster = ClusterSettings.from_config(self.config)
+        if name is not None or listen is not None:
+            cluster = ClusterSettings(
+                name=name if name is not None else cluster.name,
+                listen=listen if listen is not None else cluster.listen,
+                cluster_key=os.fspath(cluster_key) if cluster_key is not None else cluster.cluster_key,
+                seeds=tuple(seeds) or cluster.seeds,
+                net_ticktime=net_ticktime if net_ticktime is not None else cluster.net_ticktime,
+            )
+        #: This node's name in its cluster; None for a node that is not distributed.
+        self.name = cluster.name
+        #: The bound ``tcp://HOST:PORT`` other nodes connect to (None when not distributed).
+        self.address: str | None = None
+        key = cluster.load_key()  # before anything starts: an unsafe key file refuses the node
+        incarnation = int.from_bytes(os.urandom(8), "big") >> 1
+        if cluster.name is not None:
+            # A distributed node's id names it and its incarnation: refs to the
+            # actors of a previous incarnation never reach the next one.
+            self.id = f"{cluster.name}@{incarnation:x}"
+        else:
+            self.id = f"{os.getpid()}-{next(_node_counter)}-{os.urandom(3).hex()}"
         if rundir is None:
             _lifecycle.sweep_stale()
         _lifecycle.install_sigterm()
@@ -108,8 +161,29 @@ class Node:
         self._previous_config = _config.set_current(self.config)
         self._config_listener = self.config.listen(self._broadcast_config)
         self._rt.start()
+        self._net: NetLink | None = None
+        self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
+        self._node_watchers: dict[str, list[Callable[[], None]]] = {}
+        self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
+        if cluster.name is not None:
+            assert cluster.listen is not None
+            self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
+                                on_up=self._net_up, on_down=self._net_down,
+                                net_ticktime=cluster.net_ticktime, incarnation=incarnation)
+            try:
+                self.address = self._net.start()
+            except BaseException:
+                self._net = None
+                self.close()
+                raise
+            self._rt.relay = self._relay
         self._write_node_file()
         _lifecycle.track(self)
+        for seed in cluster.seeds:
+            try:
+                self.connect(seed)
+            except NetError as exc:
+                log.warning("seed %s: %s", seed, exc)
 
     # -- context manager -----------------------------------------------------------
 
@@ -132,23 +206,83 @@ class Node:
         host: str | None = None,
         cpus: Iterable[int] | int | None = None,
         kwargs: dict[str, Any] | None = None,
+        node: str | None = None,
+        timeout: float | None = 30.0,
     ) -> ActorRef | None:
         """Start ``cls`` (a `GenServer`) and run its ``init(*args, **kwargs)``.
 
         ``host=None`` runs it in this process, ``host="own"`` in a new host
         process of its own, any other string in the shared host of that name
         (created on first use); ``cpus`` pins a new host with
-        ``os.sched_setaffinity``.  Returns the ref, or ``None`` when ``init``
-        returned `actors.ignore`; raises `SpawnError` when ``init`` failed.
+        ``os.sched_setaffinity``.  ``node="b"`` starts it on the connected
+        node b instead, with b's placement (``host=None`` is b's node
+        process); ``timeout`` bounds that remote start.  Returns the ref, or
+        ``None`` when ``init`` returned `actors.ignore`; raises `SpawnError`
+        when ``init`` failed, `Exit` ``noconnection`` when b is not connected.
         """
         self._check_open()
+        if node is not None and node != self.name:
+            payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name, None, False))
+            kind, detail = self._spawn_on([node], host, cpus, payload, timeout)
+            if kind == "ok":
+                return detail
+            if kind == "ignore":
+                return None
+            if kind == "already_registered":
+                raise AlreadyRegistered(("already_started", detail), f"name {name!r} is taken on {node}")
+            raise SpawnError(detail, f"{getattr(cls, '__name__', cls)} failed to start on {node}")
         ref = spawn(self._rt, cls, args, kwargs or {}, name=name, host=host, cpus=cpus)
         if ref is not None:
             self._top.append(ref)
         return ref
 
-    def whereis(self, name: str) -> ActorRef | None:
+    def whereis(self, name: str, node: str | None = None, timeout: float | None = 5.0) -> ActorRef | None:
+        """The actor registered as ``name`` here, or on the connected ``node``."""
+        if node is not None and node != self.name:
+            return self._rt.sys_request(self._node_proc_of(node), "whereis", (name,), timeout=timeout)
         return self._rt.registry.whereis(name)
+
+    # -- other nodes -----------------------------------------------------------------
+
+    def connect(self, address: str, timeout: float = 10.0) -> str:
+        """Join the node listening at ``address`` (``tcp://HOST:PORT``); returns its name.
+
+        Raises `actors._net.ConnectError` when it cannot be reached or does not
+        hold this cluster's key (the CurveZMQ handshake fails)."""
+        self._check_open()
+        if self._net is None:
+            raise NetError("this node is not distributed: give Node(name=..., listen=...)")
+        return self._net.connect(address, timeout)
+
+    def nodes(self) -> list[str]:
+        """The names of the nodes connected now."""
+        return sorted(self._peer_ids)
+
+    def wait_for_node(self, name: str, timeout: float = 10.0) -> bool:
+        """Block until node ``name`` is connected (it connected to this one,
+        say); False after ``timeout``."""
+        with self._watch_lock:
+            return self._watch_lock.wait_for(lambda: name in self._peer_ids, timeout)
+
+    def monitor_node(self, name: str) -> NodeMonitor:
+        """Watch node ``name``: the returned `NodeMonitor` waits for
+        ``("nodedown", name)``, given once; at once when it is not connected."""
+        watch = NodeMonitor(name)
+        self._watch_node(name, watch.fire)
+        return watch
+
+    def _watch_node(self, name: str, fire: Callable[[], None]) -> None:
+        with self._watch_lock:
+            if name in self._peer_ids:
+                self._node_watchers.setdefault(name, []).append(fire)
+                return
+        fire()
+
+    def _node_proc_of(self, node: str) -> str:
+        node_id = self._peer_ids.get(node)
+        if node_id is None:
+            raise Exit("noconnection", f"node {node!r} is not connected")
+        return qualify(node_id, self._rt.node_proc)
 
     def call(self, target: ActorRef | str, request: Any, timeout: float | None = 5.0) -> Any:
         """`ActorRef.call` on a ref or a registered name (unregistered: ``noproc``)."""
@@ -184,26 +318,34 @@ class Node:
 
     def monitor(self, ref: ActorRef) -> Monitor:
         """Watch ``ref`` from the host program; see `Monitor.wait`."""
-        return Monitor(self._rt, ref)
+        return Monitor(self._rt_for(ref), ref)
 
     def demonitor(self, monitor: Monitor) -> None:
         monitor.cancel()
 
     def kill(self, ref: ActorRef) -> None:
         """Untrappable exit: the actor dies with reason ``killed``; no ``terminate``."""
-        self._rt.send_exit(ref, None, "killed", untrappable=True)
+        self._rt_for(ref).send_exit(ref, None, "killed", untrappable=True)
 
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal from outside any actor (``"kill"`` is untrappable)."""
-        self._rt.send_exit(ref, None, reason, untrappable=reason == "kill")
+        self._rt_for(ref).send_exit(ref, None, reason, untrappable=reason == "kill")
 
     def stop(self, ref: ActorRef, reason: Any = "normal", timeout: float | None = None) -> None:
         """Stop the actor as ``gen_server:stop`` does: ``terminate`` runs, and
         this returns once it is dead.  Raises `Exit` (``noproc``) when it is not
         alive, `CallTimeout` when it does not stop in time."""
-        final = self._rt.stop_actor(ref, reason, timeout)
+        final = self._rt_for(ref).stop_actor(ref, reason, timeout)
         if final != reason:
             raise Exit(final, f"{ref!r} stopped with another reason")
+
+    def _rt_for(self, ref: ActorRef) -> Runtime:
+        """The runtime that reaches ``ref``: this node's, except for a ref of
+        another node whose runtime lives in this same process (two nodes in
+        one program), whose ``proc`` means a process of that node."""
+        if ref.node_id == self.id or ref.proc is not ref.home_proc:
+            return self._rt
+        return runtime_for(ref.node_id)
 
     def send_after(self, seconds: float, ref: ActorRef, message: Any) -> Timer:
         return self._rt.send_after(seconds, ref, message)
@@ -310,6 +452,149 @@ class Node:
         rt.register_sys("config", lambda src: self.config.to_dict())
         rt.register_sys("kill", lambda src, ref: self.kill(ref))
         rt.register_sys("exit", lambda src, ref, reason: self.exit(ref, reason))
+        rt.register_sys("rspawn", self._on_rspawn, threaded=True)
+        rt.register_sys("spawn_on", self._on_spawn_on, threaded=True)
+        rt.register_sys("monitor_node", self._on_monitor_node)
+        rt.register_sys("peer_proc_down", self._on_peer_proc_down)
+
+    # -- distribution (link callbacks run on the link's I/O thread) -------------------
+
+    def _spawn_on(self, candidates: list[str], host: str | None, cpus: Any, payload: bytes,
+                  timeout: float | None) -> tuple[str, Any]:
+        """Spawn on the first of ``candidates`` that is up (this node included)."""
+        for candidate in candidates:
+            if candidate == self.name:
+                return self._on_rspawn(self._rt.proc, host, cpus, payload)
+            node_id = self._peer_ids.get(candidate)
+            if node_id is not None:
+                cpu_list = sorted(cpus) if isinstance(cpus, (set, frozenset, list, tuple)) else cpus
+                try:
+                    return self._rt.sys_request(qualify(node_id, self._rt.node_proc), "rspawn",
+                                                (host, cpu_list, payload), timeout=timeout)
+                except Exit as exc:
+                    if exc.reason != "noconnection":
+                        raise
+                    # lost meanwhile: the next candidate
+        raise Exit("noconnection", f"none of the nodes {candidates} is connected")
+
+    def _on_spawn_on(self, src: str, candidates: list[str], host: str | None, cpus: Any,
+                     payload: bytes) -> tuple[str, Any]:
+        """An actor's ``spawn(..., node=...)``, from this node's processes."""
+        try:
+            return self._spawn_on(candidates, host, cpus, payload, None)
+        except Exit as exc:
+            return ("error", exc.reason)
+
+    def _on_rspawn(self, src: str, host: str | None, cpus: Any, payload: bytes) -> tuple[str, Any]:
+        """Another node's ``spawn(..., node=<this one>)``: placed here as a local spawn is."""
+        cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
+        try:
+            ref = spawn(self._rt, cls, args, kwargs, name=name, host=host, cpus=cpus, link=link, parent=parent)
+        except AlreadyRegistered as exc:
+            return ("already_registered", exc.holder)
+        except SpawnError as exc:
+            return ("error", exc.reason)
+        except (TypeError, ValueError) as exc:
+            return ("error", ("badarg", str(exc)))
+        return ("ignore", None) if ref is None else ("ok", ref)
+
+    def _on_monitor_node(self, src: str, name: str, watcher: ActorRef) -> None:
+        """An actor's ``monitor_node``: ``("nodedown", name)`` goes to its ``handle_info``."""
+        self._watch_node(name, lambda: self._rt.send(watcher, ("nodedown", name)))
+
+    def _relay(self, dest: str, frame: bytes) -> None:
+        """A frame for a process of another node (from any thread of this process, or a host's)."""
+        node_id, _, proc = dest.partition("|")
+        peer = node_id.rpartition("@")[0]
+        net = self._net
+        if net is None or self._peer_ids.get(peer) != node_id:
+            # That node (or that incarnation of it) is gone: dropped, and
+            # whatever waits on that process fails with noconnection.
+            self._rt.call_soon(lambda: self._remote_proc_gone(owner_of(dest), "noconnection"))
+            return
+        try:
+            net.send(peer, [proc.encode(), frame])
+        except NetError:
+            pass  # lost meanwhile: on_down reports it
+
+    def _remote_proc_gone(self, proc: str, reason: Any) -> None:
+        """A process of another node is gone: fail what points at it, here and in every host (I/O thread)."""
+        if proc in self._rt.dead_procs:
+            return
+        for host in list(self._hosts.values()):
+            if host.state == "up":
+                self._rt.sys_send(host.proc, "proc_down", (proc, reason))
+        self._rt.proc_down(proc, reason)
+
+    def _on_peer_proc_down(self, src: str, proc: str, reason: Any) -> None:
+        """Another node says one of its host processes died (its report of what local ones get)."""
+        node_id, bar, _ = src.partition("|")
+        if bar and isinstance(proc, str) and "|" not in proc:
+            self._remote_proc_gone(qualify(node_id, proc), reason)
+
+    def _net_frame(self, peer: str, frames: list[bytes]) -> None:
+        """A frame from another node: delivered to its process here as a local frame."""
+        inc = self._net.incarnation_of(peer) if self._net is not None else None
+        if inc is None or len(frames) != 2:
+            self._rt.stats.increment("actors.net.dropped_frames")
+            return
+        try:
+            dest = frames[0].decode()
+            frame = requalify(frames[1], f"{peer}@{inc:x}")
+        except (UnicodeDecodeError, FrameError):
+            self._rt.stats.increment("actors.net.dropped_frames")
+            return
+        if not dest or "|" in dest:
+            self._rt.stats.increment("actors.net.dropped_frames")
+            return
+        owner = owner_of(dest)
+        if owner == self._rt.proc:
+            if dest == owner:
+                self._rt.call_soon(lambda: self._rt.handle_frames([frame]))
+            else:
+                self._rt.send_frame(dest, frame)
+            return
+        host = self._hosts.get(owner)
+        if host is not None and host.state != "dead":
+            self._rt.send_frame(dest, frame)
+            return
+        # A process of this node that is gone (or never was): a signal to one
+        # of its actors is answered as one to a dead actor is (a call fails
+        # with noproc, a monitor gets DOWN noproc, a link an EXIT noproc);
+        # anything else is dropped.
+        if dest == owner:
+            try:
+                kind = decode_frame(frame)[0]
+            except FrameError:
+                return
+            if kind not in (K_REPLY, K_REPLY_EXIT, K_SYS):
+                self._rt.call_soon(lambda: self._rt.handle_frames([frame]))
+
+    def _net_up(self, peer: str, incarnation: int) -> None:
+        with self._watch_lock:
+            self._peer_ids[peer] = f"{peer}@{incarnation:x}"
+            self._watch_lock.notify_all()
+
+    def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
+        node_id = f"{peer}@{incarnation:x}"
+        with self._watch_lock:
+            if self._peer_ids.get(peer) == node_id:
+                del self._peer_ids[peer]
+            watchers = self._node_watchers.pop(peer, [])
+            self._watch_lock.notify_all()
+        # A node that closed (said goodbye) is no news; a lost one is.
+        log.log(logging.INFO if reason == "peer_closed" else logging.WARNING,
+                "node %s is down (%s): what pointed at it exits with noconnection", peer, reason)
+
+        def down() -> None:
+            for host in list(self._hosts.values()):
+                if host.state == "up":
+                    self._rt.sys_send(host.proc, "node_down", (node_id, "noconnection"))
+            self._rt.node_down(node_id, "noconnection")
+            for fire in watchers:
+                fire()
+
+        self._rt.call_soon(down)
 
     def _config_set(self, section: str, key: str, value: str | None) -> None:
         if value is None:
@@ -478,6 +763,8 @@ class Node:
                 if other.state == "up":
                     self._rt.sys_send(other.proc, "proc_down", (proc, reason))
             self._rt.proc_down(proc, reason)
+            for node_id in list(self._peer_ids.values()):  # other nodes may point into it too
+                self._rt.sys_send(qualify(node_id, self._rt.node_proc), "peer_proc_down", (proc, reason))
 
         if record.halting and not self._closed:
             # Every actor of a host that halted by itself has already sent its
@@ -524,6 +811,9 @@ class Node:
             for ref in reversed(self._top):
                 self._stop_quietly(ref, max(0.5, min(5.0, deadline - time.monotonic())))
             self._closed = True
+            if self._net is not None:
+                self._rt.relay = None
+                self._net.close()
             self.config.unlisten(self._config_listener)
             for record in list(self._hosts.values()):
                 if record.state != "dead":

@@ -78,6 +78,9 @@ class ChildSpec:
     ``shutdown`` is seconds (>= 0, as OTP allows 0), ``"brutal_kill"`` or
     ``"infinity"``; left out it is 5.0 for a worker and ``"infinity"`` for a
     supervisor, so a subtree always gets time to stop its own children.
+    ``node`` starts the child on another node: a name, or candidates of
+    which the first one up when the child (re)starts is used, so a child
+    whose node was lost (exit ``noconnection``) restarts on a survivor.
     ``host`` and ``cpus`` place the child as ``Node.spawn`` does; ``cpus`` is
     normalised to a frozenset.  ``name`` registers the child under that name
     each time it is started (OTP's ``start_link({local, Name}, ...)``).  ``significant`` marks a child whose exit may
@@ -96,9 +99,16 @@ class ChildSpec:
     cpus: frozenset[int] | None = None
     significant: bool = False
     name: str | None = None
+    node: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         self._check_id()
+        if self.node is not None:
+            nodes = (self.node,) if isinstance(self.node, str) else self.node
+            if (not isinstance(nodes, (tuple, list)) or not nodes
+                    or not all(isinstance(n, str) and n for n in nodes)):
+                raise InvalidChildSpec("node", self.node, "is neither None, a node name nor a list of them")
+            object.__setattr__(self, "node", self.node if isinstance(self.node, str) else tuple(nodes))
         if self.name is not None and not isinstance(self.name, str):
             raise InvalidChildSpec("name", self.name, "is neither None nor a string")
         object.__setattr__(self, "start", self._checked_start(self.start))

@@ -125,6 +125,7 @@ class Supervisor(GenServer):
             host=spec.host,
             cpus=spec.cpus,
             kwargs=spec.start_kwargs,
+            node=spec.node,
         )
         child.ref = ref
         child.status = RUNNING if ref is not None else STOPPED

@@ -347,6 +347,10 @@ def test_closing_a_link_tells_its_peers_and_disconnect_drops_one(key_path, no_th
         a = make_link("a", key, ra)
         try:
             assert a.connect(c.address) == "c" and a.connect(d.address) == "d"
+            # connect returns once a's side is up; c and d count a as up (and
+            # so report its loss) only once their own link to a is welcomed
+            rc.expect("up", timeout=5)
+            rd.expect("up", timeout=5)
             a.disconnect("d")
             assert rd.expect("down", timeout=5)[1:4:2] == ("a", "peer_closed")
             assert ra.expect("down", timeout=5)[1:4:2] == ("d", "disconnected")

@@ -57,25 +57,26 @@ def make_link(name: str, key: ClusterKey | None, rec: Recorder, **kw: Any) -> Ne
     return link
 
 
-class PeerProcess:
-    """`net_peer.py` in its own OS process, with its stdout lines on a queue."""
+class LineProcess:
+    """A helper script in its own OS process that speaks in lines: commands on
+    stdin, events on stdout (read into a queue by a thread), and ``ADDR <address>
+    ...`` once it is listening.  Closing it (or a failed start) leaves neither
+    the process nor the reader thread behind."""
 
-    def __init__(self, name: str, key_path: str | None, ticktime: float = 15.0, connect: str | None = None) -> None:
-        cmd = [sys.executable, PEER, "--name", name, "--ticktime", str(ticktime)]
-        if key_path:
-            cmd += ["--key", key_path]
-        if connect:
-            cmd += ["--connect", connect]
+    #: What `expect` calls the process in its failure messages.
+    what = "peer"
+
+    def __init__(self, cmd: list[str]) -> None:
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV)
         self.lines: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         try:  # a loaded machine may take many seconds just to start Python and import zmq
-            addr = self.expect("ADDR", timeout=30.0).split()
+            self.addr_line = self.expect("ADDR", timeout=30.0).split()
         except BaseException:
-            self.close()  # never leave the process or its reader thread behind
+            self.close()
             raise
-        self.address, self.incarnation = addr[1], int(addr[2])
+        self.address = self.addr_line[1]
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -88,15 +89,15 @@ class PeerProcess:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"peer printed no {prefix} within {timeout} s")
+                raise AssertionError(f"{self.what} printed no {prefix} within {timeout} s")
             try:
                 line = self.lines.get(timeout=left)
             except queue.Empty:
-                raise AssertionError(f"peer printed no {prefix} within {timeout} s") from None
+                raise AssertionError(f"{self.what} printed no {prefix} within {timeout} s") from None
             if line.startswith(prefix):
                 return line
             if line == "EOF":
-                raise AssertionError(f"peer exited before printing {prefix}")
+                raise AssertionError(f"{self.what} exited before printing {prefix}")
 
     def command(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -104,9 +105,10 @@ class PeerProcess:
         self.proc.stdin.flush()
 
     def signal(self, sig: int) -> None:
-        os.kill(self.proc.pid, sig)
+        os.kill(self.proc.pid, sig)  # only the process this helper started
 
     def close(self) -> None:
+        """EOF on stdin asks it to stop; a stopped (SIGSTOP) one is continued first."""
         if self.proc.poll() is None:
             try:
                 os.kill(self.proc.pid, signal.SIGCONT)
@@ -118,10 +120,23 @@ class PeerProcess:
             except BrokenPipeError:
                 pass
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         self._reader.join(timeout=10)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+
+
+class PeerProcess(LineProcess):
+    """`net_peer.py`: a bare `NetLink` in its own OS process."""
+
+    def __init__(self, name: str, key_path: str | None, ticktime: float = 15.0, connect: str | None = None) -> None:
+        cmd = [sys.executable, PEER, "--name", name, "--ticktime", str(ticktime)]
+        if key_path:
+            cmd += ["--key", key_path]
+        if connect:
+            cmd += ["--connect", connect]
+        super().__init__(cmd)
+        self.incarnation = int(self.addr_line[2])

@@ -14,74 +14,30 @@ from typing import Any
 
 import pytest
 
-from actors import CallTimeout, Crash, Exit, Node, SpawnError
+from actors import CallTimeout, Crash, Exit, Node
 from actors._cluster_key import write_new
 from actors._net import ConnectError, NetError
 
 from tests.cluster.dist_actors import Watcher, Worker
+from tests.cluster.netkit import ENV, LineProcess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ENV = dict(os.environ, PYTHONPATH=os.getcwd())
 PEER = os.path.join(HERE, "node_peer.py")
 
 
-class NodeProcess:
-    """`node_peer.py`: a Node in its own OS process, with its stdout lines on a queue."""
+class NodeProcess(LineProcess):
+    """`node_peer.py`: a Node in its own OS process."""
+
+    what = "node process"
 
     def __init__(self, name: str, key: str | None, ticktime: float = 15.0) -> None:
         cmd = [sys.executable, PEER, "--name", name, "--ticktime", str(ticktime)]
         if key:
             cmd += ["--key", key]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV)
-        self.lines: queue.Queue[str] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        self.address = self.expect("ADDR", timeout=30.0).split()[1]
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put("EOF")
-
-    def expect(self, prefix: str, timeout: float = 10.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"node process printed no {prefix} within {timeout} s")
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                raise AssertionError(f"node process printed no {prefix} within {timeout} s") from None
-            if line.startswith(prefix):
-                return line
-            if line == "EOF":
-                raise AssertionError(f"node process exited before printing {prefix}")
-
-    def command(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        super().__init__(cmd)
 
     def kill(self) -> None:
-        os.kill(self.proc.pid, signal.SIGKILL)  # only the process this helper started
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._reader.join(timeout=10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        self.signal(signal.SIGKILL)
 
 
 @pytest.fixture

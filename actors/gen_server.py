@@ -136,6 +136,13 @@ class GenServer(Behaviour):
         cell = self._actor_cell
         cell.runtime.sys_request(cell.runtime.node_proc, "monitor_node", (node, cell.ref))
 
+    def monitor_nodes(self, flag: bool = True) -> None:
+        """``net_kernel:monitor_nodes(Flag)``: ``("nodeup", node)`` and
+        ``("nodedown", node)`` arrive in ``handle_info`` for every node that
+        connects or is lost from now on, in order; ``flag=False`` ends it."""
+        cell = self._actor_cell
+        cell.runtime.sys_request(cell.runtime.node_proc, "monitor_nodes", (cell.ref, bool(flag)))
+
     def demonitor(self, mref: Any) -> bool:
         """Stop watching; a DOWN already queued for ``mref`` is discarded."""
         cell = self._actor_cell

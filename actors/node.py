@@ -466,6 +466,8 @@ class Node:
         rt.register_sys("rspawn", self._on_rspawn, threaded=True)
         rt.register_sys("spawn_on", self._on_spawn_on, threaded=True)
         rt.register_sys("monitor_node", self._on_monitor_node)
+        rt.register_sys("nodes", lambda src: self.nodes())
+        rt.register_sys("whereis_on", self._on_whereis_on, threaded=True)
         rt.register_sys("monitor_nodes", lambda src, ref, flag: self._node_events.subscribe(ref, flag),
                         threaded=True)
         rt.register_sys("peer_proc_down", self._on_peer_proc_down)
@@ -514,6 +516,15 @@ class Node:
     def _on_monitor_node(self, src: str, name: str, watcher: ActorRef) -> None:
         """An actor's ``monitor_node``: ``("nodedown", name)`` goes to its ``handle_info``."""
         self._watch_node(name, lambda: self._rt.send(watcher, ("nodedown", name)))
+
+    def _on_whereis_on(self, src: str, name: str, node: str) -> ActorRef | None:
+        """An actor's ``whereis(name, node=...)``: None when that node is not connected."""
+        try:
+            return self.whereis(name, node=node)
+        except Exit as exc:
+            if exc.reason == "noconnection":
+                return None
+            raise
 
     def _relay(self, dest: str, frame: bytes) -> None:
         """A frame for a process of another node (from any thread of this process, or a host's)."""

@@ -19,7 +19,9 @@ Protocol between the clustering servers of two nodes (registered as
 
 A member leaves on ``nodedown`` or when its clustering server dies (its
 replicator tree stopped: its jobs stopped with it, since the clustering
-server is the tree's first child and stops last).
+server is the tree's first child and stops last).  A node that restarts
+comes back as a new incarnation: its hello replaces the old member even when
+it arrives before the old one's DOWN (the refs' node ids differ).
 
 Local subscribers (the doc processor) get ``("couch_replicator_clustering",
 view)`` with a `ClusterView` whenever the view changes.
@@ -96,10 +98,14 @@ class ClusteringServer(GenServer):
         if op == "hello":
             _, node, ref, live, running, reply = request
             old = self.peers.get(node)
+            before = self.state.live
             if old != ref:
+                if old is not None and old.node_id != ref.node_id:
+                    # A new incarnation said hello before the old one's DOWN got here:
+                    # the old one left (its jobs died with it), this one joins.
+                    self.state.node_down(node, now)
                 self.peers[node] = ref
                 self.peer_monitors[self.monitor(ref)] = node
-            before = self.state.live
             if self.state.hello(node, PeerReport(tuple(live), frozenset(running)), now):
                 log.info("%s: replicator on %s joined; members %s", self.me, node, self.state.live)
             if reply:
@@ -130,7 +136,10 @@ class ClusteringServer(GenServer):
         elif isinstance(message, tuple) and message[0] == "nodeup":
             self._greet(message[1], reply=True)
         elif isinstance(message, tuple) and message[0] == "nodedown":
-            self._lost(message[1], now)
+            # The fast path; when a newer incarnation is connected already, the
+            # DOWN of the old one's clustering server says which one left.
+            if message[1] not in self.nodes():
+                self._lost(message[1], now)
         elif isinstance(message, tuple) and len(message) == 4 and message[0] == "DOWN":
             _, mref, _ref, _reason = message
             if mref in self.subscribers:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from actors import Node
 from actors.replicator import DocStore, put_replication, delete_replication
 from actors.replicator.clustering import owner
 from actors.replicator.replication import LOCAL_PREFIX
@@ -208,3 +209,41 @@ def test_jobs_spread_fail_over_from_checkpoints_and_move_back(cluster: Any, tmp_
     assert delete_replication(db, first)
     gone = job_of[first]
     wait_until("the deleted document's job stopped", lambda: gone not in running_map([a, b, c2]))
+
+
+@pytest.mark.timeout(120)
+def test_a_partial_mesh_claims_nothing_and_a_node_without_replicator_owns_nothing(tmp_path: Any) -> None:
+    """c is connected to a only: a sees members a, b, c while b sees a, b and c sees a, c.
+    Owners computed from different lists could run a job twice, so nobody claims until
+    b and c connect.  A node that runs no replicator (this test's own) is no member."""
+    db, audit = str(tmp_path / "_replicator.sqlite"), str(tmp_path / "audit.sqlite")
+    cluster_kit.create(audit)
+    reps = make_sources(tmp_path, 6, 5)
+    for doc_id, source, target in reps:
+        put_replication(db, doc_id, source, target, continuous=True, create_target=True)
+    nodes: list[ClusterNode] = []
+    try:
+        with Node(name="driver", listen="tcp://127.0.0.1:0") as driver:
+            for name in ("a", "b", "c"):
+                nodes.append(ClusterNode(name, db, audit))
+            a, b, c = nodes
+            a.connect(b)
+            a.connect(c)
+            for node in nodes:
+                driver.connect(node.address)
+                node.start()
+            views = wait_until("every node is past its quiet period, seeing its own members", lambda: (
+                [s for s in (n.status() for n in nodes) if s["quiet"] and len(s["docs"]) == 6]
+                if all(n.status()["quiet"] for n in nodes) else None), timeout=30.0)
+            assert {s["node"]: s["live"] for s in views} == {"a": ["a", "b", "c"], "b": ["a", "b"], "c": ["a", "c"]}
+            assert all(s["disagree"] and not s["stable"] and s["running"] == [] for s in views)
+            assert sorted(driver.nodes()) == ["a", "b", "c"]
+            b.connect(c)
+            job_of = a.status()["docs"]
+            want = {job_of[doc_id]: [owner(f"_replicator/{doc_id}", "abc")] for doc_id, _s, _t in reps}
+            wait_until("each job runs on its owner among a, b, c", lambda: running_map(nodes) == want)
+            assert all(n.status()["live"] == ["a", "b", "c"] for n in nodes)  # never "driver"
+    finally:
+        for node in nodes:
+            node.close()
+    assert assert_never_twice(cluster_kit.read(audit), {}) == 0

@@ -80,6 +80,10 @@ class NodesWatcher(GenServer):
         if request[0] == "monitor_nodes":
             self.monitor_nodes(request[1])
             return "ok"
+        if request[0] == "whereis":
+            return self.whereis(request[1], node=request[2])
+        if request[0] == "nodes":
+            return self.nodes()
         return None
 
     def handle_info(self, message: Any) -> None:

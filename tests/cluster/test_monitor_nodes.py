@@ -50,3 +50,21 @@ def test_a_dead_subscriber_is_forgotten_and_a_ref_is_required(node_a: Node) -> N
         node_a.monitor_nodes("not a ref")  # type: ignore[arg-type]
 
 
+
+
+def test_an_actor_lists_nodes_and_finds_names_on_them(node_a: Node, key: str) -> None:  # noqa: F811
+    w = node_a.spawn(NodesWatcher, False, host="own")
+    b = NodeProcess("b", key)
+    try:
+        assert w.call(("nodes",)) == []
+        assert w.call(("whereis", "reg", "b")) is None  # b is not connected: None, not an error
+        node_a.connect(b.address)
+        b.command("spawn reg")
+        b.expect("SPAWNED")
+        assert w.call(("nodes",)) == ["b"]
+        ref = w.call(("whereis", "reg", "b"))
+        assert ref is not None and ref.call("ping")[:2] == ("pong", "reg")
+        assert w.call(("whereis", "nobody", "b")) is None
+        assert w.call(("whereis", "reg", None)) is None  # names stay local
+    finally:
+        b.close()

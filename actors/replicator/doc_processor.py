@@ -28,8 +28,7 @@ from typing import Any
 
 from actors import ActorRef, Exit, GenServer, Node
 
-from . import scheduler
-from ._names import register_self
+from . import _names, scheduler
 from .cluster_state import ClusterView
 from .clustering import job_key, owner, plan
 from .clustering_server import CLUSTERING
@@ -47,7 +46,7 @@ class DocProcessor(GenServer):
     """This node's share of the replications in the ``_replicator`` file."""
 
     def init(self, me: str, db_path: str, poll_interval: float = 1.0) -> None:
-        register_self(self, DOC_PROCESSOR)
+        _names.register_self(self, DOC_PROCESSOR)
         self.me = me
         self.db = ReplicatorDb(db_path)
         self.poll_interval = float(poll_interval)
@@ -158,8 +157,7 @@ def cluster_status(where: Node | GenServer | None, node: str | None = None, time
     ``docs`` (doc id -> job id), ``bad_docs``."""
     ref: ActorRef | None
     if where is None:
-        from_runtime = scheduler._whereis(None, DOC_PROCESSOR)  # raises noproc
-        ref = from_runtime
+        ref = _names.whereis(DOC_PROCESSOR)
     elif isinstance(where, (Node, GenServer)):
         ref = where.whereis(DOC_PROCESSOR, node=node) if node is not None else where.whereis(DOC_PROCESSOR)
     else:

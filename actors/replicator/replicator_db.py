@@ -107,7 +107,7 @@ class ReplicatorDb:
             self._store = DocStore(self.path, create=True)
         return self._store
 
-    def poll(self, limit: int = 1000) -> dict[str, dict | None]:
+    def poll(self, limit: int | None = None) -> dict[str, dict | None]:
         store = self._open()
         changed: dict[str, dict | None] = {}
         changes: list[Change] = store.changes(self.since, limit=limit)

@@ -182,7 +182,9 @@ def test_jobs_spread_fail_over_from_checkpoints_and_move_back(cluster: Any, tmp_
     assert set(down_at) == {"a", "b"}
     for kind, node, job, seq, t in events:
         if kind == "start" and job in c_jobs and node in survivors:
-            assert t - down_at[node] >= QUIET - 0.05, f"{job} started on {node} {t - down_at[node]:.2f} s after nodedown"
+            # the audit actor and the clustering server hear of nodedown at slightly different
+            # times; 0.3 s of slack still tells the quiet period (2 s) from the start period (0.5 s)
+            assert t - down_at[node] >= QUIET - 0.3, f"{job} started on {node} {t - down_at[node]:.2f} s after nodedown"
             assert seq == 30, f"{job} on {node} resumed from seq {seq}, not from its checkpoint (30)"
 
     # c comes back (a new incarnation, same name): its jobs move back to it

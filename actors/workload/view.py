@@ -108,6 +108,10 @@ class LiveView:
         if killer is not None:
             s = killer.snapshot()
             parts.append(f"kills {s['kills']}" + (f" (last: {s['last']})" if s["last"] else ""))
+        node_killer = self.drivers.get("node_killer")
+        if node_killer is not None:
+            s = node_killer.snapshot()
+            parts.append(f"node kills {s['kills']} restarted {s['restarts']}")
         return " | ".join(parts)
 
     def render(self, elapsed: float, phase: str = "load") -> str:
@@ -135,6 +139,9 @@ class LiveView:
         lines.append(row.rstrip("; "))
         restarts = self.restarts(counters)
         lines.append("restarts: " + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
+        nodes = self.drivers.get("nodes")
+        if nodes is not None:  # demo --nodes N: each node process's state
+            lines.append("nodes: " + nodes.line())
         lines.append("queues: " + self.queues())
         lines.append("jobs: " + self.jobs())
         lines.append("workload: " + self.workload())
@@ -146,4 +153,7 @@ class LiveView:
     def progress_line(self, elapsed: float) -> str:
         counters = _try(lambda: self.node.stats()["counters"], {})
         restarts = sum(self.restarts(counters).values()) if isinstance(counters, dict) else "?"
-        return f"  {elapsed:5.1f}/{self.duration:.0f} s  {self.workload()}  | {self.jobs()}  | restarts {restarts}"
+        nodes = self.drivers.get("nodes")
+        where = f"  | nodes: {nodes.line()}" if nodes is not None else ""
+        return (f"  {elapsed:5.1f}/{self.duration:.0f} s  {self.workload()}  | {self.jobs()}  | restarts {restarts}"
+                + where)

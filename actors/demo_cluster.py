@@ -141,7 +141,11 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         failed = nodes.start_all()
         if failed:
             raise RuntimeError("nodes did not start: " + "; ".join(failed))
-        print(f"controller and {n_nodes} nodes up in {time.monotonic() - t0:.1f} s: " + nodes.line(), flush=True)
+        print(f"controller and {n_nodes} nodes up in {time.monotonic() - t0:.1f} s: {nodes.line()}; "
+              f"state directory {state_dir}", flush=True)
+        for n in nodes.nodes.values():
+            print(f"  node {n.name} at {n.address}, runtime directory {n.rundir} (attach: otpy status {n.rundir})",
+                  flush=True)
 
         n_servers = len([a for a in node.actors() if str(a.get("registered") or "").startswith("ioq_server_")])
         files = make_files(os.path.join(state_dir, "ioq"), count=max(2, 2 * n_servers), size=256 * 1024, seed=seed)

@@ -5,9 +5,10 @@ This is how a node is deployed on a machine of a cluster (and how
 cluster key, `actors.couch.start_app` under it, and nothing else.  Once
 every service is up it prints one line::
 
-    node n1 up at tcp://127.0.0.1:40123 pid 4242 state /var/lib/otpy/n1
+    node n1 up at tcp://127.0.0.1:40123 pid 4242 rundir /tmp/otpy-k2j3 state /var/lib/otpy/n1
 
-(the address is the bound one: with port 0 the kernel picked it), then
+(the address is the bound one: with port 0 the kernel picked it; the
+runtime directory is what ``otpy status`` attaches to), then
 serves.  SIGTERM or SIGINT stops the tree (every service's ``terminate``
 runs), closes the node (its host processes, sockets and runtime directory
 go with it) and exits 0: a node asked to stop has done what it was asked.
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from actors import Node, configcheck
@@ -32,17 +34,29 @@ from actors.couch import load_config as app_config
 from actors.couch import start_app
 from actors.interrupt import deferred
 
-__all__ = ["READY_LINE", "parse_ready", "run_node"]
+__all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
 
 #: The line printed once the node serves; `parse_ready` reads it back.
-READY_LINE = "node {name} up at {address} pid {pid} state {state}"
-_READY = re.compile(r"^node (\S+) up at (tcp://\S+) pid (\d+) state (.+)$")
+READY_LINE = "node {name} up at {address} pid {pid} rundir {rundir} state {state}"
+_READY = re.compile(r"^node (\S+) up at (tcp://\S+) pid (\d+) rundir (\S+) state (.+)$")
 
 
-def parse_ready(line: str) -> tuple[str, str, int, str] | None:
-    """``(name, address, pid, state dir)`` from a ready line, else None."""
+@dataclass(frozen=True)
+class Ready:
+    """What a ready line says: the node's name, bound address, pid, runtime directory
+    (for ``otpy status``) and state directory."""
+
+    name: str
+    address: str
+    pid: int
+    rundir: str
+    state_dir: str
+
+
+def parse_ready(line: str) -> Ready | None:
+    """The `Ready` of a ready line, else None."""
     m = _READY.match(line.strip())
-    return (m.group(1), m.group(2), int(m.group(3)), m.group(4)) if m else None
+    return Ready(m.group(1), m.group(2), int(m.group(3)), m.group(4), m.group(5)) if m else None
 
 
 def _config(path: str | None) -> Config:
@@ -84,7 +98,8 @@ def run_node(args: Any) -> int:
         app = start_app(node, None, state_dir)
         if getattr(args, "stop_with_parent", False):
             _stop_with_parent(os.getppid())
-        print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), state=state_dir), flush=True)
+        print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
+                                state=state_dir), flush=True)
         for _ in range(sys.maxsize):  # until a signal: SIGINT, and SIGTERM through catch_sigterm, raise here
             time.sleep(3600)
     except KeyboardInterrupt:

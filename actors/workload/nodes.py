@@ -50,6 +50,7 @@ class NodeProc:
     state_dir: str
     proc: subprocess.Popen[str] | None = None
     address: str | None = None
+    rundir: str | None = None
     state: str = "starting"  # starting, up, killed, failed, stopped
     starts: int = 0
     kills: int = 0
@@ -127,10 +128,11 @@ class NodeSet:
                 break
         node_id = self._new_incarnation(n, deadline)
         if node_id is None:
-            return self._failed(n, f"{n.name}: ready at {ready[1]} but its new incarnation never reached the "
+            return self._failed(n, f"{n.name}: ready at {ready.address} but its new incarnation never reached the "
                                    f"controller")
         with self.lock:
-            n.address = ready[1]
+            n.address = ready.address
+            n.rundir = ready.rundir
             n.state = "up"
             n.node_ids.append(node_id)
         if self.on_up is not None:

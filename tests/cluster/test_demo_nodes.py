@@ -25,6 +25,7 @@ from actors._cluster_key import write_new
 from actors.config import Config
 from actors.demo_cluster import _descends_from, node_config
 from actors.nodecmd import parse_ready
+from tests.couch_jobs.pg import HOW_TO_GET
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)
 ENV = dict(os.environ, PYTHONPATH=ROOT)
@@ -271,3 +272,20 @@ def test_demo_on_nodes_interrupted_stops_its_nodes_and_prints_a_partial_summary(
     assert not _gone(everything), "node processes or their hosts left behind"
     state_dir = re.search(r"state directory (\S+)", head).group(1)
     assert not os.path.exists(state_dir)
+
+
+@pytest.mark.timeout(150)
+def test_demo_on_nodes_with_postgres_shares_one_jobs_store():
+    try:
+        import pgserver  # noqa: F401
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip(HOW_TO_GET)
+    out = subprocess.run([*CLI, "demo", "--nodes", "2", "--short", "--no-live", "--seed", "8", "--store", "postgres"],
+                         capture_output=True, text=True, timeout=140, env=ENV, cwd=ROOT)
+    text = out.stdout
+    assert out.returncode == 0, text + out.stderr
+    assert "couch_jobs store: PostgreSQL at" in text
+    per_node = re.search(r"finishes per node: (.*)", text).group(1)
+    assert {"n1", "n2"} <= set(re.findall(r"n\d", per_node)), per_node
+    assert re.search(r"^RESULT: nothing lost -- checked 2 nodes up \(\d+ node kills\)", text, re.M), text

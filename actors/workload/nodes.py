@@ -20,6 +20,7 @@ import os
 import queue
 import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -62,6 +63,13 @@ class NodeProc:
         return self.proc.pid if self.proc is not None else None
 
 
+def _free_port() -> int:
+    """A tcp port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 class NodeSet:
     """The controller's node processes: start, SIGKILL, restart, stop; nothing outlives `stop_all`."""
 
@@ -79,18 +87,24 @@ class NodeSet:
     # -- starting ------------------------------------------------------------------
 
     def _command(self, n: NodeProc) -> list[str]:
+        """The node's command line; its seeds are the controller and every other node up now (a full
+        mesh, as Erlang nodes form: the clustered replicator needs every node to see every other)."""
         assert self.ctl.address is not None
-        return [sys.executable, "-m", "actors", "node", "--name", n.name, "--listen", "tcp://127.0.0.1:0",
+        with self.lock:
+            others = [o.address for o in self.nodes.values() if o is not n and o.state != "killed" and o.address]
+            listen = n.address or "tcp://127.0.0.1:0"
+        return [sys.executable, "-m", "actors", "node", "--name", n.name, "--listen", listen,
                 "--cluster-key", self.key_path, "--config", self.config_path, "--state-dir", n.state_dir,
-                "--seeds", self.ctl.address, "--stop-with-parent"]
+                "--seeds", self.ctl.address, *others, "--stop-with-parent"]
 
     def _launch(self, n: NodeProc) -> queue.Queue[str]:
         """Exec the node; a thread copies its stdout lines into the returned queue (and ``n.output``)."""
         os.makedirs(n.state_dir, exist_ok=True)
+        command = self._command(n)
         with self.lock:
             if self.closing:
                 raise RuntimeError(f"not starting {n.name}: the node set is stopping")
-            proc = subprocess.Popen(self._command(n), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
             n.proc = proc
         lines: queue.Queue[str] = queue.Queue()
@@ -108,7 +122,6 @@ class NodeSet:
         with self.lock:
             n.state = "starting"
             n.starts += 1
-            n.address = None
         return lines
 
     def _await_ready(self, n: NodeProc, lines: queue.Queue[str], deadline: float) -> bool:
@@ -166,17 +179,29 @@ class NodeSet:
         return False
 
     def start_all(self) -> list[str]:
-        """Start every node in parallel; returns the errors of the ones that did not come up."""
+        """Start every node in parallel, as a full mesh; returns the errors of the ones that did not come up.
+
+        Each node gets a free port chosen here, and every other node's
+        address as a seed.  Of two nodes, the one that connects its seeds
+        later finds the other listening (a node listens before it connects),
+        so every pair is connected whatever the order of their starts.
+        """
+        with self.lock:
+            for n in self.nodes.values():
+                n.address = f"tcp://127.0.0.1:{_free_port()}"
         deadline = time.monotonic() + START_TIMEOUT
         waits = [(n, self._launch(n)) for n in self.nodes.values()]
         for n, lines in waits:
             self._await_ready(n, lines, deadline)
-        return [e for e in self.errors]
+        return list(self.errors)
 
     # -- chaos ---------------------------------------------------------------------
 
     def kill(self, name: str) -> int | None:
-        """SIGKILL node ``name``'s process (one this set started) and reap it; its pid, or None."""
+        """SIGKILL node ``name``'s process (one this set started) and reap it; its pid, or None.
+
+        The node comes back (`restart`) on a new port: nothing can reach the
+        new incarnation by an old connection to the old one's address."""
         n = self.nodes[name]
         with self.lock:
             proc = n.proc
@@ -184,6 +209,7 @@ class NodeSet:
                 return None
             n.state = "killed"
             n.kills += 1
+            n.address = None
         try:
             os.kill(proc.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -284,7 +284,9 @@ def _report(node: Node, app: Any, view: LiveView, killers: list[Any], drivers: d
           + f"summary ({ran:.1f} of {duration:g} s of load, kill rate {rate:g}/s, seed {seed})")
     for k in killers:
         print(k.summary())
-    print("restarts per supervisor: " + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
+    where = f" (on {node.name})" if node.name else ""  # demo --nodes: the controller's counters
+    print(f"restarts per supervisor{where}: "
+          + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
     print("escalations: " + (", ".join(f"{k} {v}" for k, v in sorted(escalations.items())) or "none")
           + f"; couch_sup {'up' if top_alive else 'DOWN'}")
     for c in checks:

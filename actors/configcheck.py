@@ -163,6 +163,7 @@ SCHEMA: dict[str, Section] = {
         "max_backoff_exponent": integer(0), "fair_share": boolean,
         "usage_coeff": number(0, strict=True, maximum=1.0),
         "cluster_quiet_period": number(0), "cluster_start_period": number(0),
+        "cluster": boolean, "replicator_db": text, "doc_poll_interval": number(0, strict=True),
     }),
     "cluster": Section({
         "name": text, "listen": text, "cluster_key": text, "seeds": text,

@@ -136,6 +136,13 @@ class GenServer(Behaviour):
         cell = self._actor_cell
         cell.runtime.sys_request(cell.runtime.node_proc, "monitor_node", (node, cell.ref))
 
+    def monitor_nodes(self, flag: bool = True) -> None:
+        """``net_kernel:monitor_nodes(Flag)``: ``("nodeup", node)`` and
+        ``("nodedown", node)`` arrive in ``handle_info`` for every node that
+        connects or is lost from now on, in order; ``flag=False`` ends it."""
+        cell = self._actor_cell
+        cell.runtime.sys_request(cell.runtime.node_proc, "monitor_nodes", (cell.ref, bool(flag)))
+
     def demonitor(self, mref: Any) -> bool:
         """Stop watching; a DOWN already queued for ``mref`` is discarded."""
         cell = self._actor_cell
@@ -176,8 +183,18 @@ class GenServer(Behaviour):
         """A monitor waited on by this thread (``.wait(timeout)``), not the mailbox."""
         return Monitor(self._actor_cell.runtime, ref)
 
-    def whereis(self, name: str) -> ActorRef | None:
-        return self._actor_cell.runtime.whereis(name)
+    def whereis(self, name: str, node: str | None = None) -> ActorRef | None:
+        """The actor registered as ``name`` on this node, or on the connected
+        ``node`` (None when it is not connected or nothing has that name)."""
+        runtime = self._actor_cell.runtime
+        if node is None:
+            return runtime.whereis(name)
+        return runtime.sys_request(runtime.node_proc, "whereis_on", (name, node))
+
+    def nodes(self) -> list[str]:
+        """The names of the other nodes connected now (`Node.nodes`)."""
+        runtime = self._actor_cell.runtime
+        return runtime.sys_request(runtime.node_proc, "nodes", ())
 
     def register(self, name: str) -> None:
         """Register this actor under ``name`` (``register(Name, self())``); the

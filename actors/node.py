@@ -25,6 +25,7 @@ from actors import stats as _stats
 from actors._host import write_message, zygote_main
 from actors._logging import LogListener
 from actors._monitor import Monitor
+from actors._node_events import NodeEvents
 from actors._reasons import CallTimeout, Exit
 from actors._net import NetError, NetLink
 from actors._ref import ActorRef, qualify
@@ -165,6 +166,7 @@ class Node:
         self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
         self._node_watchers: dict[str, list[Callable[[], None]]] = {}
         self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
+        self._node_events = NodeEvents(self._rt)  # monitor_nodes subscribers
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
@@ -270,6 +272,15 @@ class Node:
         watch = NodeMonitor(name)
         self._watch_node(name, watch.fire)
         return watch
+
+    def monitor_nodes(self, ref: ActorRef, flag: bool = True) -> None:
+        """``net_kernel:monitor_nodes(Flag)`` for the actor ``ref``: it gets
+        ``("nodeup", name)`` and ``("nodedown", name)`` in ``handle_info`` for
+        every node that connects or is lost from now on, in order (nodes
+        connected already are not announced: read `nodes` after this).
+        ``flag=False`` ends it; a subscriber that dies is forgotten."""
+        self._check_open()
+        self._node_events.subscribe(ref, flag)
 
     def _watch_node(self, name: str, fire: Callable[[], None]) -> None:
         with self._watch_lock:
@@ -455,6 +466,10 @@ class Node:
         rt.register_sys("rspawn", self._on_rspawn, threaded=True)
         rt.register_sys("spawn_on", self._on_spawn_on, threaded=True)
         rt.register_sys("monitor_node", self._on_monitor_node)
+        rt.register_sys("nodes", lambda src: self.nodes())
+        rt.register_sys("whereis_on", self._on_whereis_on, threaded=True)
+        rt.register_sys("monitor_nodes", lambda src, ref, flag: self._node_events.subscribe(ref, flag),
+                        threaded=True)
         rt.register_sys("peer_proc_down", self._on_peer_proc_down)
 
     # -- distribution (link callbacks run on the link's I/O thread) -------------------
@@ -501,6 +516,15 @@ class Node:
     def _on_monitor_node(self, src: str, name: str, watcher: ActorRef) -> None:
         """An actor's ``monitor_node``: ``("nodedown", name)`` goes to its ``handle_info``."""
         self._watch_node(name, lambda: self._rt.send(watcher, ("nodedown", name)))
+
+    def _on_whereis_on(self, src: str, name: str, node: str) -> ActorRef | None:
+        """An actor's ``whereis(name, node=...)``: None when that node is not connected."""
+        try:
+            return self.whereis(name, node=node)
+        except Exit as exc:
+            if exc.reason == "noconnection":
+                return None
+            raise
 
     def _relay(self, dest: str, frame: bytes) -> None:
         """A frame for a process of another node (from any thread of this process, or a host's)."""
@@ -574,6 +598,7 @@ class Node:
         with self._watch_lock:
             self._peer_ids[peer] = f"{peer}@{incarnation:x}"
             self._watch_lock.notify_all()
+        self._rt.call_soon(lambda: self._node_events.publish("nodeup", peer))
 
     def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
         node_id = f"{peer}@{incarnation:x}"
@@ -593,6 +618,7 @@ class Node:
             self._rt.node_down(node_id, "noconnection")
             for fire in watchers:
                 fire()
+            self._node_events.publish("nodedown", peer)
 
         self._rt.call_soon(down)
 

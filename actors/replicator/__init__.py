@@ -8,8 +8,18 @@ logic over two stores).  The actors: `scheduler` (``couch_replicator_scheduler``
 its reader and the API functions), `scheduler_job` (one job's process and its
 workers), `scheduler_sup` (the job supervisor) and `sup` (the replicator tree);
 `job_table` is the reader's copy of the job table.
+
+Across nodes (``[replicator] cluster = true``): `clustering` (ownership and
+stability, pure), `cluster_state` (members and their reports, pure),
+`replicator_db` (the ``_replicator`` documents), `cluster_options`, and the
+actors `clustering_server` (``couch_replicator_clustering``) and
+`doc_processor` (``couch_replicator_doc_processor``).
 """
 
+from .cluster_options import ClusterOptions
+from .cluster_state import ClusterState, ClusterView, PeerReport
+from .clustering_server import CLUSTERING, ClusteringServer
+from .doc_processor import DOC_PROCESSOR, DocProcessor, cluster_status
 from .docstore import Change, Conflict, DatabaseNotFound, Doc, DocStore, DocStoreError
 from .fair_share import DEFAULT_SHARES, FairShare, owner_of
 from .job_table import JobTable
@@ -50,18 +60,27 @@ from .scheduler_sup import (
     start_job,
     terminate_job,
 )
+from .replicator_db import BadReplicationDoc, ReplicatorDb, delete_replication, put_replication, rep_from_doc
 from .settings import InvalidSetting, Settings
 from .sup import REPLICATOR_SUP, ReplicatorSup, start_replicator
 
 __all__ = [
+    "BadReplicationDoc",
     "Batch",
+    "CLUSTERING",
     "Change",
     "CheckpointError",
+    "ClusterOptions",
+    "ClusterState",
+    "ClusterView",
+    "ClusteringServer",
     "Conflict",
     "DEFAULT_SHARES",
+    "DOC_PROCESSOR",
     "DatabaseNotFound",
     "Decision",
     "Doc",
+    "DocProcessor",
     "DocStore",
     "DocStoreError",
     "Effect",
@@ -72,11 +91,13 @@ __all__ = [
     "JobStartError",
     "JobTable",
     "MAX_BACKOFF",
+    "PeerReport",
     "READER",
     "REPLICATOR_SUP",
     "Rep",
     "ReplicationJob",
     "ReplicationWorker",
+    "ReplicatorDb",
     "ReplicatorSup",
     "SCHEDULER",
     "SCHEDULER_SUP",
@@ -94,9 +115,11 @@ __all__ = [
     "StopJob",
     "backoff_micros",
     "backoff_until",
+    "cluster_status",
     "compare_replication_logs",
     "consecutive_crashes",
     "crashed",
+    "delete_replication",
     "is_continuous",
     "is_crash",
     "last_started",
@@ -105,7 +128,9 @@ __all__ = [
     "oldest_job_first",
     "owner_of",
     "pending_jobs",
+    "put_replication",
     "rep_error_to_text",
+    "rep_from_doc",
     "reschedule",
     "sort_oldest_first",
     "start_job",

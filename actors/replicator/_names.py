@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 
-__all__ = ["register_self", "whereis"]
+__all__ = ["node_name", "register_self", "whereis"]
 
 
 def _runtime() -> Any:
@@ -34,3 +34,11 @@ def register_self(server: Any, name: str) -> None:
     ``("already_registered", holder)`` when another actor holds the name.
     """
     server.register(name)
+
+
+def node_name() -> str | None:
+    """The calling process's node's name in its cluster (``"a"`` of ``"a@<incarnation>"``),
+    None when the node is not distributed."""
+    node_id = _runtime().node_id
+    name, at, _ = node_id.rpartition("@")
+    return name if at and name else None

@@ -59,3 +59,35 @@ class Watcher(GenServer):
 
     def handle_info(self, message: Any) -> None:
         self.got.append(message)
+
+
+class NodesWatcher(GenServer):
+    """Subscribes to every nodeup/nodedown (``monitor_nodes``) and answers
+    ``("await", n)`` once it holds n events, so a test waits on messages."""
+
+    def init(self, subscribe: bool = True) -> None:
+        self.events: list[Any] = []
+        self.waiting: list[tuple[int, Any]] = []
+        if subscribe:
+            self.monitor_nodes()
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request[0] == "await":
+            if len(self.events) >= request[1]:
+                return list(self.events)
+            self.waiting.append((request[1], from_))
+            return noreply
+        if request[0] == "monitor_nodes":
+            self.monitor_nodes(request[1])
+            return "ok"
+        return None
+
+    def handle_info(self, message: Any) -> None:
+        self.events.append(message)
+        still = []
+        for count, from_ in self.waiting:
+            if len(self.events) >= count:
+                self.reply(from_, list(self.events))
+            else:
+                still.append((count, from_))
+        self.waiting = still

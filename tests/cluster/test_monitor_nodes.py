@@ -1,0 +1,52 @@
+"""``monitor_nodes``: nodeup/nodedown messages for every node, from real node processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors import Node
+
+from tests.cluster.dist_actors import NodesWatcher
+from tests.cluster.test_distribution import NodeProcess, key, node_a  # noqa: F401  (fixtures)
+
+
+def test_nodeup_and_nodedown_in_order(node_a: Node, key: str) -> None:  # noqa: F811
+    in_node = node_a.spawn(NodesWatcher)  # subscribes itself, in the node process
+    in_host = node_a.spawn(NodesWatcher, False, host="own")
+    node_a.monitor_nodes(in_host)  # the host program subscribes an actor of a host process
+    node_a.monitor_nodes(in_host)  # twice is once
+    late = node_a.spawn(NodesWatcher, False)
+    b = NodeProcess("b", key)
+    c = NodeProcess("c", key)
+    try:
+        assert node_a.connect(b.address) == "b"
+        assert in_node.call(("await", 1), timeout=10.0) == [("nodeup", "b")]
+        node_a.monitor_nodes(late)  # b is connected already: not announced
+        assert node_a.connect(c.address) == "c"
+        b.kill()
+        want = [("nodeup", "b"), ("nodeup", "c"), ("nodedown", "b")]
+        assert in_node.call(("await", 3), timeout=10.0) == want
+        assert in_host.call(("await", 3), timeout=10.0) == want
+        assert late.call(("await", 2), timeout=10.0) == [("nodeup", "c"), ("nodedown", "b")]
+        node_a.monitor_nodes(in_host, False)
+        c.close()  # c says goodbye: a nodedown too
+        assert in_node.call(("await", 4), timeout=10.0)[3] == ("nodedown", "c")
+        assert late.call(("await", 3), timeout=10.0)[2] == ("nodedown", "c")
+        assert in_host.call(("await", 3), timeout=10.0) == want  # unsubscribed: nothing more
+        assert node_a.nodes() == []
+    finally:
+        b.close()
+        c.close()
+
+
+def test_a_dead_subscriber_is_forgotten_and_a_ref_is_required(node_a: Node) -> None:  # noqa: F811
+    w = node_a.spawn(NodesWatcher)
+    assert node_a._node_events.subscribers() == [w]
+    watch = node_a._node_events._subs[w]
+    node_a.stop(w)
+    watch.wait(5.0)  # the node's own watch on its subscriber saw it die
+    assert node_a._node_events.subscribers() == []
+    with pytest.raises(TypeError):
+        node_a.monitor_nodes("not a ref")  # type: ignore[arg-type]
+
+

@@ -13,9 +13,10 @@ Then, for ``--duration`` seconds:
 * couch_jobs workers on every node (two on each node process, each in a
   host process of its own) finish the jobs the controller adds, through
   the shared store;
-* the continuous replications are spread over the nodes by ownership
-  (`ClusterReplications`: the controller places each job on its owner
-  among the live nodes and moves it when membership changes);
+* the continuous replications are documents in a shared ``_replicator``
+  file, run by the clustered replicator of every node (``[replicator]
+  cluster = true``): each job on its owner among the live nodes, moved
+  when membership changes (`ClusterReplications` only watches);
 * the actor killer kills actors and SIGKILLs host processes on every node;
 * the node killer SIGKILLs a whole node process every few seconds (one
   down at a time) and restarts it: a new incarnation that reconnects and
@@ -68,11 +69,18 @@ WORKERS_PER_NODE = 2
 NODE_KILL_PERIOD = 8.0
 #: What the nodes run differently from the controller: replication jobs as threads of the
 #: replicator tree rather than one host process each (N nodes on one machine are many processes).
-NODE_OVERRIDES: dict[str, dict[str, str]] = {"couch": {"replicator_job_host": "none"}}
+NODE_OVERRIDES: dict[str, dict[str, str]] = {
+    "couch": {"replicator_job_host": "none"},
+    # The clustered replicator (docs/replicator.md, "Across nodes"), with a quiet period that fits a
+    # run of seconds; the controller's replicator stays unclustered, so the controller is no member.
+    "replicator": {"cluster": "true", "cluster_quiet_period": "2", "cluster_start_period": "1",
+                   "doc_poll_interval": "0.2"},
+}
 
 
-def node_config(cfg: Config, jobs_store: dict[str, str], path: str) -> None:
-    """Write the nodes' ini file: the demo settings, the shared couch_jobs store, `NODE_OVERRIDES`."""
+def node_config(cfg: Config, jobs_store: dict[str, str], path: str, replicator_db: str) -> None:
+    """Write the nodes' ini file: the demo settings, the shared couch_jobs store and ``_replicator``
+    file, `NODE_OVERRIDES`."""
     parser = configparser.ConfigParser(interpolation=None)
     for section in cfg.sections():
         # every node has its own state directory (--state-dir); only the couch_jobs store is shared
@@ -82,6 +90,7 @@ def node_config(cfg: Config, jobs_store: dict[str, str], path: str) -> None:
         parser[section] = {**(dict(parser[section]) if parser.has_section(section) else {}), **values}
     jobs = dict(parser["couch_jobs"]) if parser.has_section("couch_jobs") else {}
     parser["couch_jobs"] = {**jobs, **jobs_store}
+    parser["replicator"]["replicator_db"] = replicator_db
     with open(path, "w", encoding="utf-8") as fh:
         parser.write(fh)
 
@@ -128,7 +137,9 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
     app = start_app(node, cfg, state_dir, smoosh_overrides=SMOOSH_OVERRIDES, smoosh_observer=observer)
     store = {k: v for k in ("store", "database_path") if (v := node.config.get("couch_jobs", k))}
     ini = os.path.join(state_dir, "node.ini")
-    node_config(cfg, store, ini)
+    replicator_db = os.path.join(state_dir, "replication", "_replicator.sqlite")
+    os.makedirs(os.path.dirname(replicator_db), exist_ok=True)
+    node_config(cfg, store, ini, replicator_db)
     jobs = JobsDriver(node, batch=2, period=0.1, group=lambda worker: f"n{worker // 10}" if worker >= 10 else node.name)
     jobs.setup()  # the type's timeout and the finish log table, before any worker accepts
 
@@ -153,7 +164,7 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         writer = DbWriter(node, app.data_dir, app.smoosh_state_dir, dbs=6 if short else 10, seed=seed)
         writer_box.append(writer)
         reads = IoqReaders(node, files, threads=2, seed=seed)
-        repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up,
+        repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up, replicator_db,
                                    jobs=6 if short else 9, seed=seed)
         repl.setup()
         local_tops = [app.top, workload_sup]

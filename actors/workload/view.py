@@ -91,7 +91,8 @@ class LiveView:
         if repl is not None:
             running = _try(repl.running, None)
             rtext = f"{running[0]}/{running[1]} running" if running else "?"
-            parts.append(f"replications {rtext}, {repl.writes} doc writes, {repl.readds} re-added")
+            moved = f"{repl.moves} moved between nodes" if hasattr(repl, "moves") else f"{repl.readds} re-added"
+            parts.append(f"replications {rtext}, {repl.writes} doc writes, {moved}")
         return " | ".join(parts)
 
     def workload(self) -> str:

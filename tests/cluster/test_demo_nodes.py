@@ -187,12 +187,14 @@ def test_node_command_refuses_an_unsafe_key_in_one_line(tmp_path):
 def test_node_ini_shares_the_jobs_store_but_not_the_state_dir(tmp_path):
     cfg = Config({"couch": {"state_dir": "/ctl/state", "intensity": "30"}, "replicator": {"max_jobs": "3"}})
     path = tmp_path / "node.ini"
-    node_config(cfg, {"database_path": "/ctl/state/couch_jobs.sqlite"}, str(path))
+    node_config(cfg, {"database_path": "/ctl/state/couch_jobs.sqlite"}, str(path), "/ctl/state/_replicator.sqlite")
     back = Config.from_ini(str(path))
     assert back.get("couch", "state_dir") is None
     assert back.get("couch", "intensity") == "30" and back.get("replicator", "max_jobs") == "3"
     assert back.get("couch_jobs", "database_path") == "/ctl/state/couch_jobs.sqlite"
     assert back.get("couch", "replicator_job_host") == "none"
+    assert back.get("replicator", "cluster") == "true"
+    assert back.get("replicator", "replicator_db") == "/ctl/state/_replicator.sqlite"
 
 
 def test_only_descendants_of_the_given_roots_may_be_sigkilled():
@@ -229,6 +231,7 @@ def test_demo_on_three_nodes_survives_a_node_kill_and_loses_nothing():
     assert {"n1", "n2", "n3"} <= set(re.findall(r"n\d", per_node)), per_node  # workers on every node
     placed = re.search(r"last placement: ([^)]*)\)", text).group(1)
     assert len(placed.split(",")) >= 2, placed  # replications spread over the nodes
+    assert "members seen: all agree on n1,n2,n3" in text  # a full mesh; the controller is no member
     assert "finished exactly once" in text and "0 missing" in text and "0 hung" in text
     result = [line for line in text.splitlines() if line.startswith("RESULT:")]
     assert len(result) == 1 and result[0].startswith("RESULT: nothing lost -- checked 3 nodes up ("), result

@@ -2,7 +2,8 @@
 
 The demo process is the *controller*: a distributed node (``ctl``) that
 writes a fresh cluster key into the state directory, boots the application
-itself (IOQ reads and smoosh are driven here, as in the one-node demo), and
+itself (smoosh and the first IOQ readers are driven here, as in the one-node
+demo), and
 starts N node processes (``python -m actors node``, names ``n1``..``nN``,
 tcp on 127.0.0.1, seeded with the controller's address), each running the
 whole application with its own state directory and the same couch_jobs
@@ -13,6 +14,9 @@ Then, for ``--duration`` seconds:
 * couch_jobs workers on every node (two on each node process, each in a
   host process of its own) finish the jobs the controller adds, through
   the shared store;
+* a reader on every node reads the controller's files through that node's
+  IOQ and checks every byte (`NodeReads`), beside the controller's own
+  readers;
 * the continuous replications are documents in a shared ``_replicator``
   file, run by the clustered replicator of every node (``[replicator]
   cluster = true``): each job on its owner among the live nodes, moved
@@ -53,8 +57,9 @@ from actors.workload import (
     start_workload,
 )
 from actors.workload.cluster_replication import ClusterReplications
-from actors.workload.ioq_reads import make_files
+from actors.workload.ioq_reads import file_specs, make_files
 from actors.workload.jobs import JOB_TYPE, JobWorker
+from actors.workload.node_reads import NodeReads, reader_spec
 from actors.workload.nodes import NodeKiller, NodeProc, NodeSet
 from actors.workload.view import LiveView
 from supervision import ChildSpec
@@ -143,10 +148,14 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
     jobs = JobsDriver(node, batch=2, period=0.1, group=lambda worker: f"n{worker // 10}" if worker >= 10 else node.name)
     jobs.setup()  # the type's timeout and the finish log table, before any worker accepts
 
+    n_servers = len([a for a in node.actors() if str(a.get("registered") or "").startswith("ioq_server_")])
+    files = make_files(os.path.join(state_dir, "ioq"), count=max(2, 2 * n_servers), size=256 * 1024, seed=seed)
+    paths = [p for p, _ in files]
     names = [f"n{i + 1}" for i in range(n_nodes)]
     workload_sup: ActorRef | None = None
     nodes = NodeSet(node, names, key_path=os.path.join(state_dir, "cluster.key"), config_path=ini,
-                    state_dir=os.path.join(state_dir, "nodes"), on_up=lambda n: _start_workers(node, n, names))
+                    state_dir=os.path.join(state_dir, "nodes"),
+                    on_up=lambda n: _start_workers(node, n, names, paths, seed))
     killer = node_killer = repl = None
     try:
         failed = nodes.start_all()
@@ -158,12 +167,11 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
             print(f"  node {n.name} at {n.address}, runtime directory {n.rundir} (attach: otpy status {n.rundir})",
                   flush=True)
 
-        n_servers = len([a for a in node.actors() if str(a.get("registered") or "").startswith("ioq_server_")])
-        files = make_files(os.path.join(state_dir, "ioq"), count=max(2, 2 * n_servers), size=256 * 1024, seed=seed)
-        workload_sup = start_workload(node, [p for p, _ in files], workers=0)
+        workload_sup = start_workload(node, paths, workers=0)
         writer = DbWriter(node, app.data_dir, app.smoosh_state_dir, dbs=6 if short else 10, seed=seed)
         writer_box.append(writer)
         reads = IoqReaders(node, files, threads=2, seed=seed)
+        node_reads = NodeReads(node, nodes.up)
         repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up, replicator_db,
                                    jobs=6 if short else 9, seed=seed)
         repl.setup()
@@ -186,16 +194,18 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
 
         killer = Killer(node, trees, rate, seed=seed, may_sigkill=may_sigkill)
         node_killer = NodeKiller(nodes, NODE_KILL_PERIOD, first_after=min(NODE_KILL_PERIOD, duration / 3), seed=seed)
-        drivers = {"smoosh": writer, "ioq": reads, "jobs": jobs, "replication": repl, "killer": killer,
-                   "nodes": nodes, "node_killer": node_killer}
+        drivers = {"smoosh": writer, "ioq": reads, "node_ioq": node_reads, "jobs": jobs, "replication": repl,
+                   "killer": killer, "nodes": nodes, "node_killer": node_killer}
         view = LiveView(node, app, drivers, duration)
-        start = _load(node, view, (writer, reads, jobs, repl, killer, node_killer), duration, live, short, outcome,
-              f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name}, {len(writer.dbs)} "
+        start = _load(node, view, (writer, reads, node_reads, jobs, repl, killer, node_killer), duration, live,
+                      short, outcome,
+              f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
+              f"{len(writer.dbs)} "
               f"databases for smoosh on {node.name}, {repl.n_jobs} replications over {n_nodes} nodes, couch_jobs "
               f"workers on every node ({WORKERS_PER_NODE} each); killing actors "
               f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s")
         with deferred():
-            _report(node, app, view, [killer, node_killer], drivers, (nodes, jobs, repl, writer, reads),
+            _report(node, app, view, [killer, node_killer], drivers, (nodes, jobs, repl, writer, reads, node_reads),
                     duration, rate, seed, grace, start, live, outcome)
     finally:
         with deferred():
@@ -203,6 +213,8 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
                 if d is not None:
                     d.stop()
             nodes.stop_all()
+            if node_killer is not None:
+                node_killer.join(timeout=30)  # a restart under way ends with the node set's stop
             if workload_sup is not None:
                 try:
                     node.stop(workload_sup, "shutdown", timeout=30)
@@ -213,11 +225,13 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
             app.stop()
 
 
-def _start_workers(ctl: Node, n: NodeProc, names: list[str]) -> None:
-    """Put the demo's job workers on node ``n`` (again, after a restart), under a workload supervisor there."""
+def _start_workers(ctl: Node, n: NodeProc, names: list[str], paths: list[str], seed: int) -> None:
+    """Put the demo's job workers, file actors and IOQ reader on node ``n`` (again, after a restart),
+    under a workload supervisor there."""
     base = 10 * (names.index(n.name) + 1)
     specs = [ChildSpec(f"job_worker_{base + i}", (JobWorker, (JOB_TYPE, base + i)), host=f"jobs{i}")
              for i in range(WORKERS_PER_NODE)]
+    specs += file_specs(paths) + [reader_spec(paths, seed + base)]
     ctl.spawn(WorkloadSup, specs, name=WORKLOAD_SUP, node=n.name)
 
 

@@ -11,7 +11,8 @@ reconnects, and ``on_up`` runs again for it (the demo puts its job
 workers back there).
 
 `NodeKiller` is the chaos for whole nodes: at most one node down at a
-time, one SIGKILL every ``period`` seconds, each followed by a restart.
+time, one SIGKILL every ``period`` seconds, each followed by a restart
+(on a thread of its own, so the load can stop while a node boots).
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ class NodeSet:
                 line = lines.get(timeout=left)
             except queue.Empty:
                 continue
-            if line == "" and n.proc is not None and n.proc.poll() is not None:
-                return self._failed(n, f"{n.name}: exited with status {n.proc.returncode} before it was ready")
+            if line == "":  # EOF: the process is ending
+                status = n.proc.wait(timeout=30) if n.proc is not None else None
+                return self._failed(n, f"{n.name}: exited with status {status} before it was ready")
             ready = parse_ready(line)
             if ready is not None:
                 break
@@ -149,7 +151,11 @@ class NodeSet:
             n.state = "up"
             n.node_ids.append(node_id)
         if self.on_up is not None:
-            self.on_up(n)
+            try:
+                self.on_up(n)
+            except Exception as exc:  # the node died again, or the set is stopping: said in the summary
+                with self.lock:
+                    self.errors.append(f"{n.name}: starting its workload failed: {type(exc).__name__}: {exc}")
         return True
 
     def _new_incarnation(self, n: NodeProc, deadline: float) -> str | None:
@@ -308,6 +314,7 @@ class NodeKiller(Driver):
         self.kills = 0
         self.restarts = 0
         self.log: list[str] = []
+        self._restarting: list[threading.Thread] = []
 
     def _run(self, index: int) -> None:
         if self.stop_flag.wait(self.first_after):
@@ -325,9 +332,26 @@ class NodeKiller(Driver):
         with self.lock:
             self.kills += 1
             self.log.append(f"SIGKILL node {name} (pid {pid})")
-        if self.nodes.restart(name):
+        # Restarted on a thread of its own, so stopping the load never waits for a node to boot (the
+        # summary's settle does, bounded); the next kill waits until every node is up again.
+        thread = threading.Thread(target=self._restart, args=(name,), name=f"restart-{name}", daemon=True)
+        self._restarting.append(thread)
+        thread.start()
+
+    def _restart(self, name: str) -> None:
+        try:
+            ok = self.nodes.restart(name)
+        except RuntimeError:  # the node set is stopping: no restart
+            return
+        if ok:
             with self.lock:
                 self.restarts += 1
+
+    def join(self, timeout: float) -> None:
+        """Wait (bounded) for the restarts under way: after `NodeSet.stop_all` they end at once."""
+        deadline = time.monotonic() + timeout
+        for thread in self._restarting:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def summary(self) -> str:
         with self.lock:

@@ -101,6 +101,10 @@ class LiveView:
         if reads is not None:
             s = reads.snapshot()
             parts.append(f"reads ok {s['ok']} failed {s['failed']} wrong {s['wrong']} hung {s['hung']}")
+        node_reads = self.drivers.get("node_ioq")
+        if node_reads is not None:  # demo --nodes N: the readers on the nodes
+            s = node_reads.snapshot()
+            parts.append(f"node reads ok {s['ok']} failed {s['failed']} wrong {s['wrong']} hung {s['hung']}")
         writer = self.drivers.get("smoosh")
         if writer is not None:
             s = writer.snapshot()

@@ -106,25 +106,28 @@ def _start_node(tmp_path: Path, name: str, key: str, *extra: str) -> tuple[subpr
 def test_node_command_serves_a_connectable_node_until_a_signal_and_leaves_nothing(tmp_path, signum):
     key = str(tmp_path / "cluster.key")
     write_new(key)
-    proc, line = _start_node(tmp_path, "n1", key)
-    try:
-        ready = parse_ready(line)
-        assert ready is not None and ready.name == "n1" and ready.pid == proc.pid
-        assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", ready.address)
-        assert os.path.isdir(ready.rundir) and os.path.isdir(ready.state_dir)
-        with Node(name="probe", listen="tcp://127.0.0.1:0", cluster_key=key) as probe:
-            assert probe.connect(ready.address, timeout=10.0) == "n1"
+    # The node joins the probe through --seeds: once the probe sees it up, it already sees the probe, so
+    # the probe's calls are answered.  (The other way round, a call right after probe.connect() may
+    # reach a node that does not see the probe yet, and its reply is lost: a known race of connect.)
+    with Node(name="probe", listen="tcp://127.0.0.1:0", cluster_key=key) as probe:
+        proc, line = _start_node(tmp_path, "n1", key, "--seeds", str(probe.address))
+        try:
+            ready = parse_ready(line)
+            assert ready is not None and ready.name == "n1" and ready.pid == proc.pid
+            assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", ready.address)
+            assert os.path.isdir(ready.rundir) and os.path.isdir(ready.state_dir)
+            assert probe.wait_for_node("n1", timeout=30.0)
             top = probe.whereis("couch_sup", node="n1", timeout=10.0)
             assert top is not None and top.os_pid == proc.pid  # the whole application is up there
             assert probe.whereis("couch_replicator_scheduler", node="n1", timeout=10.0) is not None
-        hosts = _descendants(proc.pid)
-        assert hosts, "the application's host processes"
-        os.kill(proc.pid, signum)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
+            hosts = _descendants(proc.pid)
+            assert hosts, "the application's host processes"
+            os.kill(proc.pid, signum)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "node n1 stopped" in out
     assert "Traceback" not in err, err
@@ -232,6 +235,9 @@ def test_demo_on_three_nodes_survives_a_node_kill_and_loses_nothing():
     placed = re.search(r"last placement: ([^)]*)\)", text).group(1)
     assert len(placed.split(",")) >= 2, placed  # replications spread over the nodes
     assert "members seen: all agree on n1,n2,n3" in text  # a full mesh; the controller is no member
+    node_reads = re.search(r"ioq on the nodes: .*", text).group(0)
+    assert "0 wrong bytes" in node_reads and "0 hung" in node_reads, node_reads
+    assert {"n1", "n2", "n3"} <= set(re.findall(r"\b(n\d) \d+", node_reads)), node_reads  # reads on every node
     assert "finished exactly once" in text and "0 missing" in text and "0 hung" in text
     result = [line for line in text.splitlines() if line.startswith("RESULT:")]
     assert len(result) == 1 and result[0].startswith("RESULT: nothing lost -- checked 3 nodes up ("), result

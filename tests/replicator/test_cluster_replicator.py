@@ -247,3 +247,25 @@ def test_a_partial_mesh_claims_nothing_and_a_node_without_replicator_owns_nothin
         for node in nodes:
             node.close()
     assert assert_never_twice(cluster_kit.read(audit), {}) == 0
+
+
+@pytest.mark.timeout(60)
+def test_one_clustered_node_from_the_config_alone(tmp_path: Any) -> None:
+    """``[replicator] cluster = true`` is all a tree started without options (as couch_sup
+    starts it, in a host process) needs; a lone node owns every job, and a document's
+    deletion stops its job."""
+    from actors.replicator import ReplicationJob, ReplicatorSup, cluster_status
+
+    db = str(tmp_path / "_replicator.sqlite")
+    reps = make_sources(tmp_path, 3, 4)
+    for doc_id, source, target in reps:
+        put_replication(db, doc_id, source, target, continuous=True, create_target=True)
+    config = {"replicator": {"cluster": "true", "replicator_db": db, "cluster_start_period": "0.2",
+                             "doc_poll_interval": "0.1"}}
+    with Node(config, name="solo", listen="tcp://127.0.0.1:0") as node:
+        node.spawn(ReplicatorSup, ReplicationJob, None, name="couch_replicator_sup", host="own")
+        status = wait_until("the lone node runs the three jobs",
+                            lambda: (lambda s: s if len(s["running"]) == 3 else None)(cluster_status(node)))
+        assert status["live"] == ["solo"] and status["stable"] and status["owned"] == status["running"]
+        assert delete_replication(db, reps[1][0])
+        wait_until("the deleted document's job stopped", lambda: len(cluster_status(node)["running"]) == 2)

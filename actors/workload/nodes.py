@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors import CallTimeout, Exit, Node
+from actors.attach import Attached, NotANode
 from actors.couch import COUCH_SUP
 from actors.nodecmd import parse_ready
 
@@ -282,6 +283,27 @@ class NodeSet:
             parts.append(text)
         return "; ".join(parts)
 
+    def restarts(self) -> dict[str, dict[str, int]]:
+        """Per node up, its restarts per supervisor (read through its runtime directory, as
+        ``otpy status`` does: the current incarnation's counters only)."""
+        out: dict[str, dict[str, int]] = {}
+        with self.lock:
+            where = {n.name: n.rundir for n in self.nodes.values() if n.state == "up" and n.rundir}
+        for name, rundir in sorted(where.items()):
+            try:
+                view = Attached(rundir, timeout=2.0)
+            except (NotANode, OSError):
+                continue
+            try:
+                counters = view.stats().get("counters", {})
+            except (Exit, CallTimeout, NotANode, OSError):
+                continue
+            finally:
+                view.close()
+            out[name] = {k[len("supervision.restarts."):]: v for k, v in counters.items()
+                         if k.startswith("supervision.restarts.") and v}
+        return out
+
     def check(self) -> Check:
         """Every node killed must have come back as a new incarnation; a node that did not is a failure."""
         c = Check("nodes")
@@ -293,6 +315,11 @@ class NodeSet:
         c.lines.append(f"nodes: {len(nodes)} node processes over tcp; {kills} SIGKILLed whole, {back} of them "
                        f"restarted and reconnected as a new incarnation"
                        + (f"; not up: {', '.join(down)}" if down else ""))
+        restarts = self.restarts()
+        if restarts:
+            c.lines.append("  restarts per supervisor on the nodes (current incarnations): " + "; ".join(
+                f"{n}: " + (", ".join(f"{k} {v}" for k, v in sorted(r.items())) or "none")
+                for n, r in restarts.items()))
         for why in self.errors:
             c.lines.append(f"  {why}")
         c.lost = len(down)

@@ -230,6 +230,7 @@ def test_demo_on_three_nodes_survives_a_node_kill_and_loses_nothing():
     m = re.search(r"nodes: 3 node processes over tcp; (\d+) SIGKILLed whole, (\d+) of them restarted and "
                   r"reconnected as a new incarnation", text)
     assert m and int(m.group(1)) >= 1 and m.group(1) == m.group(2), text
+    assert re.search(r"restarts per supervisor on the nodes \(current incarnations\): n1: .*; n2: .*; n3: ", text)
     per_node = re.search(r"finishes per node: (.*)", text).group(1)
     # Workers on every node; the node killed first may have finished nothing on a loaded machine, so
     # the finishes must come from at least two nodes.

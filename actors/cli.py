@@ -1,4 +1,4 @@
-"""The command line: ``otpy`` (or ``python -m actors``) demo, chaos, status, observe, bench, keygen.
+"""The command line: ``otpy`` (or ``python -m actors``) demo, node, chaos, status, observe, bench, keygen.
 
 Every subcommand is one ``add_<name>(subparsers)`` function in `COMMANDS`
 that declares its options and sets ``run``; adding a subcommand is writing
@@ -155,7 +155,33 @@ def add_demo(sub: Subparsers) -> None:
                         "server from pgserver) or a postgresql:// URL of your own server")
     p.add_argument("--observe", nargs="?", type=port, const=8421, default=None, metavar="PORT",
                    help="serve the observer web page for the demo's node (default port 8421; docs/observer.md)")
+    p.add_argument("--nodes", type=count, default=1, metavar="N",
+                   help="1 (default): one node; N >= 2: this process is a controller that starts N node "
+                        "processes over tcp, spreads the work over them and SIGKILLs whole nodes too")
     p.set_defaults(run=_run_demo)
+
+
+def add_node(sub: Subparsers) -> None:
+    p = sub.add_parser("node", parents=[_common(False)],
+                       help="run one distributed node with the whole application until SIGTERM or Ctrl-C",
+                       description="Start a node listening on tcp, boot the application (IOQ, couch_jobs, smoosh, "
+                                   "replicator) under it, print 'node NAME up at ADDRESS pid PID state DIR' once "
+                                   "ready, and serve until SIGTERM or Ctrl-C (docs/distribution.md).")
+    p.add_argument("--name", required=True, help="this node's name, unique in the cluster")
+    p.add_argument("--listen", default="tcp://127.0.0.1:0", metavar="ADDR",
+                   help="tcp://HOST:PORT to listen on; port 0 picks a free one (default tcp://127.0.0.1:0)")
+    p.add_argument("--cluster-key", default=None, metavar="PATH",
+                   help="the cluster key file (from 'keygen'); required unless listening on loopback")
+    p.add_argument("--seeds", nargs="+", default=None, metavar="ADDR", help="nodes to connect to at start")
+    p.add_argument("--net-ticktime", type=seconds, default=None, metavar="S",
+                   help="seconds of silence after which a node is declared down (default 15)")
+    p.add_argument("--config", default=None, metavar="INI",
+                   help="ini file: [couch], [ioq2], [smoosh], [replicator], [couch_jobs], [cluster], ...")
+    p.add_argument("--state-dir", default=None, metavar="DIR",
+                   help="where the application's files live (default: a temporary folder, removed at exit)")
+    p.add_argument("--stop-with-parent", action="store_true",
+                   help="stop (as on SIGTERM) when the process that started this one exits (used by demo --nodes)")
+    p.set_defaults(run=_run_node)
 
 
 def add_chaos(sub: Subparsers) -> None:
@@ -216,7 +242,8 @@ def add_bench(sub: Subparsers) -> None:
 
 
 #: The subcommands, in --help order.  Each entry adds one subparser.
-COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_chaos, add_status, add_observe, add_bench, add_keygen]
+COMMANDS: list[Callable[[Subparsers], None]] = [add_demo, add_node, add_chaos, add_status, add_observe, add_bench,
+                                                add_keygen]
 
 
 def _prog() -> str:
@@ -281,9 +308,22 @@ def _one_line(exc: BaseException) -> str:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from actors.demo import run_demo
+    from actors.demo_cluster import run_cluster_demo
 
     catch_sigterm()
-    return run_demo(args)
+    return run_cluster_demo(args) if args.nodes > 1 else run_demo(args)
+
+
+def _run_node(args: argparse.Namespace) -> int:
+    from actors._cluster_key import KeyFileError
+    from actors._net import NetError
+    from actors.nodecmd import run_node
+
+    catch_sigterm()
+    try:
+        return run_node(args)
+    except (KeyFileError, NetError) as exc:  # an unsafe key file, an address that cannot be bound
+        raise CliError(str(exc)) from None
 
 
 def _run_chaos(args: argparse.Namespace) -> int:

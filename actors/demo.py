@@ -111,11 +111,15 @@ def _state_dir(requested: str | None) -> tuple[str, bool]:
     return path, False
 
 
-def run_demo(args: Any) -> int:
+def run_demo(args: Any, *, make_node: Callable[[str], Node] | None = None, body: Callable[..., None] | None = None,
+             ) -> int:
     """``otpy demo``: 0 when nothing was lost, 1 when something was, 130/143 when interrupted.
 
     A temporary state directory is removed however the run ends, except
     when a check failed: then it is kept, and named, for inspection.
+    ``make_node(state_dir)`` and ``body`` (`_run`'s signature) are how
+    ``demo --nodes N`` (`actors.demo_cluster`) runs its controller instead
+    of the single node.
     """
     duration = SHORT_DURATION if args.short else args.duration
     rate = max(args.kill_rate, SHORT_MIN_KILL_RATE) if args.short else args.kill_rate
@@ -134,13 +138,13 @@ def run_demo(args: Any) -> int:
                     if store == "postgres" else store
                 cfg.set("couch_jobs", "store", url)
                 print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
-            node = Node()
+            node = make_node(state_dir) if make_node is not None else Node()
             web = None
             try:
                 if getattr(args, "observe", None) is not None:
                     web = node.observe(port=args.observe)
                     print(f"observer: {web.url}", flush=True)
-                _run(node, cfg, state_dir, duration, rate, grace, live, seed, outcome, short=args.short)
+                (body or _run)(node, cfg, state_dir, duration, rate, grace, live, seed, outcome, short=args.short)
             finally:
                 with deferred():
                     if web is not None:
@@ -230,7 +234,7 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
                 for d in (jobs, writer, repl, reads):
                     d.stop()
         with deferred():
-            _report(node, app, view, killer, drivers, (jobs, repl, writer, reads), duration, rate, seed, grace,
+            _report(node, app, view, [killer], drivers, (jobs, repl, writer, reads), duration, rate, seed, grace,
                     start, live, outcome)
     finally:
         with deferred():
@@ -242,11 +246,14 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
             app.stop()
 
 
-def _report(node: Node, app: Any, view: LiveView, killer: Killer, drivers: dict[str, Any], checked: tuple[Any, ...],
-            duration: float, rate: float, seed: int, grace: float, start: float, live: bool,
-            outcome: Outcome) -> None:
-    """Stop, settle (unless interrupted), check and print the summary; sets ``outcome.ok``."""
-    jobs, repl, writer, reads = checked
+def _report(node: Node, app: Any, view: LiveView, killers: list[Any], drivers: dict[str, Any],
+            checked: tuple[Any, ...], duration: float, rate: float, seed: int, grace: float, start: float,
+            live: bool, outcome: Outcome) -> None:
+    """Settle (unless interrupted), check and print the summary; sets ``outcome.ok``.
+
+    ``checked``: what has a ``check()`` (and maybe a ``settle(deadline)``), in
+    settling and printing order; ``killers``: what has a ``summary()``.
+    """
     ran = time.monotonic() - start
     if live:
         print("\x1b[2J\x1b[H" + view.render(ran, "stopped"), flush=True)
@@ -254,16 +261,17 @@ def _report(node: Node, app: Any, view: LiveView, killer: Killer, drivers: dict[
         print(f"INTERRUPTED after {ran:.1f} s of load: workload stopped, no grace period; partial summary "
               f"follows (items still in flight are not judged lost)", flush=True)
     else:
-        print(f"load stopped after {ran:.1f} s; {killer.summary()}", flush=True)
+        print(f"load stopped after {ran:.1f} s; " + "; ".join(k.summary() for k in killers), flush=True)
         settle_start = time.monotonic()
         deadline = settle_start + grace
-        jobs.settle(deadline)
-        repl.settle(deadline)
-        writer.settle(deadline)
+        for d in checked:
+            settle = getattr(d, "settle", None)
+            if settle is not None:
+                settle(deadline)
         print(f"grace period: outstanding work finished in {time.monotonic() - settle_start:.1f} s "
               f"(bound {grace:.0f} s)", flush=True)
 
-    checks = [jobs.check(), repl.check(), writer.check(), reads.check()]
+    checks = [d.check() for d in checked]
     counters = node.stats()["counters"]
     restarts = view.restarts(counters)
     escalations = {k[len("supervision.escalations."):]: v for k, v in counters.items()
@@ -274,8 +282,11 @@ def _report(node: Node, app: Any, view: LiveView, killer: Killer, drivers: dict[
     print("=" * 72)
     print(("PARTIAL " if outcome.interrupted else "")
           + f"summary ({ran:.1f} of {duration:g} s of load, kill rate {rate:g}/s, seed {seed})")
-    print(killer.summary())
-    print("restarts per supervisor: " + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
+    for k in killers:
+        print(k.summary())
+    where = f" (on {node.name})" if node.name else ""  # demo --nodes: the controller's counters
+    print(f"restarts per supervisor{where}: "
+          + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
     print("escalations: " + (", ".join(f"{k} {v}" for k, v in sorted(escalations.items())) or "none")
           + f"; couch_sup {'up' if top_alive else 'DOWN'}")
     for c in checks:

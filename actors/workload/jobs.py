@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from actors import Continue, GenServer, Node
@@ -93,8 +94,10 @@ class JobsDriver(Driver):
     name = "jobs-adder"
 
     def __init__(self, node: Node, *, batch: int = 2, period: float = 0.1, type_timeout: float = 2.0,
-                 job_type: Any = JOB_TYPE) -> None:
+                 job_type: Any = JOB_TYPE, group: Callable[[int], str] | None = None) -> None:
         super().__init__(period)
+        #: worker number -> where it runs (a node name), for a per-node count of finishes
+        self.group = group
         self.node = node
         self.batch = batch
         self.type = job_type
@@ -152,6 +155,13 @@ class JobsDriver(Driver):
                        f"states: {', '.join(f'{k} {v}' for k, v in sorted(by_state.items()))}")
         c.lines.append(f"  finished exactly once: {sum(1 for j in added if finishes.get(j) == 1)}; "
                        f"twice or more: {len(twice)}; never: {len(never)}; unknown ids logged: {len(stray)}")
+        if self.group is not None:
+            with couch_jobs.transaction(write=False) as tx:
+                per_worker = tx.execute(f"SELECT worker, count(*) FROM {LOG_TABLE} GROUP BY worker").fetchall()
+            where: Counter = Counter()
+            for worker, n in per_worker:
+                where[self.group(int(worker))] += n
+            c.lines.append("  finishes per node: " + ", ".join(f"{k} {v}" for k, v in sorted(where.items())))
         c.lost = len(set(unfinished) | set(twice) | set(never)) + len(stray)
         c.counted = f"{len(added)} jobs"
         if c.lost:

@@ -21,6 +21,7 @@ import random
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from actors import ActorRef, Node
@@ -33,13 +34,16 @@ __all__ = ["Killer"]
 class Killer(Driver):
     name = "killer"
 
-    def __init__(self, node: Node, trees: list[ActorRef], rate: float, *, sigkill_share: float = 0.5,
-                 min_age: float = 1.0, seed: int | None = None) -> None:
+    def __init__(self, node: Node, trees: list[ActorRef] | Callable[[], list[ActorRef]], rate: float, *,
+                 sigkill_share: float = 0.5, min_age: float = 1.0, seed: int | None = None,
+                 may_sigkill: Callable[[int], bool] | None = None) -> None:
         if rate < 0:
             raise ValueError(f"kill rate must be >= 0, got {rate}")
         super().__init__(1.0 / rate if rate > 0 else 3600.0)
         self.node = node
         self.trees = trees
+        #: Whether the OS process ``pid`` may be SIGKILLed (default: any host, never the host program).
+        self.may_sigkill = may_sigkill or (lambda pid: pid != os.getpid())
         self.rate = rate
         self.sigkill_share = sigkill_share
         self.min_age = min_age
@@ -59,7 +63,7 @@ class Killer(Driver):
 
     def tick(self, index: int) -> None:
         workers: list[tuple[str, ActorRef]] = []
-        for top in self.trees:
+        for top in (self.trees() if callable(self.trees) else self.trees):
             workers.extend(supervised_workers(top))
         now = time.monotonic()
         for _cid, ref in workers:
@@ -69,7 +73,9 @@ class Killer(Driver):
             return
         child_id, victim = self.rng.choice(workers)
         label = victim.name or child_id
-        if victim.os_pid != os.getpid() and self.rng.random() < self.sigkill_share:
+        if victim.node_id != self.node.id:
+            label = f"{label}@{victim.node_id.split('@')[0]}"
+        if self.may_sigkill(victim.os_pid) and self.rng.random() < self.sigkill_share:
             try:
                 os.kill(victim.os_pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -82,7 +88,7 @@ class Killer(Driver):
             text = f"kill {label}"
         with self.lock:
             self.kinds[kind] += 1
-            self.victims[_family(str(label))] += 1
+            self.victims[_family(str(label).split("@")[0])] += 1
             self.log.append(text)
 
     def summary(self) -> str:

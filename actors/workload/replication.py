@@ -49,7 +49,6 @@ class Replications(Driver):
 
     def setup(self) -> None:
         from actors.replicator import DocStore, Rep
-        from actors.replicator import scheduler as sched
 
         os.makedirs(self.directory, exist_ok=True)
         for i in range(self.n_jobs):
@@ -62,9 +61,15 @@ class Replications(Driver):
                 options={"continuous": True, "create_target": True, "worker_batch_size": 25,
                          "worker_processes": 2, "checkpoint_interval": 500, "changes_poll_interval": 200},
                 db_name="_replicator"))
+        self.add_all()
+        self._last_readd = time.monotonic()
+
+    def add_all(self) -> None:
+        """Give every job to the scheduler (subclasses place them on other nodes)."""
+        from actors.replicator import scheduler as sched
+
         for rep in self.reps:
             sched.add_job(self.node, rep)
-        self._last_readd = time.monotonic()
 
     def _write(self, i: int) -> None:
         docs = self.expected[i]

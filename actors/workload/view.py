@@ -91,7 +91,8 @@ class LiveView:
         if repl is not None:
             running = _try(repl.running, None)
             rtext = f"{running[0]}/{running[1]} running" if running else "?"
-            parts.append(f"replications {rtext}, {repl.writes} doc writes, {repl.readds} re-added")
+            moved = f"{repl.moves} moved between nodes" if hasattr(repl, "moves") else f"{repl.readds} re-added"
+            parts.append(f"replications {rtext}, {repl.writes} doc writes, {moved}")
         return " | ".join(parts)
 
     def workload(self) -> str:
@@ -100,6 +101,10 @@ class LiveView:
         if reads is not None:
             s = reads.snapshot()
             parts.append(f"reads ok {s['ok']} failed {s['failed']} wrong {s['wrong']} hung {s['hung']}")
+        node_reads = self.drivers.get("node_ioq")
+        if node_reads is not None:  # demo --nodes N: the readers on the nodes
+            s = node_reads.snapshot()
+            parts.append(f"node reads ok {s['ok']} failed {s['failed']} wrong {s['wrong']} hung {s['hung']}")
         writer = self.drivers.get("smoosh")
         if writer is not None:
             s = writer.snapshot()
@@ -108,6 +113,10 @@ class LiveView:
         if killer is not None:
             s = killer.snapshot()
             parts.append(f"kills {s['kills']}" + (f" (last: {s['last']})" if s["last"] else ""))
+        node_killer = self.drivers.get("node_killer")
+        if node_killer is not None:
+            s = node_killer.snapshot()
+            parts.append(f"node kills {s['kills']} restarted {s['restarts']}")
         return " | ".join(parts)
 
     def render(self, elapsed: float, phase: str = "load") -> str:
@@ -135,6 +144,9 @@ class LiveView:
         lines.append(row.rstrip("; "))
         restarts = self.restarts(counters)
         lines.append("restarts: " + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
+        nodes = self.drivers.get("nodes")
+        if nodes is not None:  # demo --nodes N: each node process's state
+            lines.append("nodes: " + nodes.line())
         lines.append("queues: " + self.queues())
         lines.append("jobs: " + self.jobs())
         lines.append("workload: " + self.workload())
@@ -146,4 +158,7 @@ class LiveView:
     def progress_line(self, elapsed: float) -> str:
         counters = _try(lambda: self.node.stats()["counters"], {})
         restarts = sum(self.restarts(counters).values()) if isinstance(counters, dict) else "?"
-        return f"  {elapsed:5.1f}/{self.duration:.0f} s  {self.workload()}  | {self.jobs()}  | restarts {restarts}"
+        nodes = self.drivers.get("nodes")
+        where = f"  | nodes: {nodes.line()}" if nodes is not None else ""
+        return (f"  {elapsed:5.1f}/{self.duration:.0f} s  {self.workload()}  | {self.jobs()}  | restarts {restarts}"
+                + where)

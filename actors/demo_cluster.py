@@ -1,0 +1,267 @@
+"""``demo --nodes N``: the main job on N node processes connected over tcp, whole nodes SIGKILLed.
+
+The demo process is the *controller*: a distributed node (``ctl``) that
+writes a fresh cluster key into the state directory, boots the application
+itself (smoosh and the first IOQ readers are driven here, as in the one-node
+demo), and
+starts N node processes (``python -m actors node``, names ``n1``..``nN``,
+tcp on 127.0.0.1, seeded with the controller's address), each running the
+whole application with its own state directory and the same couch_jobs
+store (the SQLite file in the state directory, or ``--store postgres``).
+
+Then, for ``--duration`` seconds:
+
+* couch_jobs workers on every node (two on each node process, each in a
+  host process of its own) finish the jobs the controller adds, through
+  the shared store;
+* a reader on every node reads the controller's files through that node's
+  IOQ and checks every byte (`NodeReads`), beside the controller's own
+  readers;
+* the continuous replications are documents in a shared ``_replicator``
+  file, run by the clustered replicator of every node (``[replicator]
+  cluster = true``): each job on its owner among the live nodes, moved
+  when membership changes (`ClusterReplications` only watches);
+* the actor killer kills actors and SIGKILLs host processes on every node;
+* the node killer SIGKILLs a whole node process every few seconds (one
+  down at a time) and restarts it: a new incarnation that reconnects and
+  gets its job workers back.
+
+The summary adds the nodes to the one-node checks: every job finished
+exactly once, every replication target holds every source document, every
+IOQ byte checked, every killed node back.  The nodes get SIGTERM at the end
+(or on Ctrl-C/SIGTERM of the demo), and stop with the controller even if it
+is SIGKILLed (``--stop-with-parent``).
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import time
+from typing import Any
+
+from actors import ActorRef, CallTimeout, Exit, Node
+from actors._cluster_key import write_new
+from actors.config import Config
+from actors.couch import COUCH_SUP, start_app
+from actors.demo import SMOOSH_OVERRIDES, Outcome, _report, run_demo
+from actors.interrupt import deferred, exit_status
+from actors.workload import (
+    WORKLOAD_SUP,
+    DbWriter,
+    IoqReaders,
+    JobsDriver,
+    Killer,
+    SmooshObserver,
+    WorkloadSup,
+    start_workload,
+)
+from actors.workload.cluster_replication import ClusterReplications
+from actors.workload.ioq_reads import file_specs, make_files
+from actors.workload.jobs import JOB_TYPE, JobWorker
+from actors.workload.node_reads import NodeReads, reader_spec
+from actors.workload.nodes import NodeKiller, NodeProc, NodeSet
+from actors.workload.view import LiveView
+from supervision import ChildSpec
+
+__all__ = ["CONTROLLER", "WORKERS_PER_NODE", "node_config", "run_cluster_demo"]
+
+#: The controller node's name; the nodes are ``n1``..``nN``.
+CONTROLLER = "ctl"
+#: couch_jobs workers on each node process (each in a host process of its own).
+WORKERS_PER_NODE = 2
+#: Seconds between two node SIGKILLs (the first comes after a third of the run in --short).
+NODE_KILL_PERIOD = 8.0
+#: What the nodes run differently from the controller: replication jobs as threads of the
+#: replicator tree rather than one host process each (N nodes on one machine are many processes).
+NODE_OVERRIDES: dict[str, dict[str, str]] = {
+    "couch": {"replicator_job_host": "none"},
+    # The clustered replicator (docs/replicator.md, "Across nodes"), with a quiet period that fits a
+    # run of seconds; the controller's replicator stays unclustered, so the controller is no member.
+    "replicator": {"cluster": "true", "cluster_quiet_period": "2", "cluster_start_period": "1",
+                   "doc_poll_interval": "0.2"},
+}
+
+
+def node_config(cfg: Config, jobs_store: dict[str, str], path: str, replicator_db: str) -> None:
+    """Write the nodes' ini file: the demo settings, the shared couch_jobs store and ``_replicator``
+    file, `NODE_OVERRIDES`."""
+    parser = configparser.ConfigParser(interpolation=None)
+    for section in cfg.sections():
+        # every node has its own state directory (--state-dir); only the couch_jobs store is shared
+        parser[section] = {k: v for k, v in cfg.section(section).items()
+                           if not (section == "couch" and k == "state_dir")}
+    for section, values in NODE_OVERRIDES.items():
+        parser[section] = {**(dict(parser[section]) if parser.has_section(section) else {}), **values}
+    jobs = dict(parser["couch_jobs"]) if parser.has_section("couch_jobs") else {}
+    parser["couch_jobs"] = {**jobs, **jobs_store}
+    parser["replicator"]["replicator_db"] = replicator_db
+    with open(path, "w", encoding="utf-8") as fh:
+        parser.write(fh)
+
+
+def _descends_from(pid: int, roots: set[int], depth: int = 6) -> bool:
+    """Whether ``pid`` is a (grand)child of one of ``roots`` (not a root itself), from /proc."""
+    current = pid
+    for _ in range(depth):
+        try:
+            with open(f"/proc/{current}/stat", encoding="ascii") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+        if ppid in roots:
+            return True
+        if ppid <= 1:
+            return False
+        current = ppid
+    return False
+
+
+def run_cluster_demo(args: Any) -> int:
+    """``demo --nodes N`` (N >= 2): exit statuses as `run_demo`'s."""
+    n_nodes = int(args.nodes)
+
+    def make_node(state_dir: str) -> Node:
+        key = os.path.join(state_dir, "cluster.key")
+        write_new(key)
+        return Node(name=CONTROLLER, listen="tcp://127.0.0.1:0", cluster_key=key)
+
+    def body(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float, live: bool,
+             seed: int, outcome: Outcome, *, short: bool) -> None:
+        _run_cluster(node, cfg, state_dir, n_nodes, duration, rate, grace, live, seed, outcome, short=short)
+
+    return run_demo(args, make_node=make_node, body=body)
+
+
+def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration: float, rate: float, grace: float,
+                 live: bool, seed: int, outcome: Outcome, *, short: bool) -> None:
+    t0 = time.monotonic()
+    print(f"controller {node.name} at {node.address}, runtime directory {node.rundir}", flush=True)
+    writer_box: list[Any] = []
+    observer = node.spawn(SmooshObserver, lambda ev, rest: writer_box and writer_box[0].on_event(ev, rest))
+    app = start_app(node, cfg, state_dir, smoosh_overrides=SMOOSH_OVERRIDES, smoosh_observer=observer)
+    store = {k: v for k in ("store", "database_path") if (v := node.config.get("couch_jobs", k))}
+    ini = os.path.join(state_dir, "node.ini")
+    replicator_db = os.path.join(state_dir, "replication", "_replicator.sqlite")
+    os.makedirs(os.path.dirname(replicator_db), exist_ok=True)
+    node_config(cfg, store, ini, replicator_db)
+    jobs = JobsDriver(node, batch=2, period=0.1, group=lambda worker: f"n{worker // 10}" if worker >= 10 else node.name)
+    jobs.setup()  # the type's timeout and the finish log table, before any worker accepts
+
+    n_servers = len([a for a in node.actors() if str(a.get("registered") or "").startswith("ioq_server_")])
+    files = make_files(os.path.join(state_dir, "ioq"), count=max(2, 2 * n_servers), size=256 * 1024, seed=seed)
+    paths = [p for p, _ in files]
+    names = [f"n{i + 1}" for i in range(n_nodes)]
+    workload_sup: ActorRef | None = None
+    nodes = NodeSet(node, names, key_path=os.path.join(state_dir, "cluster.key"), config_path=ini,
+                    state_dir=os.path.join(state_dir, "nodes"),
+                    on_up=lambda n: _start_workers(node, n, names, paths, seed))
+    killer = node_killer = repl = None
+    try:
+        failed = nodes.start_all()
+        if failed:
+            raise RuntimeError("nodes did not start: " + "; ".join(failed))
+        print(f"controller and {n_nodes} nodes up in {time.monotonic() - t0:.1f} s: {nodes.line()}; "
+              f"state directory {state_dir}", flush=True)
+        for n in nodes.nodes.values():
+            print(f"  node {n.name} at {n.address}, runtime directory {n.rundir} (attach: otpy status {n.rundir})",
+                  flush=True)
+
+        workload_sup = start_workload(node, paths, workers=0)
+        writer = DbWriter(node, app.data_dir, app.smoosh_state_dir, dbs=6 if short else 10, seed=seed)
+        writer_box.append(writer)
+        reads = IoqReaders(node, files, threads=2, seed=seed)
+        node_reads = NodeReads(node, nodes.up)
+        repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up, replicator_db,
+                                   jobs=6 if short else 9, seed=seed)
+        repl.setup()
+        local_tops = [app.top, workload_sup]
+
+        def trees() -> list[ActorRef]:
+            out = list(local_tops)
+            for name in nodes.up():
+                for reg in (COUCH_SUP, WORKLOAD_SUP):
+                    try:
+                        ref = node.whereis(reg, node=name, timeout=1.0)
+                    except (Exit, CallTimeout):
+                        ref = None
+                    if ref is not None:
+                        out.append(ref)
+            return out
+
+        def may_sigkill(pid: int) -> bool:  # a host process of the controller or of a node this demo started
+            return pid != os.getpid() and pid not in nodes.pids() and _descends_from(pid, nodes.pids() | {os.getpid()})
+
+        killer = Killer(node, trees, rate, seed=seed, may_sigkill=may_sigkill)
+        node_killer = NodeKiller(nodes, NODE_KILL_PERIOD, first_after=min(NODE_KILL_PERIOD, duration / 3), seed=seed)
+        drivers = {"smoosh": writer, "ioq": reads, "node_ioq": node_reads, "jobs": jobs, "replication": repl,
+                   "killer": killer, "nodes": nodes, "node_killer": node_killer}
+        view = LiveView(node, app, drivers, duration)
+        start = _load(node, view, (writer, reads, node_reads, jobs, repl, killer, node_killer), duration, live,
+                      short, outcome,
+              f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
+              f"{len(writer.dbs)} "
+              f"databases for smoosh on {node.name}, {repl.n_jobs} replications over {n_nodes} nodes, couch_jobs "
+              f"workers on every node ({WORKERS_PER_NODE} each); killing actors "
+              f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s")
+        with deferred():
+            _report(node, app, view, [killer, node_killer], drivers, (nodes, jobs, repl, writer, reads, node_reads),
+                    duration, rate, seed, grace, start, live, outcome)
+    finally:
+        with deferred():
+            for d in (node_killer, killer):
+                if d is not None:
+                    d.stop()
+            nodes.stop_all()
+            if node_killer is not None:
+                node_killer.join(timeout=30)  # a restart under way ends with the node set's stop
+            if workload_sup is not None:
+                try:
+                    node.stop(workload_sup, "shutdown", timeout=30)
+                except Exception:  # already gone (killed, or the node is closing): nothing left to stop
+                    pass
+            if repl is not None:
+                repl.close()
+            app.stop()
+
+
+def _start_workers(ctl: Node, n: NodeProc, names: list[str], paths: list[str], seed: int) -> None:
+    """Put the demo's job workers, file actors and IOQ reader on node ``n`` (again, after a restart),
+    under a workload supervisor there."""
+    base = 10 * (names.index(n.name) + 1)
+    specs = [ChildSpec(f"job_worker_{base + i}", (JobWorker, (JOB_TYPE, base + i)), host=f"jobs{i}")
+             for i in range(WORKERS_PER_NODE)]
+    specs += file_specs(paths) + [reader_spec(paths, seed + base)]
+    ctl.spawn(WorkloadSup, specs, name=WORKLOAD_SUP, node=n.name)
+
+
+def _load(node: Node, view: LiveView, drivers: tuple[Any, ...], duration: float, live: bool, short: bool,
+          outcome: Outcome, banner: str) -> float:
+    """Start the drivers, show the view for ``duration`` s (or until Ctrl-C/SIGTERM), stop the drivers;
+    returns when the load started."""
+    start = time.monotonic()
+    every = 1.0 if live else (2.0 if short else 5.0)
+    next_show = start + (0 if live else every)
+    try:
+        try:
+            for d in drivers:
+                d.start()
+            print(banner, flush=True)
+            for _ in range(int(duration / 0.1) + 10):
+                now = time.monotonic()
+                if now - start >= duration:
+                    break
+                if now >= next_show:
+                    next_show += every
+                    if live:
+                        print("\x1b[2J\x1b[H" + view.render(now - start), flush=True)
+                    else:
+                        print(view.progress_line(now - start), flush=True)
+                time.sleep(min(0.1, max(0.0, start + duration - now)))  # pacing the display, not synchronisation
+        except KeyboardInterrupt as exc:
+            outcome.interrupted = exit_status(exc)
+    finally:
+        with deferred():
+            for d in reversed(drivers):
+                d.stop()
+    return start

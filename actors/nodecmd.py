@@ -1,0 +1,116 @@
+"""``otpy node``: one distributed node running the whole application, until SIGTERM or Ctrl-C.
+
+This is how a node is deployed on a machine of a cluster (and how
+``demo --nodes N`` starts its nodes): a `Node` listening on tcp with the
+cluster key, `actors.couch.start_app` under it, and nothing else.  Once
+every service is up it prints one line::
+
+    node n1 up at tcp://127.0.0.1:40123 pid 4242 rundir /tmp/otpy-k2j3 state /var/lib/otpy/n1
+
+(the address is the bound one: with port 0 the kernel picked it; the
+runtime directory is what ``otpy status`` attaches to), then
+serves.  SIGTERM or SIGINT stops the tree (every service's ``terminate``
+runs), closes the node (its host processes, sockets and runtime directory
+go with it) and exits 0: a node asked to stop has done what it was asked.
+A temporary state directory (no ``--state-dir``) is removed too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from actors import Node, configcheck
+from actors.config import Config, ConfigError
+from actors.couch import load_config as app_config
+from actors.couch import start_app
+from actors.interrupt import deferred
+
+__all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
+
+#: The line printed once the node serves; `parse_ready` reads it back.
+READY_LINE = "node {name} up at {address} pid {pid} rundir {rundir} state {state}"
+_READY = re.compile(r"^node (\S+) up at (tcp://\S+) pid (\d+) rundir (\S+) state (.+)$")
+
+
+@dataclass(frozen=True)
+class Ready:
+    """What a ready line says: the node's name, bound address, pid, runtime directory
+    (for ``otpy status``) and state directory."""
+
+    name: str
+    address: str
+    pid: int
+    rundir: str
+    state_dir: str
+
+
+def parse_ready(line: str) -> Ready | None:
+    """The `Ready` of a ready line, else None."""
+    m = _READY.match(line.strip())
+    return Ready(m.group(1), m.group(2), int(m.group(3)), m.group(4), m.group(5)) if m else None
+
+
+def _config(path: str | None) -> Config:
+    """The ini file (if any), checked whole before anything listens; unknown keys are warned."""
+    if path and not os.path.isfile(path):
+        raise FileNotFoundError(2, "config file not found", path)
+    cfg = app_config(path)
+    result = configcheck.check(cfg)
+    for line in result.warnings:
+        print(f"warning: {path}: {line}", file=sys.stderr, flush=True)
+    if result.errors:
+        raise ConfigError(f"{path}: " + "; ".join(result.errors))
+    return cfg
+
+
+def _stop_with_parent(parent: int) -> None:
+    """SIGTERM ourselves (a clean stop) once ``parent`` is gone: a node started by a demo that was
+    SIGKILLed must not serve on forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)  # polling the parent's life: there is no portable wait for it
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="stop-with-parent", daemon=True).start()
+
+
+def run_node(args: Any) -> int:
+    """Boot, print the ready line, serve until SIGTERM/SIGINT; 0 after a clean stop."""
+    cfg = _config(args.config)
+    temporary = args.state_dir is None
+    state_dir = tempfile.mkdtemp(prefix=f"otpy-node-{args.name}-") if temporary else os.path.abspath(args.state_dir)
+    os.makedirs(state_dir, exist_ok=True)
+    node: Node | None = None
+    app = None
+    try:
+        node = Node(cfg, name=args.name, listen=args.listen, cluster_key=args.cluster_key,
+                    seeds=args.seeds or (), net_ticktime=args.net_ticktime)
+        app = start_app(node, None, state_dir)
+        if getattr(args, "stop_with_parent", False):
+            _stop_with_parent(os.getppid())
+        print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
+                                state=state_dir), flush=True)
+        for _ in range(sys.maxsize):  # until a signal: SIGINT, and SIGTERM through catch_sigterm, raise here
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with deferred():
+            if app is not None:
+                app.stop()
+            if node is not None:
+                node.close()
+            if temporary:
+                shutil.rmtree(state_dir, ignore_errors=True)
+    print(f"node {args.name} stopped", flush=True)
+    return 0

@@ -518,6 +518,17 @@ class Runtime(Transport):
             return
         self._emit(proc, channel, encode_frame(kind, None, None, from_.ref, self.proc, value))
 
+    def colocated(self, target: ActorRef) -> Any:
+        """The behaviour object of ``target`` when that actor is alive in this
+        OS process (and this node); None otherwise.  One check of the ref and
+        one dictionary lookup: cheap enough for a per-message fast path."""
+        if target.proc != self.proc or target.node_id != self.node_id:
+            return None
+        cell = self.cells.get(target.id)
+        if cell is None or not cell.alive:
+            return None
+        return cell.server
+
     def is_alive(self, target: ActorRef, timeout: float = 5.0) -> bool:
         if target.proc in self.dead_procs:
             return False

@@ -34,6 +34,7 @@ from actors import stats as _stats
 from ._queue_server import SUBMIT, UPDATE_CONFIG, QueueServer
 from .file_server import IoFailure
 from .hqueue import DEFAULT_MAX_SIZE, Full
+from .ioq_stats import StatsBuffer
 from .request import IoqRequest
 from .server2_state import Ioq2State
 
@@ -54,7 +55,8 @@ class Ioq2Server(QueueServer):
 
     def init(self, name: str | None = None, server_id: int = 1, max_queue: int = DEFAULT_MAX_SIZE) -> None:
         cfg = self._setup(name)
-        self.state = Ioq2State.from_config(cfg, name, server_id, stats=_stats.current(), max_queue=max_queue)
+        self._stats_buffer = StatsBuffer(_stats.current())
+        self.state = Ioq2State.from_config(cfg, name, server_id, stats=self._stats_buffer, max_queue=max_queue)
         self._due = self.state.maybe_submit
 
     def handle_call(self, request: Any, from_: Any) -> Any:

@@ -62,8 +62,11 @@ class Ioq2Server(QueueServer):
     def handle_call(self, request: Any, from_: Any) -> Any:
         if type(request) is tuple and request and request[0] == IOQ2_REQUEST:
             _tag, wire, msg, class_, shard, user, db, ddoc, t0 = request
-            request = IoqRequest(self._fd_from_wire(wire), msg, t0=t0, shard=shard, user=user, db=db,
-                                 class_=class_, ddoc=ddoc)
+            fd = self._fds.get(wire[2])
+            if fd is None:
+                fd = self._fd_from_wire(wire)
+            # positional: fd, msg, key, init_priority, fin_priority, ref, from_, t0, tsub, shard, user, db, class_, ddoc
+            request = IoqRequest(fd, msg, None, 1.0, None, None, from_, t0, None, shard, user, db, class_, ddoc)
         if type(request) is IoqRequest:
             try:
                 self.state.enqueue(request, from_)

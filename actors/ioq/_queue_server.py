@@ -168,7 +168,8 @@ class QueueServer(GenServer):
                 reply(waiter, value)
 
     def _send(self, reqs: list[Any]) -> bool:
-        """Send each request to its target (or read it inline); True if any completed here."""
+        """Send each request to its target, or read it inline and answer the
+        round's callers together; True if an inline read freed a slot."""
         me = self._me_wire
         monitors = self._fd_monitor
         colocated = self.colocated

@@ -220,7 +220,7 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
     routing = _cache.settings()
     t0 = time.monotonic()
     if routing.enabled:
-        class_, shard, user, db, ddoc = request_dimensions(dimensions)
+        class_ = request_dimensions(dimensions)[0]
         if class_ in routing.bypass2:
             ioq_stats.record_bypassed(_stats.current(), rw(msg))
             return file_call(fd, msg, timeout)
@@ -235,7 +235,7 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
             sid = random.randrange(n) + 1
         else:
             sid = current_cpu() % n + 1
-        payload = (IOQ2_REQUEST, fd.to_wire(), msg, class_, shard, user, db, ddoc, t0)
+        payload = (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)  # `server2.request_payload`
         return _call_server(_server_names[sid] if sid < len(_server_names) else server_name(sid),
                             payload, timeout, node)
     class_, _channel = analyze_priority(dimensions)

@@ -20,6 +20,7 @@ from actors import Crash, GenServer
 from actors.ioq import api
 from actors.ioq.file_server import BUSY, FileServer, IoFailure
 from actors.ioq.request import IoTargetDown
+from actors.ioq.server2 import request_payload
 from actors.ioq.sup import start_ioq
 
 pytestmark = pytest.mark.timeout(60)
@@ -213,3 +214,13 @@ def test_colocated_identical_reads_merge_and_are_counted_before_the_answers(one_
     assert counters["couchdb.io_queue2.interactive.count"] == 4  # submitted: the hold and 3 reads
     reads = [(msg[1], inline) for msg, inline in idle.call("log") if msg[0] == "pread_iolist"]
     assert sorted(reads) == sorted([(same, True), (other1, True), (other2, True)])
+
+
+def test_a_request_with_bad_dimensions_is_refused_and_the_server_lives_on(one_server, tmp_path):
+    f = one_server.spawn(GatedFile, str(tmp_path / "a.couch"), host="ioq1")
+    pos = api.call(f, ("append_bin", b"ok"), None)
+    server = one_server.whereis("ioq_server_1")
+    reply = server.call(request_payload(f, ("pread_iolist", pos), ("interactive",), None))
+    assert type(reply) is IoFailure and isinstance(reply.exception(), ValueError)
+    assert server.call(request_payload(f, ("pread_iolist", pos), ("interactive", SHARD), None)) == b"ok"
+    assert one_server.whereis("ioq_server_1") == server

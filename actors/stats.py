@@ -44,7 +44,9 @@ class Histogram:
         """`update` with each of ``values`` in turn, at C speed: the same
         count, sum, extremes and reservoir as one `update` per value."""
         n = len(values)
-        if not n:
+        if n < 3:  # the general path's set-up costs more than it saves
+            for value in values:
+                self.update(value)
             return
         start = self.count
         self.count = start + n

@@ -144,18 +144,16 @@ class StatsBuffer:
     can see after its reply is missing from `Node.stats`.
     """
 
-    __slots__ = ("target", "counters", "samples", "dirty")
+    __slots__ = ("target", "counters", "samples")
 
     def __init__(self, target: Stats) -> None:
         self.target = target
         self.counters: dict[str, int] = {}
         self.samples: dict[str, list[float]] = {}
-        self.dirty = False
 
     def increment(self, name: str, amount: int = 1) -> None:
         counters = self.counters
         counters[name] = counters.get(name, 0) + amount
-        self.dirty = True
 
     def update_histogram(self, name: str, value: float) -> None:
         samples = self.samples.get(name)
@@ -163,13 +161,12 @@ class StatsBuffer:
             self.samples[name] = [value]
         else:
             samples.append(value)
-        self.dirty = True
 
     def flush(self) -> None:
         """Hand everything recorded since the last flush to the process's `Stats`."""
-        if self.dirty:
-            counters, samples = self.counters, self.samples
-            self.counters, self.samples, self.dirty = {}, {}, False
+        counters, samples = self.counters, self.samples
+        if counters or samples:
+            self.counters, self.samples = {}, {}
             self.target.record_many(counters, samples)
 
 

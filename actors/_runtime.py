@@ -60,7 +60,17 @@ CAST_FLUSH_AFTER = 0.002
 
 _runtimes: dict[str, "Runtime"] = {}
 _runtimes_lock = threading.Lock()
-_thread_state = threading.local()
+class _ThreadState(threading.local):
+    """Per thread: the actor it runs (None for the host program's threads) and
+    its cast batches.  Class-level defaults keep the lookups on a thread that
+    is no actor's as cheap as on an actor's: a missing attribute of a
+    ``threading.local`` costs an exception caught in C on every call."""
+
+    cell: "Cell | None" = None
+    outbox: "_Outbox | None" = None
+
+
+_thread_state = _ThreadState()
 
 
 def runtime_for(node_id: str) -> "Runtime":
@@ -72,7 +82,7 @@ def runtime_for(node_id: str) -> "Runtime":
 
 def current_runtime() -> "Runtime":
     """The runtime of this process (the only one in a host; the newest in the node process)."""
-    cell = getattr(_thread_state, "cell", None)
+    cell = _thread_state.cell
     if cell is not None:
         return cell.runtime
     with _runtimes_lock:
@@ -82,7 +92,7 @@ def current_runtime() -> "Runtime":
 
 
 def current_cell() -> "Cell | None":
-    return getattr(_thread_state, "cell", None)
+    return _thread_state.cell
 
 
 def set_current_cell(cell: "Cell | None") -> None:
@@ -271,7 +281,7 @@ class Runtime(Transport):
     def _emit(self, proc: str, dest: str, frame: bytes) -> None:
         """Send ``frame`` to ``dest`` (``proc``'s endpoint or one of its reply
         channels) after whatever this thread has batched for ``proc``."""
-        outbox = getattr(_thread_state, "outbox", None)
+        outbox = _thread_state.outbox
         if outbox is None:
             self.send_frame(dest, frame)
             return
@@ -294,7 +304,7 @@ class Runtime(Transport):
         if proc == self.proc:
             self._deliver(kind, to, None, None, body, proc)
             return
-        outbox = getattr(_thread_state, "outbox", None)
+        outbox = _thread_state.outbox
         if outbox is None:  # not an actor thread: sent at once
             self._send(proc, kind, to, None, None, body)
             return
@@ -334,7 +344,7 @@ class Runtime(Transport):
     def flush_casts(self) -> None:
         """Send what this thread's casts left batched: when an actor's
         callback returns, and before the thread blocks in the kernel."""
-        outbox = getattr(_thread_state, "outbox", None)
+        outbox = _thread_state.outbox
         if outbox is not None and outbox.batches:
             with outbox.lock:
                 while outbox.batches:
@@ -342,7 +352,7 @@ class Runtime(Transport):
 
     def end_actor_thread(self) -> None:
         """An actor thread ends: flush, close its outbox, pool its sockets."""
-        outbox = getattr(_thread_state, "outbox", None)
+        outbox = _thread_state.outbox
         if outbox is not None:
             with outbox.lock:
                 while outbox.batches:
@@ -517,6 +527,17 @@ class Runtime(Transport):
         if proc in self.dead_procs:
             return
         self._emit(proc, channel, encode_frame(kind, None, None, from_.ref, self.proc, value))
+
+    def colocated(self, target: ActorRef) -> Any:
+        """The behaviour object of ``target`` when that actor is alive in this
+        OS process (and this node); None otherwise.  One check of the ref and
+        one dictionary lookup: cheap enough for a per-message fast path."""
+        if target.proc != self.proc or target.node_id != self.node_id:
+            return None
+        cell = self.cells.get(target.id)
+        if cell is None or not cell.alive:
+            return None
+        return cell.server
 
     def is_alive(self, target: ActorRef, timeout: float = 5.0) -> bool:
         if target.proc in self.dead_procs:

@@ -88,6 +88,27 @@ class GenServer(Behaviour):
         """Answer a call whose ``handle_call`` returned `actors.noreply`."""
         self._actor_cell.reply(from_, value)
 
+    def mailbox_empty(self) -> bool:
+        """Whether nothing waits in this actor's mailbox right now: Erlang's
+        ``receive ... after 0``, for a server that acts once it has taken in
+        a whole burst (IOQ submits when its mailbox is drained)."""
+        return self._actor_cell.inbox.empty()
+
+    def colocated(self, ref: ActorRef) -> "GenServer | None":
+        """The server object of actor ``ref`` when it is alive in this OS
+        process; None when it lives elsewhere or is dead.
+
+        For actors of one process that work together (an IO queue and the
+        file actors it serves): calling a method of the other object directly
+        saves the message round trip and its two thread hand-offs.  The other
+        actor's state still belongs to its own thread, so call only methods
+        its class documents as safe from another thread (and idle-checked,
+        like `actors.ioq.FileServer.try_read`); the answer may go stale the
+        moment it is returned, so such a method must itself cope with the
+        actor stopping meanwhile.
+        """
+        return self._actor_cell.runtime.colocated(ref)
+
     def stop(self, reason: Any = "normal") -> None:
         """Stop after the current callback returns (``terminate`` runs first)."""
         self._actor_cell.request_stop(reason)

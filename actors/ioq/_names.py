@@ -12,24 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors import whereis as _whereis
+from actors._runtime import current_runtime
 
 __all__ = ["current_node_id", "register_self", "whereis"]
 
 
-def _runtime() -> Any:
-    from actors._runtime import current_runtime
-
-    return current_runtime()
-
-
 def current_node_id() -> str:
     """The id of the node the calling process belongs to."""
-    return _runtime().node_id
+    return current_runtime().node_id
 
 
 def whereis(name: str) -> Any:
     """The ref registered under ``name`` in the calling process's node, or None."""
-    return _runtime().whereis(name)
+    return _whereis(name)
 
 
 def register_self(server: Any, name: str) -> None:

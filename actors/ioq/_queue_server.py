@@ -14,13 +14,19 @@ nothing the seed can observe:
   mailbox is already empty after a request is queued, the server submits at
   once instead of sending itself a *submit* message first;
 * a read whose file actor lives in this OS process and is idle is done on
-  the server's own thread (`FileServer.try_read`) instead of the
+  the server's own thread (`FileServer.try_read`, reached through the
+  kernel's `GenServer.colocated`) instead of the
   ``("$io", ...)`` / ``("$io_reply", ...)`` round trip to the file's thread.
   It is still chosen by `_due` -- same priority order, elevator,
   concurrency limit and dedupe -- and completed through the same
   ``state.complete``.  If the read raises anything but an IO error, the
   server kills the file actor with that crash as its exit reason, so its
   ``DOWN`` fails the waiters exactly as if the file had crashed on it.
+
+A server may record its stats through an `ioq_stats.StatsBuffer`
+(``self._stats_buffer``, set by IOQ2): it is flushed before any reply goes
+out and whenever a submit round ends, so the lock of the process's stats is
+taken once per burst rather than seven times a request.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from actors import config as _config
 from ._names import register_self
 from .file_server import BUSY, IO_MSG, IO_REPLY, FileServer, IoFailure
 from .ioq_config import affects_ioq
+from .ioq_stats import StatsBuffer
 from .request import Completion
 
 __all__ = ["SUBMIT", "UPDATE_CONFIG", "QueueServer"]
@@ -66,11 +73,7 @@ class QueueServer(GenServer):
         self._fd_monitor: dict[Any, Any] = {}  # fd -> mref
         self._mref_fd: dict[Any, Any] = {}  # mref -> fd
         self._fds: dict[str, ActorRef] = {}  # actor id -> ref, so equal fds are one object
-        cell = self._actor_cell
-        self._inbox = cell.inbox
-        self._cells = cell.runtime.cells
-        self._proc = cell.runtime.proc
-        self._local: dict[Any, Any] = {}  # fd -> its Cell when a FileServer in this process, else None
+        self._stats_buffer: StatsBuffer | None = None
         me = self.ref
         self._me_wire = me.to_wire()
 
@@ -100,7 +103,7 @@ class QueueServer(GenServer):
         """Submit once the mailbox is drained: now if it already is, else after it."""
         if self._submit_pending:
             return
-        if self._inbox.empty():
+        if self.mailbox_empty():
             self._submit()
         else:
             self._submit_later()
@@ -120,10 +123,7 @@ class QueueServer(GenServer):
         if kind is tuple and message[0] == IO_REPLY:
             done = self.state.complete(message[1], message[2], time.monotonic())
             if done is not None:
-                reply = self.reply
-                value = done.reply
-                for waiter in done.waiters:
-                    reply(waiter, value)
+                self._reply_all([done])
                 self._submit()
             return None
         if kind is tuple and message[0] == "DOWN":
@@ -132,7 +132,6 @@ class QueueServer(GenServer):
             if fd is not None:
                 self._fd_monitor.pop(fd, None)
                 self._fds.pop(getattr(fd, "id", None), None)
-                self._local.pop(fd, None)
                 for done in self.state.fd_down(fd, reason):
                     self._fail(done)
                 self._submit()
@@ -143,19 +142,40 @@ class QueueServer(GenServer):
         """Submit what `_due` chooses; reads done inline free their slot at
         once, so choose again -- while nothing new waits in the mailbox (the
         seed would handle that first) and for a bounded number of rounds."""
-        for _ in range(_MAX_INLINE_ROUNDS):
-            reqs = self._due(time.monotonic())
-            if not reqs or not self._send(reqs):
-                return
-            if not self._inbox.empty():
-                break
-        self._submit_later()
+        try:
+            for _ in range(_MAX_INLINE_ROUNDS):
+                reqs = self._due(time.monotonic())
+                if not reqs or not self._send(reqs):
+                    return
+                if not self.mailbox_empty():
+                    break
+            self._submit_later()
+        finally:
+            buffer = self._stats_buffer
+            if buffer is not None:
+                buffer.flush()
+
+    def _reply_all(self, completions: list[Completion]) -> None:
+        """Answer every waiter of ``completions`` (stats first: a caller that
+        reads them after its reply finds its request counted)."""
+        buffer = self._stats_buffer
+        if buffer is not None:
+            buffer.flush()
+        reply = self.reply
+        for done in completions:
+            value = done.reply
+            for waiter in done.waiters:
+                reply(waiter, value)
 
     def _send(self, reqs: list[Any]) -> bool:
-        """Send each request to its target (or read it inline); True if any completed here."""
+        """Send each request to its target, or read it inline and answer the
+        round's callers together; True if an inline read freed a slot."""
         me = self._me_wire
         monitors = self._fd_monitor
-        completed = False
+        colocated = self.colocated
+        complete = self.state.complete
+        completed: list[Completion] = []
+        freed = False
         for req in reqs:
             fd = req.fd
             if fd not in monitors:
@@ -167,45 +187,30 @@ class QueueServer(GenServer):
                     continue
                 monitors[fd] = mref
                 self._mref_fd[mref] = fd
-            local = self._local_file(fd)
-            if local is not None:
+            local = colocated(fd)
+            if local is not None and isinstance(local, FileServer):
                 try:
                     result = local.try_read(req.msg)
                 except Exception as exc:  # noqa: BLE001 - the file would have crashed on it
                     self.exit(fd, Crash(type(exc).__name__, str(exc), traceback.format_exc()))
                     continue
                 if result is not BUSY:
-                    done = self.state.complete(req.ref, result, time.monotonic())
+                    freed = True
+                    done = complete(req.ref, result, time.monotonic())
                     if done is not None:
-                        reply = self.reply
-                        value = done.reply
-                        for waiter in done.waiters:
-                            reply(waiter, value)
-                    completed = True
+                        completed.append(done)
                     continue
             fd.send((IO_MSG, req.ref, me, req.msg))
-        return completed
-
-    def _local_file(self, fd: Any) -> FileServer | None:
-        """The `FileServer` behind ``fd`` when it runs in this OS process and is alive."""
-        local = self._local
-        cell = local.get(fd, False)
-        if cell is False:
-            cell = None
-            if getattr(fd, "proc", None) == self._proc:
-                found = self._cells.get(fd.id)
-                if found is not None and isinstance(found.server, FileServer):
-                    cell = found
-            if len(local) >= _MAX_FD_CACHE:
-                local.clear()
-            local[fd] = cell
-        if cell is None or not cell.alive:
-            return None
-        return cell.server
+        if completed:
+            self._reply_all(completed)
+        return freed
 
     def _fail(self, done: Completion | None) -> None:
         if done is None:
             return
+        buffer = self._stats_buffer
+        if buffer is not None:
+            buffer.flush()
         failure = IoFailure("down", done.error.reason if done.error is not None else None)
         for waiter in done.waiters:
             self.reply(waiter, failure)
@@ -234,7 +239,7 @@ class QueueServer(GenServer):
             return IoFailure("error", ValueError(f"{self._label()}: unknown request {request!r}"))
 
     def _label(self) -> str:
-        return self._actor_cell.name or self.ref.id
+        return self.ref.name or self.ref.id
 
     def _update_config(self) -> None:
         self.state.update_config(self._config)
@@ -247,3 +252,5 @@ class QueueServer(GenServer):
 
     def terminate(self, reason: Any) -> None:
         self._config.unlisten(self._listener)
+        if self._stats_buffer is not None:
+            self._stats_buffer.flush()

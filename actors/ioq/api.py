@@ -56,7 +56,7 @@ from .ioq_config import (
     ioq2_enabled,
 )
 from .osq import OSQ_SERVER, RELEASE
-from .request import BAD_MAGIC_NUM, IoqRequest, QueueDepths, add_request_dimensions, error_queue_depths, rw
+from .request import BAD_MAGIC_NUM, QueueDepths, error_queue_depths, request_dimensions, rw
 from .server1 import IOQ1_REQUEST, IOQ1_SERVER
 from .server2 import IOQ2_REQUEST
 from .server1_state import IOQ1_BYPASS_SECTION, analyze_priority
@@ -145,8 +145,11 @@ class _Cache:
         if section in (IOQ2_SECTION, BYPASS_SECTION, IOQ1_BYPASS_SECTION):
             self.routing = None
 
-    def ref(self, name: str) -> Any:
-        node = current_node_id()
+    def ref(self, name: str, node: str | None = None) -> Any:
+        """The ref registered as ``name`` in the current node (``node``: its id,
+        when the caller has it already)."""
+        if node is None:
+            node = current_node_id()
         if node != self.node_id:
             self.refs = {}
             self.node_id = node
@@ -166,14 +169,14 @@ class _Cache:
     by_proc: dict[str, int] | None = None
     by_proc_n = 0
 
-    def colocated(self, proc: str, n: int) -> int | None:
-        """The id of the IOQ2 server living in OS process ``proc``, if any."""
+    def colocated(self, proc: str, n: int, node: str) -> int | None:
+        """The id of the IOQ2 server living in OS process ``proc`` of node ``node``, if any."""
         by_proc = self.by_proc
-        if by_proc is None or self.by_proc_n != n or self.node_id != current_node_id():
+        if by_proc is None or self.by_proc_n != n or self.node_id != node:
             by_proc = {}
             for sid in range(1, n + 1):
                 try:
-                    by_proc[self.ref(server_name(sid)).proc] = sid
+                    by_proc[self.ref(server_name(sid), node).proc] = sid
                 except Exit:
                     pass
             self.by_proc, self.by_proc_n = by_proc, n
@@ -181,11 +184,13 @@ class _Cache:
 
 
 _cache = _Cache()
+#: ``ioq_server_<N>`` for the first N, built once (index = N).
+_server_names = [server_name(i) for i in range(256)]
 
 
-def _call_server(name: str, payload: Any, timeout: float | None) -> Any:
+def _call_server(name: str, payload: Any, timeout: float | None, node: str | None = None) -> Any:
     """Call a queue server by name through the cached ref; one refresh on ``noproc``."""
-    ref = _cache.ref(name)
+    ref = _cache.ref(name, node)
     try:
         reply = ref.call(payload, timeout)
     except Exit as exc:
@@ -215,22 +220,24 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
     routing = _cache.settings()
     t0 = time.monotonic()
     if routing.enabled:
-        req = add_request_dimensions(IoqRequest(fd, msg, t0=t0), dimensions)
-        if req.class_ in routing.bypass2:
+        class_ = request_dimensions(dimensions)[0]
+        if class_ in routing.bypass2:
             ioq_stats.record_bypassed(_stats.current(), rw(msg))
             return file_call(fd, msg, timeout)
         n = routing.n
         strategy = routing.strategy
+        node = current_node_id()
         if n == 1 or strategy == DISPATCH_SINGLE_SERVER:
             sid = 1
         elif strategy == DISPATCH_FD_HASH:
-            sid = _cache.colocated(fd.proc, n) or fd_hash(fd.id, n)
+            sid = _cache.colocated(fd.proc, n, node) or fd_hash(fd.id, n)
         elif strategy == DISPATCH_RANDOM:
             sid = random.randrange(n) + 1
         else:
             sid = current_cpu() % n + 1
-        payload = (IOQ2_REQUEST, fd.to_wire(), msg, req.class_, req.shard, req.user, req.db, req.ddoc, t0)
-        return _call_server(server_name(sid), payload, timeout)
+        payload = (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)  # `server2.request_payload`
+        return _call_server(_server_names[sid] if sid < len(_server_names) else server_name(sid),
+                            payload, timeout, node)
     class_, _channel = analyze_priority(dimensions)
     if class_ in routing.bypass1:
         ioq_stats.record_ioq1_bypassed(_stats.current(), class_, rw(msg))

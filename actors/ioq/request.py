@@ -36,6 +36,7 @@ __all__ = [
     "dedupe_key",
     "error_queue_depths",
     "get_queue_depths",
+    "request_dimensions",
     "rootname",
     "rw",
     "shard_info",
@@ -134,6 +135,9 @@ _DIMENSIONS: dict[Any, tuple[Any, Any, Any, Any, Any]] = {}
 _MAX_DIMENSIONS = 10_000
 
 
+_OTHER = ("other", None, None, None, None)
+
+
 def add_request_dimensions(request: IoqRequest, dimensions: Any) -> IoqRequest:
     """Fill class, shard, user, db and ddoc from ``(class, shard[, group_id])``.
 
@@ -142,6 +146,15 @@ def add_request_dimensions(request: IoqRequest, dimensions: Any) -> IoqRequest:
     if dimensions is None:
         request.class_ = "other"
         return request
+    request.class_, request.shard, request.user, request.db, request.ddoc = request_dimensions(dimensions)
+    return request
+
+
+def request_dimensions(dimensions: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """``(class, shard, user, db, ddoc)`` of ``(class, shard[, group_id])`` or None
+    (class ``other``), without building a request: what a caller sends."""
+    if dimensions is None:
+        return _OTHER
     cached = _DIMENSIONS.get(dimensions) if type(dimensions) is tuple else None
     if cached is None:
         cached = _parse_dimensions(dimensions)
@@ -152,8 +165,7 @@ def add_request_dimensions(request: IoqRequest, dimensions: Any) -> IoqRequest:
                 _DIMENSIONS[dimensions] = cached
             except TypeError:  # an unhashable part: parse it every time
                 pass
-    request.class_, request.shard, request.user, request.db, request.ddoc = cached
-    return request
+    return cached
 
 
 def _parse_dimensions(dimensions: Any) -> tuple[Any, Any, Any, Any, Any]:

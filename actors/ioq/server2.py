@@ -4,9 +4,11 @@ One runs per CPU core, registered as ``ioq_server_<N>``.  Callers *call* it
 with an `IoqRequest`; it answers later, when the IO is done
 (``noreply`` + ``self.reply``), so a slow disk never blocks the server:
 
-1. ``handle_call(request)`` -- an `IoqRequest`, or the same fields as the
-   plain tuple `request_payload` builds (much cheaper to encode between
-   processes: no class to look up, the file's ref as its wire form) -- queues the request (or merges it into an
+1. ``handle_call(request)`` -- an `IoqRequest`, or the plain tuple
+   `request_payload` builds, ``("$ioq2", fd wire form, msg, dimensions, t0)``
+   (much cheaper to encode between processes: no class to look up, the
+   file's ref as its wire form, the dimensions as the caller gave them,
+   parsed here through the same cache as at the caller) -- queues the request (or merges it into an
    identical read) and makes sure a *submit* message is in its own mailbox;
 2. that message is handled only after everything that arrived before it,
    so the whole burst is queued before anything is chosen -- the seed gets
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors import noreply
+from actors import ActorRef, noreply
 from actors import stats as _stats
 
 from ._queue_server import SUBMIT, UPDATE_CONFIG, QueueServer
 from .file_server import IoFailure
 from .hqueue import DEFAULT_MAX_SIZE, Full
-from .request import IoqRequest
+from .ioq_stats import StatsBuffer
+from .request import IoqRequest, request_dimensions
 from .server2_state import Ioq2State
 
 __all__ = ["IOQ2_REQUEST", "Ioq2Server", "SUBMIT", "UPDATE_CONFIG", "request_payload"]
@@ -43,10 +46,11 @@ __all__ = ["IOQ2_REQUEST", "Ioq2Server", "SUBMIT", "UPDATE_CONFIG", "request_pay
 IOQ2_REQUEST = "$ioq2"
 
 
-def request_payload(req: IoqRequest) -> tuple[Any, ...]:
-    """``req`` as the plain tuple a caller sends: encodes in a few microseconds,
+def request_payload(fd: ActorRef, msg: Any, dimensions: Any, t0: float | None) -> tuple[Any, ...]:
+    """The plain tuple a caller sends for IO ``msg`` on ``fd`` with ``dimensions``
+    (``(class, shard[, group_id])`` or None): encodes in a few microseconds,
     where a dataclass holding an `ActorRef` costs tens (class lookups)."""
-    return (IOQ2_REQUEST, req.fd.to_wire(), req.msg, req.class_, req.shard, req.user, req.db, req.ddoc, req.t0)
+    return (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)
 
 
 class Ioq2Server(QueueServer):
@@ -54,14 +58,22 @@ class Ioq2Server(QueueServer):
 
     def init(self, name: str | None = None, server_id: int = 1, max_queue: int = DEFAULT_MAX_SIZE) -> None:
         cfg = self._setup(name)
-        self.state = Ioq2State.from_config(cfg, name, server_id, stats=_stats.current(), max_queue=max_queue)
+        self._stats_buffer = StatsBuffer(_stats.current())
+        self.state = Ioq2State.from_config(cfg, name, server_id, stats=self._stats_buffer, max_queue=max_queue)
         self._due = self.state.maybe_submit
 
     def handle_call(self, request: Any, from_: Any) -> Any:
-        if type(request) is tuple and request and request[0] == IOQ2_REQUEST:
-            _tag, wire, msg, class_, shard, user, db, ddoc, t0 = request
-            request = IoqRequest(self._fd_from_wire(wire), msg, t0=t0, shard=shard, user=user, db=db,
-                                 class_=class_, ddoc=ddoc)
+        if type(request) is tuple and len(request) == 5 and request[0] == IOQ2_REQUEST:
+            _tag, wire, msg, dimensions, t0 = request
+            try:
+                class_, shard, user, db, ddoc = request_dimensions(dimensions)
+            except ValueError as exc:
+                return IoFailure("error", exc)
+            fd = self._fds.get(wire[2])
+            if fd is None:
+                fd = self._fd_from_wire(wire)
+            # positional: fd, msg, key, init_priority, fin_priority, ref, from_, t0, tsub, shard, user, db, class_, ddoc
+            request = IoqRequest(fd, msg, None, 1.0, None, None, from_, t0, None, shard, user, db, class_, ddoc)
         if type(request) is IoqRequest:
             try:
                 self.state.enqueue(request, from_)

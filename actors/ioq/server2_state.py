@@ -33,9 +33,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from actors.config import Config
-from actors.stats import Stats
 
 from . import ioq_stats
+from .ioq_stats import Recorder
 from .dispatch import server_name as _server_name
 from .hqueue import DEFAULT_MAX_SIZE, HQueue
 from .ioq_config import Ioq2Settings, check_concurrency, prioritize, read_settings
@@ -61,7 +61,7 @@ class Ioq2State:
         server_id: int = 1,
         settings: Ioq2Settings | None = None,
         *,
-        stats: Stats | None = None,
+        stats: Recorder | None = None,
         max_queue: int = DEFAULT_MAX_SIZE,
     ) -> None:
         self.server_name = server_name or _server_name(server_id)
@@ -82,7 +82,7 @@ class Ioq2State:
         server_name: str | None = None,
         server_id: int = 1,
         *,
-        stats: Stats | None = None,
+        stats: Recorder | None = None,
         max_queue: int = DEFAULT_MAX_SIZE,
     ) -> "Ioq2State":
         """The seed's ``init/1``: an empty server configured from ``config``."""
@@ -167,10 +167,18 @@ class Ioq2State:
         Each returned request has ``ref`` set: send ``req.msg`` to ``req.fd``,
         watch the target, and report the outcome with that ref.
         """
-        out: list[IoqRequest] = []
+        reqs = self.reqs
         queue = self.queue
-        while len(self.reqs) < self.concurrency and queue:
-            out.append(self.make_next_request(now))
+        limit = self.concurrency
+        if len(reqs) >= limit or not queue:
+            return []
+        out: list[IoqRequest] = []
+        submit = self.submit
+        extract_max = queue.extract_max
+        while len(reqs) < limit and queue:
+            priority, req = extract_max()
+            req.fin_priority = priority
+            out.append(submit(req, now))
         return out
 
     def make_next_request(self, now: float) -> IoqRequest | None:

@@ -20,6 +20,7 @@ from actors import Crash, GenServer
 from actors.ioq import api
 from actors.ioq.file_server import BUSY, FileServer, IoFailure
 from actors.ioq.request import IoTargetDown
+from actors.ioq.server2 import request_payload
 from actors.ioq.sup import start_ioq
 
 pytestmark = pytest.mark.timeout(60)
@@ -180,3 +181,46 @@ def test_a_file_crashing_on_an_inline_read_fails_the_caller_with_its_exit_reason
     # the server lives on and keeps serving the other file inline
     assert api.call(other, ("pread_iolist", pos), ("interactive", SHARD)) == b"still here"
     assert api.get_concurrency() == 1
+
+
+def test_colocated_identical_reads_merge_and_are_counted_before_the_answers(one_server, tmp_path):
+    """Dedupe holds on the inline path: identical reads queued behind a held
+    slot become one read whose bytes every caller gets, and the stats the
+    server buffers are in `node.stats()` by the time the answers arrive."""
+    node = one_server
+    busy = node.spawn(GatedFile, str(tmp_path / "busy.couch"), host="ioq1")
+    idle = node.spawn(GatedFile, str(tmp_path / "idle.couch"), host="ioq1")
+    gate = node.spawn(Gate, host="ioq1")
+    same, other1, other2 = (idle.call(("append_bin", f"doc{i}".encode())) for i in range(3))
+    with ThreadPoolExecutor(12) as pool:
+        held = pool.submit(api.call, busy, ("hold",), ("interactive", SHARD))
+        _wait_for(lambda: gate.call("holding"), "the only slot held by the busy file")
+        merged = [pool.submit(api.call, idle, ("pread_iolist", same), ("interactive", SHARD)) for _ in range(8)]
+        others = [pool.submit(api.call, idle, ("pread_iolist", pos), ("interactive", SHARD))
+                  for pos in (other1, other2)]
+
+        def backlog() -> bool:
+            state = api.get_state()
+            return len(state["queue"]) == 3 and max(len(w) for _k, w in state["waiters"]) == 8
+
+        _wait_for(backlog, "8 identical reads merged into one queued read, and 2 others")
+        gate.call("open")
+        assert held.result(timeout=10) == "held"
+        assert [f.result(timeout=10) for f in merged] == [b"doc0"] * 8
+        assert [f.result(timeout=10) for f in others] == [b"doc1", b"doc2"]
+    counters = node.stats()["counters"]
+    assert counters["couchdb.io_queue2.merged"] == 7
+    assert counters["couchdb.io_queue2.queued"] == 11  # every request, merged or not
+    assert counters["couchdb.io_queue2.interactive.count"] == 4  # submitted: the hold and 3 reads
+    reads = [(msg[1], inline) for msg, inline in idle.call("log") if msg[0] == "pread_iolist"]
+    assert sorted(reads) == sorted([(same, True), (other1, True), (other2, True)])
+
+
+def test_a_request_with_bad_dimensions_is_refused_and_the_server_lives_on(one_server, tmp_path):
+    f = one_server.spawn(GatedFile, str(tmp_path / "a.couch"), host="ioq1")
+    pos = api.call(f, ("append_bin", b"ok"), None)
+    server = one_server.whereis("ioq_server_1")
+    reply = server.call(request_payload(f, ("pread_iolist", pos), ("interactive",), None))
+    assert type(reply) is IoFailure and isinstance(reply.exception(), ValueError)
+    assert server.call(request_payload(f, ("pread_iolist", pos), ("interactive", SHARD), None)) == b"ok"
+    assert one_server.whereis("ioq_server_1") == server

@@ -44,3 +44,25 @@ def test_helpers_accept_no_stats():
     ioq_stats.record_submitted(None, "interactive", "reads", 1.0)
     ioq_stats.record_osq_submitted(None, "x", 1.0)
     assert ioq_stats.record_completed(None, 1.0, 1.0) is None
+
+
+def test_a_buffer_holds_records_until_flushed_then_hands_them_over_whole():
+    stats = Stats()
+    stats.increment("couchdb.io_queue2.queued", 5)
+    buf = ioq_stats.StatsBuffer(stats)
+    ioq_stats.record_queued(buf, "reads")
+    ioq_stats.record_queued(buf, "reads")
+    ioq_stats.record_submitted(buf, "interactive", "reads", 1.5)
+    ioq_stats.record_completed(buf, 0.25, 2.0)
+    ioq_stats.record_completed(buf, 0.75, 4.0)
+    assert stats.counter("couchdb.io_queue2.queued") == 5  # nothing yet
+    buf.flush()
+    snap = stats.snapshot()
+    assert snap["counters"]["couchdb.io_queue2.queued"] == 7
+    assert snap["counters"]["couchdb.io_queue2.reads.queued"] == 2
+    assert snap["counters"]["couchdb.io_queue2.interactive.count"] == 1
+    assert snap["histograms"]["couchdb.io_queue2.svctm"]["n"] == 2
+    assert snap["histograms"]["couchdb.io_queue2.svctm"]["sum"] == 1.0
+    assert snap["histograms"]["couchdb.io_queue2.iowait"]["max"] == 4.0
+    buf.flush()  # empty: changes nothing
+    assert stats.snapshot() == snap

@@ -165,10 +165,13 @@ class Node:
         self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
         self._node_watchers: dict[str, list[Callable[[], None]]] = {}
         self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
+        # Incarnations of other nodes this node declared down (node id -> why):
+        # they never connect again, so no ref of theirs comes back to life.
+        self._lost: dict[str, str] = {}
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
-                                on_up=self._net_up, on_down=self._net_down,
+                                on_up=self._net_up, on_down=self._net_down, refuse=self._net_refuse,
                                 net_ticktime=cluster.net_ticktime, incarnation=incarnation)
             try:
                 self.address = self._net.start()
@@ -247,8 +250,11 @@ class Node:
     def connect(self, address: str, timeout: float = 10.0) -> str:
         """Join the node listening at ``address`` (``tcp://HOST:PORT``); returns its name.
 
-        Raises `actors._net.ConnectError` when it cannot be reached or does not
-        hold this cluster's key (the CurveZMQ handshake fails)."""
+        Connecting to a node already connected returns its name at once.
+        Raises `ConnectError` when it cannot be reached in ``timeout``, does
+        not hold this cluster's key (the CurveZMQ handshake fails), or is an
+        incarnation one of the two nodes declared down before (it must
+        restart to rejoin)."""
         self._check_open()
         if self._net is None:
             raise NetError("this node is not distributed: give Node(name=..., listen=...)")
@@ -518,9 +524,11 @@ class Node:
             pass  # lost meanwhile: on_down reports it
 
     def _remote_proc_gone(self, proc: str, reason: Any) -> None:
-        """A process of another node is gone: fail what points at it, here and in every host (I/O thread)."""
-        if proc in self._rt.dead_procs:
-            return
+        """A process of another node is gone: fail what points at it, here and in every host (I/O thread).
+
+        Told again for a process already known gone here: a frame dropped in
+        `_relay` may come from a host that started after the loss and so
+        does not know yet (its proc_down is idempotent)."""
         for host in list(self._hosts.values()):
             if host.state == "up":
                 self._rt.sys_send(host.proc, "proc_down", (proc, reason))
@@ -575,9 +583,21 @@ class Node:
             self._peer_ids[peer] = f"{peer}@{incarnation:x}"
             self._watch_lock.notify_all()
 
+    def _net_refuse(self, peer: str, incarnation: int) -> str | None:
+        """An incarnation declared down here stays down (Akka calls it
+        quarantine): a node that was stopped (SIGSTOP) or cut off past
+        ``net_ticktime`` and comes back must restart to rejoin, so the refs
+        that failed with ``noconnection`` never start answering again."""
+        why = self._lost.get(f"{peer}@{incarnation:x}")
+        if why is None:
+            return None
+        return (f"node {peer} (incarnation {incarnation:x}) was declared down by {self.name} ({why}); "
+                f"an incarnation that was lost never reconnects: restart node {peer} to rejoin")
+
     def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
         node_id = f"{peer}@{incarnation:x}"
         with self._watch_lock:
+            self._lost[node_id] = reason
             if self._peer_ids.get(peer) == node_id:
                 del self._peer_ids[peer]
             watchers = self._node_watchers.pop(peer, [])

@@ -29,6 +29,7 @@ from actors._reasons import CallTimeout, Exit
 from actors._net import NetError, NetLink
 from actors._ref import ActorRef, qualify
 from actors._registry import Registry
+from actors._seeds import ATTEMPT_TIMEOUT, SeedDialer
 from actors._runtime import DEFER, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
 from actors._transport import owner_of
 from actors._spawn import AlreadyRegistered, SpawnError
@@ -48,6 +49,8 @@ _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
 _SPARE_AFTER_START = 0.005
 _SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
+#: How long `Node()` waits for its seeds' first connection attempts.
+SEED_WAIT = ATTEMPT_TIMEOUT + 0.5
 
 
 @dataclass
@@ -168,6 +171,7 @@ class Node:
         # Incarnations of other nodes this node declared down (node id -> why):
         # they never connect again, so no ref of theirs comes back to life.
         self._lost: dict[str, str] = {}
+        self._seeds: SeedDialer | None = None  # started once the node is up
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
@@ -182,11 +186,13 @@ class Node:
             self._rt.relay = self._relay
         self._write_node_file()
         _lifecycle.track(self)
-        for seed in cluster.seeds:
-            try:
-                self.connect(seed)
-            except NetError as exc:
-                log.warning("seed %s: %s", seed, exc)
+        if cluster.seeds and self._net is not None:
+            # Seeds up now are connected before the node is handed out; the
+            # others are dialed in the background until they come (and again
+            # whenever they are lost).
+            self._seeds = SeedDialer(cluster.seeds, self._net.connect, lambda peer: peer in self._peer_ids)
+            self._seeds.start()
+            self._seeds.wait_first_round(SEED_WAIT)
 
     # -- context manager -----------------------------------------------------------
 
@@ -602,6 +608,8 @@ class Node:
                 del self._peer_ids[peer]
             watchers = self._node_watchers.pop(peer, [])
             self._watch_lock.notify_all()
+        if self._seeds is not None:
+            self._seeds.node_changed()
         # A node that closed (said goodbye) is no news; a lost one is.
         log.log(logging.INFO if reason == "peer_closed" else logging.WARNING,
                 "node %s is down (%s): what pointed at it exits with noconnection", peer, reason)
@@ -834,6 +842,8 @@ class Node:
             if self._net is not None:
                 self._rt.relay = None
                 self._net.close()
+            if self._seeds is not None:
+                self._seeds.close()  # the link is closed: an attempt under way has failed
             self.config.unlisten(self._config_listener)
             for record in list(self._hosts.values()):
                 if record.state != "dead":

@@ -136,3 +136,14 @@ def test_seeds_from_the_cluster_section(key: str) -> None:
             assert b.ask("wait_for cfg", "WAITED") == "True"
     finally:
         b.close()
+
+
+def test_a_node_listing_itself_as_a_seed_drops_that_seed() -> None:
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    with Node(name="self", listen=address, seeds=[address]) as node:
+        assert node._seeds is not None
+        assert node._seeds.wait_first_round(5.0)
+        node._seeds.close()  # returns at once: the dialer for its own address has ended
+        assert all(not t.is_alive() for t in node._seeds._threads)
+        assert node.nodes() == []

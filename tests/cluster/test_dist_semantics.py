@@ -24,7 +24,7 @@ from actors._cluster_key import write_new
 from tests.cluster.dist_actors import Watcher, Worker
 from tests.cluster.netkit import ENV, NodeProcess
 
-TICK = 1.0  # net_ticktime of the SIGSTOP test: low, so the test is short
+TICK = 2.0  # net_ticktime of the SIGSTOP test: low, so the test is short, yet above a loaded machine's stalls
 
 
 @pytest.fixture
@@ -110,6 +110,8 @@ def test_a_restarted_node_reconnects_and_refs_to_its_old_incarnation_stay_dead(n
         watcher.call(("monitor", old_in_node))
         got = _got(watcher, 1)
         assert got[0][0] == "DOWN" and got[0][2] == old_in_node and got[0][3] == "noconnection"
+        watcher.call(("link", old))  # trapping exits: the failed link is an EXIT message
+        assert _got(watcher, 2)[1] == ("EXIT", old, "noconnection")
         old_in_node.cast("to-old")  # same proc in the new incarnation: must not land there
         old_in_node.send("to-old")
         new_in_node.cast("to-new")

@@ -26,6 +26,7 @@ from actors.couch_jobs import CouchJobs  # noqa: E402
 from actors.couch_jobs.naming import SERVER_NAME  # noqa: E402
 from tests.cluster.netkit import ENV, NodeProcess  # noqa: E402
 from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
+from tests.couch_jobs.node_workers import KeepingHolder  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -76,9 +77,10 @@ def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_u
             q: queue.Queue[Any] = queue.Queue()
             collector = node_a.spawn(Collector, q)
 
-            # A worker on c takes a job and holds it: c dies holding it.
-            holder = node_a.spawn(Worker, TYPE, 99, node="c", host="own")
-            holder.cast(("accept_and_hold", collector))
+            # A worker on c takes a job and keeps it alive (progress every
+            # 0.2 s, type timeout 1 s): only c's death can free it.
+            holder = node_a.spawn(KeepingHolder, TYPE, 99, node="c", host="own")
+            holder.cast(("accept_and_keep", collector))
             _, _, held_job, _ = _expect(q, "held", 30)
             assert held_job.id == "held-job"
 
@@ -90,6 +92,10 @@ def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_u
                 w.cast(("run_resilient", collector, N_JOBS + 1, IDLE, 0))
             for _ in workers:
                 _expect(q, "running", 30)
+            # Still c's after twice the 1 s type timeout: its updates keep it.
+            while _expect(q, "kept", 30)[2] < 10:
+                pass
+            assert jobs.get_job_state(None, TYPE, "held-job") == "running"
             with jobs.transaction() as tx:  # added on node a
                 for k in range(N_JOBS):
                     jobs.add(tx, TYPE, f"job-{k:03d}", {"k": k})

@@ -9,7 +9,7 @@ own OS process on 127.0.0.1 with a real cluster key (CurveZMQ on).  Rows:
 - b restarted at its address -> connected again, a having b as a seed
   (the seed dialer's back-off and ZeroMQ's re-dial).
 
-Run: PYTHONPATH=$PWD python bench/node_loss.py [--rounds 5] [--ticktimes 1,2,4]
+Run: PYTHONPATH=$PWD python bench/_node_loss.py [--rounds 5] [--ticktimes 1,2,4]
 """
 
 from __future__ import annotations

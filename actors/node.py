@@ -164,14 +164,14 @@ class Node:
         self._previous_config = _config.set_current(self.config)
         self._config_listener = self.config.listen(self._broadcast_config)
         self._rt.start()
-        self._net: NetLink | None = None
-        self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
-        self._node_watchers: dict[str, list[Callable[[], None]]] = {}
-        self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
         # Incarnations of other nodes this node declared down (node id -> why):
         # they never connect again, so no ref of theirs comes back to life.
         self._lost: dict[str, str] = {}
         self._seeds: SeedDialer | None = None  # started once the node is up
+        self._net: NetLink | None = None
+        self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
+        self._node_watchers: dict[str, list[Callable[[], None]]] = {}
+        self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,

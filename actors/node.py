@@ -44,13 +44,13 @@ if TYPE_CHECKING:
 __all__ = ["HostInfo", "Monitor", "Node", "NodeMonitor"]
 
 log = logging.getLogger("actors.node")
+#: How long `Node()` waits for its seeds' first connection attempts.
+SEED_WAIT = ATTEMPT_TIMEOUT + 0.5
 _node_counter = itertools.count(1)
 _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
 _SPARE_AFTER_START = 0.005
 _SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
-#: How long `Node()` waits for its seeds' first connection attempts.
-SEED_WAIT = ATTEMPT_TIMEOUT + 0.5
 
 
 @dataclass

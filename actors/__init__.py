@@ -10,6 +10,7 @@ from actors._spawn import AlreadyRegistered, SpawnError
 from actors.config import Config
 from actors.gen_server import GenServer, UnexpectedMessage
 from actors._monitor import Monitor
+from actors._net import ConnectError, NetError
 from actors.node import Node
 from actors.api import call, cast, monitor, send, whereis
 
@@ -18,12 +19,14 @@ __all__ = [
     "AlreadyRegistered",
     "CallTimeout",
     "Config",
+    "ConnectError",
     "Continue",
     "Crash",
     "Exit",
     "From",
     "GenServer",
     "Monitor",
+    "NetError",
     "Node",
     "SpawnError",
     "Stop",

@@ -95,6 +95,7 @@ _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_
 FrameCallback = Callable[[str, list[bytes]], None]
 UpCallback = Callable[[str, int], None]
 DownCallback = Callable[[str, int, str], None]
+RefuseCallback = Callable[[str, int], "str | None"]
 
 
 class NetError(Exception):
@@ -189,6 +190,9 @@ class NetLink:
     incarnation)`` fires when a peer becomes reachable, ``on_down(peer,
     incarnation, reason)`` exactly once when it is lost (``connection_closed``,
     ``net_tick_timeout``, ``peer_closed``, ``new_incarnation``, ``rejected``).
+    ``refuse(peer, incarnation)`` may return a reason to turn a peer away in
+    the handshake (both ways: its HELLO is answered REJECT, its WELCOME fails
+    our connect), so it never goes up; the peer's connect fails with that reason.
     """
 
     def __init__(
@@ -200,6 +204,7 @@ class NetLink:
         on_frame: FrameCallback,
         on_up: UpCallback | None = None,
         on_down: DownCallback | None = None,
+        refuse: RefuseCallback | None = None,
         net_ticktime: float = DEFAULT_NET_TICKTIME,
         incarnation: int | None = None,
         clock: Clock | None = None,
@@ -220,6 +225,7 @@ class NetLink:
         self._on_frame = on_frame
         self._on_up = on_up
         self._on_down = on_down
+        self._refuse = refuse
         self._clock: Clock = clock if clock is not None else MonotonicClock()
         self._liveness = Liveness(net_ticktime)
         self._handshake_timeout = handshake_timeout
@@ -608,6 +614,11 @@ class NetLink:
         if name == self.name:
             self._router_send([rid, _REJECT, orjson.dumps({"reason": f"{name} is this node's own name"})])
             return
+        refusal = self._refusal(name, inc)
+        if refusal is not None:
+            self._count("refused")
+            self._router_send([rid, _REJECT, orjson.dumps({"reason": refusal})])
+            return
         old = self._rid_peer.get(rid)
         if old is not None and old != name:  # one connection, one node: never a second name
             self._count("garbage")
@@ -767,6 +778,20 @@ class NetLink:
         if name == self.name or (out.expect is not None and name != out.expect):
             self._fail_out(out, ConnectError(f"connect to {out.address}: answered by {name!r}"))
             return
+        refusal = self._refusal(name, inc)
+        if refusal is not None:
+            # Say goodbye on the connection it just welcomed: a peer that still
+            # counts us up (it was stopped, say) learns at once that it is not.
+            self._count("refused")
+            try:
+                out.sock.send_multipart([_BYE], zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
+            for w in out.waiters:
+                w.fail(ConnectError(f"connect to {out.address}: {refusal}"))
+            out.waiters.clear()
+            self._close_out(out, linger=_BYE_LINGER_MS)
+            return
         peer = self._peers.get(name)
         if peer is not None and peer.incarnation != inc:
             self._peer_down(name, "new_incarnation")
@@ -785,7 +810,14 @@ class NetLink:
         self._maybe_up(peer)
 
     def _maybe_up(self, peer: _Peer) -> None:
-        if peer.up or peer.out is None or not peer.out.up or not peer.rids:
+        if peer.up:
+            # A second connect to a node already up (another spelling of its
+            # address): it is connected, so the connect succeeds at once.
+            for w in peer.waiters:
+                w.ok(peer.name)
+            peer.waiters.clear()
+            return
+        if peer.out is None or not peer.out.up or not peer.rids:
             return
         peer.up = True
         self._liveness.add(peer.name, self._clock.now())
@@ -826,6 +858,16 @@ class NetLink:
             self._count("peers_down")
             if notify:
                 self._call(self._on_down, name, peer.incarnation, reason)
+
+    def _refusal(self, name: str, inc: int) -> str | None:
+        if self._refuse is None:
+            return None
+        try:
+            return self._refuse(name, inc)
+        except Exception:  # a callback must never stop the link; refuse nothing then
+            self._count("callback_errors")
+            log.exception("link %s: refuse callback failed", self.name)
+            return None
 
     def _call(self, fn: Callable[..., None] | None, *args: Any) -> None:
         if fn is None:

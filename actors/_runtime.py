@@ -704,9 +704,10 @@ class Runtime(Transport):
     def request_monitor(self, watcher: ActorRef, target: ActorRef, mref: Any, timeout: float = 10.0) -> None:
         """Establish a monitor before returning, as a local ``monitor/2`` does in
         Erlang: a signal sent to the target afterwards, from any process, cannot
-        overtake it.  A dead target gets the watcher a DOWN ``noproc``."""
+        overtake it.  A dead target gets the watcher a DOWN ``noproc``
+        (``noconnection`` for one on a node that is lost, as in Erlang)."""
         if target.proc in self.dead_procs:
-            self.send_down(watcher, mref, target, "noproc")
+            self.send_down(watcher, mref, target, self._dead_reason(target.proc))
             return
         if target.proc == self.proc:
             self._deliver(K_MONITOR, target.id, None, None, (mref, watcher, target), self.proc)

@@ -6,7 +6,7 @@
     name = a                          ; this node's name, unique in the cluster
     listen = tcp://0.0.0.0:7100       ; where other nodes connect (port 0: any free port)
     cluster_key = /etc/otpy/cluster.key  ; made by `python -m actors keygen PATH`, mode 0600
-    seeds = tcp://10.0.0.2:7100, tcp://10.0.0.3:7100   ; connected to at start
+    seeds = tcp://10.0.0.2:7100, tcp://10.0.0.3:7100   ; dialed at start, retried until up, re-dialed when lost
     net_ticktime = 15                 ; seconds of silence before a node is declared down
 
 Parsed once into a frozen `ClusterSettings`, validated as a whole so a bad

@@ -117,17 +117,19 @@ class GenServer(Behaviour):
 
     def link(self, ref: ActorRef) -> None:
         """Link both ways.  A dead target raises ``Exit("noproc")`` (or, when
-        trapping exits, delivers ``("EXIT", ref, "noproc")``)."""
+        trapping exits, delivers ``("EXIT", ref, "noproc")``); ``noconnection``
+        instead of ``noproc`` when the target is on a node that is lost."""
         cell = self._actor_cell
         if ref == cell.ref:
             return
         if not cell.alive:
             raise Exit(cell.exit_reason, f"{cell.ref!r} is dead")
         if not cell.runtime.request_link(cell.ref, ref):
+            reason = cell.runtime._dead_reason(ref.proc)
             if cell.trap_exit:
-                cell.enqueue(_M_EXIT, (ref, "noproc"))
+                cell.enqueue(_M_EXIT, (ref, reason))
                 return
-            raise Exit("noproc", f"link to {ref!r}")
+            raise Exit(reason, f"link to {ref!r}")
         with cell.lock:
             alive = cell.alive
             if alive:

@@ -30,6 +30,7 @@ from actors._reasons import CallTimeout, Exit
 from actors._net import NetError, NetLink
 from actors._ref import ActorRef, qualify
 from actors._registry import Registry
+from actors._seeds import ATTEMPT_TIMEOUT, SeedDialer
 from actors._runtime import DEFER, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
 from actors._transport import owner_of
 from actors._spawn import AlreadyRegistered, SpawnError
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["HostInfo", "Monitor", "Node", "NodeMonitor"]
 
 log = logging.getLogger("actors.node")
+#: How long `Node()` waits for its seeds' first connection attempts.
+SEED_WAIT = ATTEMPT_TIMEOUT + 0.5
 _node_counter = itertools.count(1)
 _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
@@ -162,6 +165,10 @@ class Node:
         self._previous_config = _config.set_current(self.config)
         self._config_listener = self.config.listen(self._broadcast_config)
         self._rt.start()
+        # Incarnations of other nodes this node declared down (node id -> why):
+        # they never connect again, so no ref of theirs comes back to life.
+        self._lost: dict[str, str] = {}
+        self._seeds: SeedDialer | None = None  # started once the node is up
         self._net: NetLink | None = None
         self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
         self._node_watchers: dict[str, list[Callable[[], None]]] = {}
@@ -170,7 +177,7 @@ class Node:
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
-                                on_up=self._net_up, on_down=self._net_down,
+                                on_up=self._net_up, on_down=self._net_down, refuse=self._net_refuse,
                                 net_ticktime=cluster.net_ticktime, incarnation=incarnation)
             try:
                 self.address = self._net.start()
@@ -181,11 +188,13 @@ class Node:
             self._rt.relay = self._relay
         self._write_node_file()
         _lifecycle.track(self)
-        for seed in cluster.seeds:
-            try:
-                self.connect(seed)
-            except NetError as exc:
-                log.warning("seed %s: %s", seed, exc)
+        if cluster.seeds and self._net is not None:
+            # Seeds up now are connected before the node is handed out; the
+            # others are dialed in the background until they come (and again
+            # whenever they are lost).
+            self._seeds = SeedDialer(cluster.seeds, self._net.connect, lambda peer: peer in self._peer_ids)
+            self._seeds.start()
+            self._seeds.wait_first_round(SEED_WAIT)
 
     # -- context manager -----------------------------------------------------------
 
@@ -249,8 +258,11 @@ class Node:
     def connect(self, address: str, timeout: float = 10.0) -> str:
         """Join the node listening at ``address`` (``tcp://HOST:PORT``); returns its name.
 
-        Raises `actors._net.ConnectError` when it cannot be reached or does not
-        hold this cluster's key (the CurveZMQ handshake fails)."""
+        Connecting to a node already connected returns its name at once.
+        Raises `ConnectError` when it cannot be reached in ``timeout``, does
+        not hold this cluster's key (the CurveZMQ handshake fails), or is an
+        incarnation one of the two nodes declared down before (it must
+        restart to rejoin)."""
         self._check_open()
         if self._net is None:
             raise NetError("this node is not distributed: give Node(name=..., listen=...)")
@@ -542,9 +554,11 @@ class Node:
             pass  # lost meanwhile: on_down reports it
 
     def _remote_proc_gone(self, proc: str, reason: Any) -> None:
-        """A process of another node is gone: fail what points at it, here and in every host (I/O thread)."""
-        if proc in self._rt.dead_procs:
-            return
+        """A process of another node is gone: fail what points at it, here and in every host (I/O thread).
+
+        Told again for a process already known gone here: a frame dropped in
+        `_relay` may come from a host that started after the loss and so
+        does not know yet (its proc_down is idempotent)."""
         for host in list(self._hosts.values()):
             if host.state == "up":
                 self._rt.sys_send(host.proc, "proc_down", (proc, reason))
@@ -600,13 +614,27 @@ class Node:
             self._watch_lock.notify_all()
         self._rt.call_soon(lambda: self._node_events.publish("nodeup", peer))
 
+    def _net_refuse(self, peer: str, incarnation: int) -> str | None:
+        """An incarnation declared down here stays down (Akka calls it
+        quarantine): a node that was stopped (SIGSTOP) or cut off past
+        ``net_ticktime`` and comes back must restart to rejoin, so the refs
+        that failed with ``noconnection`` never start answering again."""
+        why = self._lost.get(f"{peer}@{incarnation:x}")
+        if why is None:
+            return None
+        return (f"node {peer} (incarnation {incarnation:x}) was declared down by {self.name} ({why}); "
+                f"an incarnation that was lost never reconnects: restart node {peer} to rejoin")
+
     def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
         node_id = f"{peer}@{incarnation:x}"
         with self._watch_lock:
+            self._lost[node_id] = reason
             if self._peer_ids.get(peer) == node_id:
                 del self._peer_ids[peer]
             watchers = self._node_watchers.pop(peer, [])
             self._watch_lock.notify_all()
+        if self._seeds is not None:
+            self._seeds.node_changed()
         # A node that closed (said goodbye) is no news; a lost one is.
         log.log(logging.INFO if reason == "peer_closed" else logging.WARNING,
                 "node %s is down (%s): what pointed at it exits with noconnection", peer, reason)
@@ -840,6 +868,8 @@ class Node:
             if self._net is not None:
                 self._rt.relay = None
                 self._net.close()
+            if self._seeds is not None:
+                self._seeds.close()  # the link is closed: an attempt under way has failed
             self.config.unlisten(self._config_listener)
             for record in list(self._hosts.values()):
                 if record.state != "dead":

@@ -16,6 +16,7 @@ from actors._net import NetLink
 
 ENV = dict(os.environ, PYTHONPATH=os.getcwd())
 PEER = os.path.join(os.path.dirname(__file__), "net_peer.py")
+NODE_PEER = os.path.join(os.path.dirname(__file__), "node_peer.py")
 
 
 class Recorder:
@@ -140,3 +141,29 @@ class PeerProcess(LineProcess):
             cmd += ["--connect", connect]
         super().__init__(cmd)
         self.incarnation = int(self.addr_line[2])
+
+
+class NodeProcess(LineProcess):
+    """`node_peer.py`: a `Node` in its own OS process (``port`` 0 picks one;
+    giving the port of a node that died restarts it at its old address)."""
+
+    what = "node process"
+
+    def __init__(self, name: str, key: str | None, ticktime: float = 15.0, port: int = 0,
+                 seeds: tuple[str, ...] = ()) -> None:
+        cmd = [sys.executable, NODE_PEER, "--name", name, "--ticktime", str(ticktime), "--port", str(port)]
+        if key:
+            cmd += ["--key", key]
+        for seed in seeds:
+            cmd += ["--seed", seed]
+        super().__init__(cmd)
+        self.name = name
+        self.port = int(self.address.rpartition(":")[2])
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+
+    def ask(self, line: str, answer: str, timeout: float = 20.0) -> str:
+        """Send a command and return the rest of the line starting with ``answer``."""
+        self.command(line)
+        return self.expect(answer, timeout)[len(answer):].strip()

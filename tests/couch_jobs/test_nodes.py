@@ -1,0 +1,128 @@
+"""couch_jobs across nodes: one PostgreSQL database, jobs added on node a,
+accepted and finished by workers on nodes b and c (separate OS processes,
+connected over tcp with CurveZMQ), each job finished exactly once even when
+node c is SIGKILLed while it holds jobs: their locks time out and the
+activity monitor on b hands them back, as couch_jobs does between
+CouchDB nodes."""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from tests.couch_jobs.pg import HOW_TO_GET
+
+pytest.importorskip("psycopg", reason=HOW_TO_GET)
+pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
+pytest.importorskip("pgserver", reason=HOW_TO_GET)
+
+from actors import Node  # noqa: E402
+from actors.couch_jobs import CouchJobs  # noqa: E402
+from actors.couch_jobs.naming import SERVER_NAME  # noqa: E402
+from tests.cluster.netkit import ENV, NodeProcess  # noqa: E402
+from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
+from tests.couch_jobs.node_workers import KeepingHolder  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+TYPE = "nodejob"
+N_JOBS = 60
+IDLE = 8.0  # a worker stops after this long without a job: well past the 1 s type timeout
+SETTINGS = ("activity_monitor_max_jitter_msec=100 type_check_period_msec=500 type_check_max_jitter_msec=100 "
+            "pg_connect_timeout_msec=2000")
+
+
+def _expect(q: "queue.Queue[Any]", tag: str, timeout: float, who: set[int] | None = None) -> tuple[Any, ...]:
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"no {tag!r} message within {timeout}s")
+        message = q.get(timeout=remaining)
+        if message[0] == tag and (who is None or message[1] in who):
+            return message
+
+
+@pytest.fixture
+def key(tmp_path: Any) -> str:
+    path = str(tmp_path / "cluster.key")
+    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, env=ENV, timeout=60,
+                   capture_output=True)
+    return path
+
+
+def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_url: str, key: str) -> None:
+    jobs = CouchJobs(pg_url)
+    b = c = None
+    try:
+        jobs.set_type_timeout(TYPE, 1)
+        with jobs.transaction() as tx:
+            tx.execute("CREATE TABLE finished_log (job_id TEXT NOT NULL, worker INTEGER NOT NULL)")
+        jobs.add(None, TYPE, "held-job", {})
+        b, c = NodeProcess("b", key), NodeProcess("c", key)
+        for peer in (b, c):
+            assert peer.ask(f"couch_jobs {pg_url} {SETTINGS}", "COUCH_JOBS") == "started"
+        with Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as node_a:
+            node_a.connect(b.address)
+            node_a.connect(c.address)
+            for name in ("b", "c"):  # their servers learn the type now, asked from node a
+                server = node_a.whereis(SERVER_NAME, node=name)
+                assert server is not None
+                server.call("check_types", timeout=10.0)
+            q: queue.Queue[Any] = queue.Queue()
+            collector = node_a.spawn(Collector, q)
+
+            # A worker on c takes a job and keeps it alive (progress every
+            # 0.2 s, type timeout 1 s): only c's death can free it.
+            holder = node_a.spawn(KeepingHolder, TYPE, 99, node="c", host="own")
+            holder.cast(("accept_and_keep", collector))
+            _, _, held_job, _ = _expect(q, "held", 30)
+            assert held_job.id == "held-job"
+
+            workers = {1: node_a.spawn(Worker, TYPE, 1, node="b", host="own"),
+                       2: node_a.spawn(Worker, TYPE, 2, node="b", host="own"),
+                       3: node_a.spawn(Worker, TYPE, 3, node="c", host="own")}
+            assert workers[1].node_id.startswith("b@") and workers[3].node_id.startswith("c@")
+            for w in workers.values():
+                w.cast(("run_resilient", collector, N_JOBS + 1, IDLE, 0))
+            for _ in workers:
+                _expect(q, "running", 30)
+            # Still c's after twice the 1 s type timeout: its updates keep it.
+            while _expect(q, "kept", 30)[2] < 10:
+                pass
+            assert jobs.get_job_state(None, TYPE, "held-job") == "running"
+            with jobs.transaction() as tx:  # added on node a
+                for k in range(N_JOBS):
+                    jobs.add(tx, TYPE, f"job-{k:03d}", {"k": k})
+
+            _expect(q, "finished", 30, who={3})  # c is working too
+            _expect(q, "finished", 30, who={1, 2})
+            c_down = node_a.monitor_node("c")
+            c.kill()
+            assert c_down.wait(5.0) == ("nodedown", "c")
+
+            done = {}
+            while len(done) < 2:
+                message = _expect(q, "done", 60, who={1, 2})
+                done[message[1]] = message[2]
+        with jobs.transaction(write=False) as tx:
+            rows = tx.execute("SELECT job_id, worker FROM finished_log").fetchall()
+        by_job: dict[str, list[int]] = {}
+        for job_id, worker in rows:
+            by_job.setdefault(job_id, []).append(worker)
+        assert len(by_job) == N_JOBS + 1, sorted(by_job)
+        assert all(len(ws) == 1 for ws in by_job.values()), {j: ws for j, ws in by_job.items() if len(ws) > 1}
+        assert by_job["held-job"][0] in (1, 2)  # taken over on b after c died holding it
+        assert {w for ws in by_job.values() for w in ws} >= {1, 2, 3}
+        assert sum(done.values()) == sum(1 for ws in by_job.values() if ws[0] in (1, 2))
+        assert {state for _, _, state, _ in jobs.get_jobs(TYPE)} == {"finished"}
+    finally:
+        for peer in (b, c):
+            if peer is not None:
+                peer.close()
+        jobs.close()

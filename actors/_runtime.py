@@ -367,7 +367,7 @@ class Runtime(Transport):
 
     def _request(self, target: ActorRef, kind: int, body: Any, timeout: float | None) -> Any:
         cell = current_cell()
-        if cell is not None and cell.id == target.id:
+        if cell is not None and cell.id == target.id and target.proc == self.proc:
             raise Exit("calling_self", f"{target!r} called itself")
         proc = target.proc
         if proc in self.dead_procs:
@@ -403,7 +403,7 @@ class Runtime(Transport):
         thread blocks on the call, and the loop runs on meanwhile."""
         loop = asyncio.get_running_loop()
         cell = current_cell()
-        if cell is not None and cell.id == target.id:
+        if cell is not None and cell.id == target.id and target.proc == self.proc:
             raise Exit("calling_self", f"{target!r} called itself")
         proc = target.proc
         if proc in self.dead_procs:

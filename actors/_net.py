@@ -35,6 +35,14 @@ before the welcome wait in the I/O thread behind the HELLO, and a direct
 send never overtakes them.  Frames from one thread to one peer arrive in
 the order sent.
 
+Sub-sessions: a host process of a connected node may open a connection of
+its own (`actors._net_direct`) and say ``HELLO {name, incarnation, sub}``
+on it.  It is accepted only while this link has a session with that node
+in that incarnation, is never answered, and ends with that session; frames
+on it reach ``on_frame`` as the node's.  `NetLink.after_drain` lets the layer
+above act on a peer's report that one of its hosts died only after what
+that host sent on its own connection has been delivered.
+
 Liveness (`actors._net_tick`): the I/O thread sends a tick every
 ``net_ticktime / 4`` unless it sent something else meanwhile; a peer from
 which nothing arrived for ``net_ticktime`` is down.  A dropped tcp connection (the peer process died) is noticed at
@@ -83,6 +91,8 @@ _WELCOME = b"W"
 _REJECT = b"R"
 
 _RECV_BATCH = 512
+_EVENTS = int(zmq.EVENTS)  # plain ints: enum arithmetic costs more than the syscall it guards
+_POLLIN = int(zmq.POLLIN)
 _BYE_LINGER_MS = 200  # how long a closing link lets its goodbyes flush
 _OUT_EVENTS = (zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
                | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
@@ -172,6 +182,9 @@ class _Peer:
     deadline: float
     out: _Out | None = None  # the one DEALER frames to this node go through
     rids: set[bytes] = field(default_factory=set)
+    # Connections of its host processes (sub-sessions, `actors._net_direct`):
+    # frames on them are its frames; they end with its session.
+    subs: set[bytes] = field(default_factory=set)
     up: bool = False
     waiters: list[_Waiter] = field(default_factory=list)
     # It said BYE before our side of the handshake finished (its WELCOME to our
@@ -240,6 +253,7 @@ class NetLink:
         self._start_error: BaseException | None = None
         self._closed = False
         self._loop_ident: int | None = None
+        self._dirty = True  # the I/O thread re-plans heartbeats and deadlines
 
     # -- public API (any thread) ---------------------------------------------
 
@@ -309,6 +323,18 @@ class NetLink:
                 self._stats["frames_out"] += 1
         else:  # not welcomed yet: the I/O thread sends it behind the HELLO
             self._command("send", peer, frames, out)
+
+    def after_drain(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the link's I/O thread once every frame that has arrived
+        by now, on any connection, has been handed to ``on_frame``: what a
+        peer's host sent on its own connection before the peer reported that
+        host dead is delivered before the report is acted on."""
+        self._command("after_drain", fn)
+
+    def address_of(self, peer: str) -> str | None:
+        """The address this node's connection to ``peer`` goes to (its listener)."""
+        p = self._peers.get(peer)
+        return None if p is None or p.out is None else p.out.address
 
     def disconnect(self, peer: str) -> None:
         """Drop the connection to ``peer`` (it sees ``peer_closed``)."""
@@ -430,29 +456,42 @@ class NetLink:
             self._peers.pop(name, None)
 
     def _loop(self) -> None:
+        # Heartbeats and handshake deadlines are planned only when one falls
+        # due or something other than a data frame happened (``_dirty``): a
+        # wake-up for a frame costs the frame, not a scan of every peer.
+        due = 0.0
+        timeout_ms: int | None = None
+        router = self._router
+        poll = self._poller.poll
         while True:
             now = self._clock.now()
-            plan = self._liveness.plan(now)
-            for name in plan.down:
-                self._peer_down(name, "net_tick_timeout")
-            for name in plan.tick:
-                p = self._peers.get(name)
-                if p is not None and p.out is not None:
-                    self._out_send(p, [_TICK])
-                    self._stats["ticks_out"] += 1
-            deadlines = [o.deadline for o in self._outs.values() if not o.up]
-            deadlines.extend(p.deadline for p in self._peers.values() if not p.up)
-            if plan.next_at is not None and not plan.down:
-                deadlines.append(plan.next_at)
-            timeout_ms = None
-            if deadlines:
-                timeout_ms = max(0, int((min(deadlines) - now) * 1000) + 1)
-            for sock, _ev in self._poller.poll(timeout_ms):
+            if self._dirty or now >= due:
+                self._dirty = False
+                self._expire_connects(now)
+                plan = self._liveness.plan(now)
+                for name in plan.down:
+                    self._peer_down(name, "net_tick_timeout")
+                for name in plan.tick:
+                    p = self._peers.get(name)
+                    if p is not None and p.out is not None:
+                        self._out_send(p, [_TICK])
+                        self._stats["ticks_out"] += 1
+                deadlines = [o.deadline for o in self._outs.values() if not o.up]
+                deadlines.extend(p.deadline for p in self._peers.values() if not p.up)
+                if plan.next_at is not None and not plan.down:
+                    deadlines.append(plan.next_at)
+                due = min(deadlines) if deadlines else float("inf")
+                if plan.down:
+                    due = now  # plan again at once: the peers just lost are gone now
+            timeout_ms = None if due == float("inf") else max(0, int((due - now) * 1000) + 1)
+            for sock, _ev in poll(timeout_ms):
+                if sock is router:
+                    self._drain_router()
+                    continue
+                self._dirty = True
                 if isinstance(sock, int):  # the eventfd: commands from other threads
                     if self._run_commands():
                         return
-                elif sock is self._router:
-                    self._drain_router()
                 elif sock is self._zap:
                     self._serve_zap()
                 elif sock is self._router_mon:
@@ -461,7 +500,6 @@ class NetLink:
                     self._drain_out(self._outs[sock])
                 elif sock in self._mons:
                     self._out_event(self._mons[sock])
-            self._expire_connects(self._clock.now())
 
     def _send_data(self, peer: str, frames: list[bytes], out: _Out, queued: bool = False) -> None:
         p = self._peers.get(peer)
@@ -492,6 +530,12 @@ class NetLink:
                 self._send_data(cmd[1], cmd[2], cmd[3], queued=True)
             elif op == "connect":
                 self._start_connect(cmd[1], cmd[2], cmd[3])
+            elif op == "after_drain":
+                for _ in range(1000):  # bounded: a peer that never stops sending cannot stall it
+                    if not self._router.get(zmq.EVENTS) & zmq.POLLIN:
+                        break
+                    self._drain_router()
+                self._call(cmd[1])
             elif op == "disconnect":
                 p = self._peers.get(cmd[1])
                 if p is not None:
@@ -548,17 +592,25 @@ class NetLink:
 
     def _drain_router(self) -> None:
         router = self._router
+        get, recv = router.getsockopt, router.recv_multipart
+        rid_peer, liveness, now_of, stats, on_frame = (self._rid_peer, self._liveness, self._clock.now,
+                                                        self._stats, self._on_frame)
         for _ in range(_RECV_BATCH):
             # Asking for EVENTS is cheaper than the zmq.Again a NOBLOCK recv raises when empty.
-            if not router.get(zmq.EVENTS) & zmq.POLLIN:
+            if not get(_EVENTS) & _POLLIN:
                 return
-            msg = router.recv_multipart(copy=False)
-            rid = msg[0].bytes
+            msg = recv(copy=False)  # frames: a HELLO's carries the Peer-Address it came from
             if len(msg) < 2:
                 self._count("garbage")
                 continue
-            kind = msg[1].bytes
-            name = self._rid_peer.get(rid)
+            rid, kind = msg[0].bytes, msg[1].bytes
+            name = rid_peer.get(rid)
+            if kind == _DATA and name is not None:
+                liveness.received(name, now_of())
+                stats["frames_in"] += 1
+                self._call(on_frame, name, [f.bytes for f in msg[2:]])
+                continue
+            self._dirty = True
             if kind == _HELLO:
                 self._hello(rid, msg)
                 continue
@@ -568,14 +620,9 @@ class NetLink:
                 self._count("unknown_session")
                 self._router_send([rid, _REJECT, orjson.dumps({"reason": "no session"})])
                 continue
-            now = self._clock.now()
-            if kind == _DATA:
-                self._liveness.received(name, now)
-                self._stats["frames_in"] += 1
-                self._call(self._on_frame, name, [f.bytes for f in msg[2:]])
-            elif kind == _TICK and len(msg) == 2:
-                self._liveness.received(name, now)
-                self._stats["ticks_in"] += 1
+            if kind == _TICK and len(msg) == 2:
+                liveness.received(name, now_of())
+                stats["ticks_in"] += 1
             elif kind == _BYE and len(msg) == 2:
                 self._bye(name)
             else:
@@ -592,11 +639,14 @@ class NetLink:
             return
         self._count("bye_before_up")
         peer.bye = True
-        for rid in peer.rids:  # nothing more may arrive from it on these connections
+        for rid in (*peer.rids, *peer.subs):  # nothing more may arrive from it on these connections
             self._rid_peer.pop(rid, None)
 
     def _hello(self, rid: bytes, msg: list[zmq.Frame]) -> None:
         body = _decode(msg[2].bytes) if len(msg) == 3 else None
+        if isinstance(body, dict) and "sub" in body:
+            self._sub_hello(rid, body)
+            return
         if (not isinstance(body, dict) or body.get("v") != PROTOCOL_VERSION
                 or not isinstance(body.get("name"), str) or not body["name"] or len(body["name"]) > 255
                 or not isinstance(body.get("inc"), int) or not isinstance(body.get("port"), int)
@@ -639,6 +689,25 @@ class NetLink:
         self._router_send([rid, _WELCOME, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name,
                                                          "inc": self.incarnation})])
         self._maybe_up(peer)
+
+    def _sub_hello(self, rid: bytes, body: dict[str, Any]) -> None:
+        """A host process of a node we know opens a connection of its own: its
+        frames count as that node's, for as long as this session with it lasts."""
+        name, inc, sub = body.get("name"), body.get("inc"), body.get("sub")
+        if (body.get("v") != PROTOCOL_VERSION or not isinstance(name, str) or not isinstance(inc, int)
+                or not isinstance(sub, str) or not sub or len(sub) > 255):
+            self._count("garbage")
+            self._router_send([rid, _REJECT, orjson.dumps({"reason": "bad hello"})])
+            return
+        peer = self._peers.get(name)
+        if peer is None or peer.incarnation != inc or peer.bye or rid in self._rid_peer:
+            # Not (or no longer) a session with that node: its host's frames go nowhere.
+            self._count("sub_refused")
+            self._router_send([rid, _REJECT, orjson.dumps({"reason": "no session"})])
+            return
+        peer.subs.add(rid)
+        self._rid_peer[rid] = name
+        self._count("sub_sessions")
 
     def _router_send(self, frames: list[bytes]) -> None:
         try:
@@ -813,7 +882,7 @@ class NetLink:
         if peer is None:
             return
         self._liveness.remove(name)
-        for rid in peer.rids:
+        for rid in (*peer.rids, *peer.subs):
             self._rid_peer.pop(rid, None)
         was_up = peer.up
         for w in peer.waiters:

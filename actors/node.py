@@ -530,7 +530,17 @@ class Node:
         """Another node says one of its host processes died (its report of what local ones get)."""
         node_id, bar, _ = src.partition("|")
         if bar and isinstance(proc, str) and "|" not in proc:
-            self._remote_proc_gone(qualify(node_id, proc), reason)
+            gone = qualify(node_id, proc)
+            net = self._net
+            if net is None:
+                self._remote_proc_gone(gone, reason)
+                return
+            # That host may have sent on a connection of its own: what it sent
+            # before it died is delivered before its death is acted on.
+            try:
+                net.after_drain(lambda: self._rt.call_soon(lambda: self._remote_proc_gone(gone, reason)))
+            except NetError:  # the link is closing: so is this node
+                pass
 
     def _net_frame(self, peer: str, frames: list[bytes]) -> None:
         """A frame from another node: delivered to its process here as a local frame."""
@@ -574,6 +584,22 @@ class Node:
         with self._watch_lock:
             self._peer_ids[peer] = f"{peer}@{incarnation:x}"
             self._watch_lock.notify_all()
+        for host in list(self._hosts.values()):
+            if host.state == "up":
+                self._tell_net_peers(host.proc, [peer])
+
+    def _tell_net_peers(self, proc: str, peers: Iterable[str]) -> None:
+        """Let host ``proc`` send to these nodes on connections of its own
+        (`actors._net_direct`) instead of through this process."""
+        net = self._net
+        if net is None:
+            return
+        key = net.key
+        for peer in peers:
+            node_id, address = self._peer_ids.get(peer), net.address_of(peer)
+            if node_id is not None and address is not None:
+                self._rt.sys_send(proc, "net_peer", (node_id, address, key.public.decode() if key else None,
+                                                     key.secret.decode() if key else None))
 
     def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
         node_id = f"{peer}@{incarnation:x}"
@@ -718,6 +744,7 @@ class Node:
         # this process to the host, the host to this process's reply channels.
         self._rt.connect_peer(proc)
         self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
+        self._tell_net_peers(proc, list(self._peer_ids))
         try:
             record.pidfd = os.pidfd_open(pid)
             self._rt.watch_fd(record.pidfd, lambda fd, p=proc: self._on_host_exit(p))

@@ -35,13 +35,15 @@ before the welcome wait in the I/O thread behind the HELLO, and a direct
 send never overtakes them.  Frames from one thread to one peer arrive in
 the order sent.
 
-Sub-sessions: a host process of a connected node may open a connection of
-its own (`actors._net_direct`) and say ``HELLO {name, incarnation, sub}``
-on it.  It is accepted only while this link has a session with that node
-in that incarnation, is never answered, and ends with that session; frames
-on it reach ``on_frame`` as the node's.  `NetLink.after_drain` lets the layer
-above act on a peer's report that one of its hosts died only after what
-that host sent on its own connection has been delivered.
+Host frames: a host process of a connected node may send on a connection
+of its own (`actors._net_direct`), with no handshake: every frame says
+``S <name>@<incarnation>`` before its parts, and is honoured (handed to
+``on_frame`` as that node's) only while this link holds a session with that
+node in that incarnation; otherwise it is dropped and counted.  A
+connection that drops and comes back needs no new handshake.  The CURVE
+handshake and ZAP admit it on the same terms as a node's own connection.
+`NetLink.after_drain` lets the layer above act on a peer's report that one
+of its hosts died only after what that host sent has been delivered.
 
 Liveness (`actors._net_tick`): the I/O thread sends a tick every
 ``net_ticktime / 4`` unless it sent something else meanwhile; a peer from
@@ -86,6 +88,7 @@ _HELLO = b"H"
 _TICK = b"T"
 _DATA = b"D"
 _BYE = b"B"
+_HOST_DATA = b"S"  # data from a host process of a node, on its own connection
 # ROUTER -> DEALER
 _WELCOME = b"W"
 _REJECT = b"R"
@@ -182,9 +185,6 @@ class _Peer:
     deadline: float
     out: _Out | None = None  # the one DEALER frames to this node go through
     rids: set[bytes] = field(default_factory=set)
-    # Connections of its host processes (sub-sessions, `actors._net_direct`):
-    # frames on them are its frames; they end with its session.
-    subs: set[bytes] = field(default_factory=set)
     up: bool = False
     waiters: list[_Waiter] = field(default_factory=list)
     # It said BYE before our side of the handshake finished (its WELCOME to our
@@ -610,6 +610,19 @@ class NetLink:
                 stats["frames_in"] += 1
                 self._call(on_frame, name, [f.bytes for f in msg[2:]])
                 continue
+            if kind == _HOST_DATA and len(msg) >= 3:
+                # A host's own connection: every frame names its node and
+                # incarnation, honoured only while we hold a session with it.
+                origin = msg[2].bytes
+                name, _, inc = origin.decode("ascii", "replace").rpartition("@")
+                peer = self._peers.get(name)
+                if peer is not None and not peer.bye and inc == f"{peer.incarnation:x}":
+                    liveness.received(name, now_of())
+                    stats["host_frames_in"] += 1
+                    self._call(on_frame, name, [f.bytes for f in msg[3:]])
+                else:
+                    self._count("host_frames_refused")
+                continue
             self._dirty = True
             if kind == _HELLO:
                 self._hello(rid, msg)
@@ -639,14 +652,11 @@ class NetLink:
             return
         self._count("bye_before_up")
         peer.bye = True
-        for rid in (*peer.rids, *peer.subs):  # nothing more may arrive from it on these connections
+        for rid in peer.rids:  # nothing more may arrive from it on these connections
             self._rid_peer.pop(rid, None)
 
     def _hello(self, rid: bytes, msg: list[zmq.Frame]) -> None:
         body = _decode(msg[2].bytes) if len(msg) == 3 else None
-        if isinstance(body, dict) and "sub" in body:
-            self._sub_hello(rid, body)
-            return
         if (not isinstance(body, dict) or body.get("v") != PROTOCOL_VERSION
                 or not isinstance(body.get("name"), str) or not body["name"] or len(body["name"]) > 255
                 or not isinstance(body.get("inc"), int) or not isinstance(body.get("port"), int)
@@ -689,25 +699,6 @@ class NetLink:
         self._router_send([rid, _WELCOME, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name,
                                                          "inc": self.incarnation})])
         self._maybe_up(peer)
-
-    def _sub_hello(self, rid: bytes, body: dict[str, Any]) -> None:
-        """A host process of a node we know opens a connection of its own: its
-        frames count as that node's, for as long as this session with it lasts."""
-        name, inc, sub = body.get("name"), body.get("inc"), body.get("sub")
-        if (body.get("v") != PROTOCOL_VERSION or not isinstance(name, str) or not isinstance(inc, int)
-                or not isinstance(sub, str) or not sub or len(sub) > 255):
-            self._count("garbage")
-            self._router_send([rid, _REJECT, orjson.dumps({"reason": "bad hello"})])
-            return
-        peer = self._peers.get(name)
-        if peer is None or peer.incarnation != inc or peer.bye or rid in self._rid_peer:
-            # Not (or no longer) a session with that node: its host's frames go nowhere.
-            self._count("sub_refused")
-            self._router_send([rid, _REJECT, orjson.dumps({"reason": "no session"})])
-            return
-        peer.subs.add(rid)
-        self._rid_peer[rid] = name
-        self._count("sub_sessions")
 
     def _router_send(self, frames: list[bytes]) -> None:
         try:
@@ -882,7 +873,7 @@ class NetLink:
         if peer is None:
             return
         self._liveness.remove(name)
-        for rid in (*peer.rids, *peer.subs):
+        for rid in peer.rids:
             self._rid_peer.pop(rid, None)
         was_up = peer.up
         for w in peer.waiters:

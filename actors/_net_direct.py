@@ -8,11 +8,12 @@ listener: a CURVE client holding the cluster key like the node's link, so
 the other node's ZAP handler admits it on the same terms and nothing
 unauthenticated reaches a decoder.
 
-The connection opens with a *sub-session* HELLO, ``{v, name, inc, sub}``
-(this node's name and incarnation, and the host's process name).  The other
-node accepts it only while it knows this node in that incarnation, never
-answers on it, and forgets it with the node session (frames on it after
-that are dropped); liveness, up and down stay the node link's business.
+There is no handshake beyond CURVE's: every frame says which node and
+incarnation it comes from (``S <name>@<inc>``), and the other node honours
+it only while it holds a session with this node in that incarnation; so a
+connection that drops and comes back needs nothing re-said, and frames of a
+session that ended are dropped there.  Liveness, up and down stay the node
+link's business.
 
 Order: the path to a node is chosen on the host's first frame for it and
 never changes.  A node the host has been told of (`DirectLinks.learn`,
@@ -26,14 +27,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import orjson
 import zmq
 
 __all__ = ["DirectLinks"]
 
-PROTOCOL_VERSION = 1  # as actors._net's
-_HELLO = b"H"
-_DATA = b"D"
+_HOST_DATA = b"S"  # as actors._net's
 _SNDHWM = 200_000
 _RELAY = object()  # a node this host reaches through its node process, for good
 
@@ -50,10 +48,9 @@ class DirectLinks:
     """The direct connections of one host process, keyed by node id (``name@inc``)."""
 
     def __init__(self, ctx: zmq.Context, node_id: str, proc: str) -> None:
-        name, _, inc = node_id.rpartition("@")
         self._ctx = ctx
-        self._hello = [_HELLO, orjson.dumps({"v": PROTOCOL_VERSION, "name": name, "inc": int(inc, 16),
-                                             "sub": proc})]
+        self._origin = node_id.encode()  # name@incarnation, hex as node ids write it
+        self.proc = proc
         self._known: dict[str, tuple[str, bytes | None, bytes | None]] = {}
         self._paths: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -78,7 +75,7 @@ class DirectLinks:
             if sock is None:  # that node is gone: dropped, as a send to a dead process is
                 return True
             try:
-                sock.send_multipart([_DATA, proc.encode(), frame], zmq.NOBLOCK)
+                sock.send_multipart([_HOST_DATA, self._origin, proc.encode(), frame], zmq.NOBLOCK)
             except zmq.ZMQError:  # full queue (counted) or closing
                 self.dropped += 1
         return True
@@ -96,13 +93,12 @@ class DirectLinks:
             sock = self._ctx.socket(zmq.DEALER)
             sock.linger = 0
             sock.sndhwm = _SNDHWM
-            sock.rcvhwm = 16  # the other node never answers here but to refuse
+            sock.rcvhwm = 16  # the other node never sends on it
             if public is not None and secret is not None:
                 sock.curve_serverkey = public
                 sock.curve_publickey = public
                 sock.curve_secretkey = secret
             sock.connect(address)
-            sock.send_multipart(self._hello)  # queued before any frame, on the same pipe
             path = self._paths[node_id] = _Direct(sock)
             return path
 

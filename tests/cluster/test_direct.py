@@ -1,7 +1,7 @@
 """Hosts' own connections to other nodes (`actors._net_direct`): a host sends
 to another node without its node process in the way, on a connection that
-node admits only under the cluster key and only while it has a session with
-the host's node; order per pair and noconnection still hold."""
+node admits only under the cluster key, honouring its frames only while it
+has a session with the host's node; order per pair and noconnection hold."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class Forwarder(GenServer):
 # -- the link side: who may speak on a sub-session ------------------------------------
 
 
-def test_a_sub_session_is_the_nodes_while_its_session_lasts(tmp_path: Any) -> None:
+def test_a_hosts_frames_count_as_its_nodes_while_the_session_lasts(tmp_path: Any) -> None:
     write_new(tmp_path / "k")
     cluster_key = load(tmp_path / "k")
     ra, rb = Recorder(), Recorder()
@@ -53,27 +53,28 @@ def test_a_sub_session_is_the_nodes_while_its_session_lasts(tmp_path: Any) -> No
         with make_link("a", cluster_key, ra) as a, make_link("b", cluster_key, rb) as b:
             assert a.connect(b.address) == "b"
             rb.expect("up")
+            b_id = f"b@{b.incarnation:x}"
             host = DirectLinks(ctx, f"a@{a.incarnation:x}", "h1")
-            host.learn(f"b@{b.incarnation:x}", b.address, cluster_key.public, cluster_key.secret)
+            host.learn(b_id, b.address, cluster_key.public, cluster_key.secret)
             for i in range(50):
-                assert host.send(f"b@{b.incarnation:x}", "h7", b"f%d" % i)
+                assert host.send(b_id, "h7", b"f%d" % i)
             got = [rb.expect("frame")[1:3] for _ in range(50)]
             assert got == [("a", [b"h7", b"f%d" % i]) for i in range(50)]  # a's frames, in order
-            assert b.stats()["sub_sessions"] == 1
-            # another incarnation of a is refused: nothing it sends is delivered
+            assert b.stats()["host_frames_in"] == 50
+            # a host of another incarnation of a is refused: nothing it sends is delivered
             stale = DirectLinks(ctx, f"a@{a.incarnation + 1:x}", "h2")
-            stale.learn(f"b@{b.incarnation:x}", b.address, cluster_key.public, cluster_key.secret)
-            stale.send(f"b@{b.incarnation:x}", "h7", b"stale")
-            assert b.wait_stats(lambda s: s.get("sub_refused", 0) == 1, 10.0)
+            stale.learn(b_id, b.address, cluster_key.public, cluster_key.secret)
+            stale.send(b_id, "h7", b"stale")
+            assert b.wait_stats(lambda s: s.get("host_frames_refused", 0) == 1, 10.0)
             # a node it was not told of goes by the relay, for good
             assert not host.send("c@1", "h1", b"x")
             host.learn("c@1", b.address, cluster_key.public, cluster_key.secret)
             assert not host.send("c@1", "h1", b"x")
-            # once a's session with b ends, its host's connection says nothing more
+            # once a's session with b ends, what its host sends is dropped
             a.disconnect("b")
             rb.expect("down")
-            host.send(f"b@{b.incarnation:x}", "h7", b"late")
-            assert b.wait_stats(lambda s: s.get("unknown_session", 0) >= 1, 10.0)
+            host.send(b_id, "h7", b"late")
+            assert b.wait_stats(lambda s: s.get("host_frames_refused", 0) == 2, 10.0)
             assert all(ev[0] != "frame" for ev in list(rb.events.queue))
             host.close()
             stale.close()

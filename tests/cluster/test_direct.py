@@ -27,6 +27,9 @@ pytestmark = pytest.mark.integration
 class Forwarder(GenServer):
     """Talks to the refs it is given from inside its own callbacks (a host's thread)."""
 
+    def init(self) -> None:
+        self.got: list[Any] = []
+
     def handle_call(self, request: Any, from_: Any) -> Any:
         op, ref, arg = request
         try:
@@ -36,9 +39,17 @@ class Forwarder(GenServer):
                 for i in range(arg):
                     ref.cast(i)
                 return ref.call("seen", timeout=10.0)
+            if op == "monitor_and_call":
+                self.monitor(ref)
+                return ref.call(arg, timeout=20.0)
+            if op == "got":
+                return list(self.got)
         except Exit as exc:
             return ("exit", exc.reason)
         return None
+
+    def handle_info(self, message: Any) -> None:
+        self.got.append(message)
 
 
 # -- the link side: who may speak on a sub-session ------------------------------------
@@ -100,6 +111,20 @@ def test_a_host_reaches_another_node_without_its_node_process(node_a: Node, peer
         assert here.call(("call", there, ("echo", i))) == i
     assert here.call(("casts", there, 300)) == [("cast", i) for i in range(300)]  # order per pair
     assert node_a._net.stats().get("frames_out", 0) == before  # none went through node a's link
+
+
+def test_a_reply_then_an_exit_reach_a_host_in_that_order(node_a: Node, peer_b: NodeProcess) -> None:
+    node_a.connect(peer_b.address)
+    here = node_a.spawn(Forwarder, host="own")
+    for i in range(5):
+        there = node_a.spawn(Worker, node="b", host="own")
+        # the callee replies, then stops: the caller gets the reply, and the DOWN with the real reason
+        assert here.call(("monitor_and_call", there, ("stop", f"reason{i}"))) == "stopping"
+        deadline = time.monotonic() + 10.0
+        got: list[Any] = []
+        while time.monotonic() < deadline and len(got) <= i:
+            got = here.call(("got", None, None))
+        assert got[i][0] == "DOWN" and got[i][2] == there and got[i][3] == f"reason{i}"
 
 
 def test_a_call_pending_from_a_host_fails_noconnection_within_a_second(node_a: Node, key: str) -> None:

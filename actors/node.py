@@ -19,7 +19,7 @@ import cloudpickle
 import multiprocess
 
 from actors import _lifecycle
-from actors._codec import FrameError, decode_frame, requalify
+from actors._codec import FrameError, decode_frame, frame_kind, requalify
 from actors import config as _config
 from actors import stats as _stats
 from actors._host import write_message, zygote_main
@@ -163,6 +163,8 @@ class Node:
         self._rt.start()
         self._net: NetLink | None = None
         self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
+        self._here_lock = threading.Lock()
+        self._here_queued = 0  # frames from other nodes waiting for the I/O thread (`_deliver_here`)
         self._node_watchers: dict[str, list[Callable[[], None]]] = {}
         self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
         if cluster.name is not None:
@@ -560,7 +562,7 @@ class Node:
         owner = owner_of(dest)
         if owner == self._rt.proc:
             if dest == owner:
-                self._rt.call_soon(lambda: self._rt.handle_frames([frame]))
+                self._deliver_here(frame)
             else:
                 self._rt.send_frame(dest, frame)
             return
@@ -579,6 +581,29 @@ class Node:
                 return
             if kind not in (K_REPLY, K_REPLY_EXIT, K_SYS):
                 self._rt.call_soon(lambda: self._rt.handle_frames([frame]))
+
+    def _deliver_here(self, frame: bytes) -> None:
+        """A frame from another node for this process (link thread): delivered
+        in place, as a thread of this process delivers to its actors, with no
+        hand-off to the I/O thread.  A system request runs on the I/O thread,
+        as every system handler here does; while one waits there, later
+        frames queue behind it, so none overtakes it."""
+        with self._here_lock:
+            queue = self._here_queued > 0 or frame_kind(frame) == K_SYS
+            if queue:
+                self._here_queued += 1
+        if not queue:
+            self._rt.handle_frames([frame])
+            return
+
+        def run() -> None:
+            try:
+                self._rt.handle_frames([frame])
+            finally:
+                with self._here_lock:
+                    self._here_queued -= 1
+
+        self._rt.call_soon(run)
 
     def _net_up(self, peer: str, incarnation: int) -> None:
         with self._watch_lock:

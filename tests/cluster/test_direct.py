@@ -127,6 +127,25 @@ def test_a_reply_then_an_exit_reach_a_host_in_that_order(node_a: Node, peer_b: N
         assert got[i][0] == "DOWN" and got[i][2] == there and got[i][3] == f"reason{i}"
 
 
+def test_frames_for_the_other_nodes_process_keep_their_order_around_system_requests(
+        node_a: Node, peer_b: NodeProcess) -> None:
+    """b's link thread delivers to actors of b's node process in place, and a
+    system request (run on b's I/O thread) holds back what follows it."""
+    node_a.connect(peer_b.address)
+    w = node_a.spawn(Worker, node="b")  # in b's node process
+    for i in range(200):
+        w.cast(i)
+        if i % 40 == 0:
+            assert node_a.whereis("nobody", node="b") is None
+            w.send(("after_sys", i))
+    expected: list[Any] = []
+    for i in range(200):
+        expected.append(("cast", i))
+        if i % 40 == 0:
+            expected.append(("info", ("after_sys", i)))
+    assert w.call("seen") == expected
+
+
 def test_a_call_pending_from_a_host_fails_noconnection_within_a_second(node_a: Node, key: str) -> None:
     peer = NodeProcess("c", key)
     try:

@@ -605,26 +605,25 @@ class Node:
 
         self._rt.call_soon(run)
 
-    def _net_up(self, peer: str, incarnation: int) -> None:
-        with self._watch_lock:
-            self._peer_ids[peer] = f"{peer}@{incarnation:x}"
-            self._watch_lock.notify_all()
-        for host in list(self._hosts.values()):
-            if host.state == "up":
-                self._tell_net_peers(host.proc, [peer])
-
-    def _tell_net_peers(self, proc: str, peers: Iterable[str]) -> None:
-        """Let host ``proc`` send to these nodes on connections of its own
-        (`actors._net_direct`) instead of through this process."""
+    def _tell_net_peers(self, proc: str, peers: Mapping[str, str]) -> None:
+        """Let host ``proc`` send to these nodes (name -> node id) on
+        connections of its own (`actors._net_direct`), not through this process."""
         net = self._net
         if net is None:
             return
         key = net.key
-        for peer in peers:
-            node_id, address = self._peer_ids.get(peer), net.address_of(peer)
-            if node_id is not None and address is not None:
+        for peer, node_id in peers.items():
+            address = net.address_of(peer)
+            if address is not None:
                 self._rt.sys_send(proc, "net_peer", (node_id, address, key.public.decode() if key else None,
                                                      key.secret.decode() if key else None))
+
+    def _net_up(self, peer: str, incarnation: int) -> None:
+        for host in [h for h in list(self._hosts.values()) if h.state == "up"]:
+            self._tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
+        with self._watch_lock:
+            self._peer_ids[peer] = f"{peer}@{incarnation:x}"
+            self._watch_lock.notify_all()
 
     def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
         node_id = f"{peer}@{incarnation:x}"
@@ -769,7 +768,7 @@ class Node:
         # this process to the host, the host to this process's reply channels.
         self._rt.connect_peer(proc)
         self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
-        self._tell_net_peers(proc, list(self._peer_ids))
+        self._tell_net_peers(proc, dict(self._peer_ids))
         try:
             record.pidfd = os.pidfd_open(pid)
             self._rt.watch_fd(record.pidfd, lambda fd, p=proc: self._on_host_exit(p))

@@ -155,9 +155,9 @@ class Cell:
         self.started = False
         self.trap_exit = False
         self.exit_reason: Any = None
-        self.links: dict[str, ActorRef] = {}
+        self.links: dict[ActorRef, ActorRef] = {}  # keyed by ref: ids repeat across nodes
         if parent is not None and link_parent:
-            self.links[parent.id] = parent
+            self.links[parent] = parent
         self.monitors_in: dict[Any, ActorRef] = {}
         self.monitors_out: dict[Any, ActorRef] = {}
         self.inflight: dict[tuple[str, int], From] = {}
@@ -223,7 +223,7 @@ class Cell:
         """Erlang's exit-signal rules; the decision is made on arrival."""
         if sender is not None:
             with self.lock:
-                self.links.pop(sender.id, None)
+                self.links.pop(sender, None)
         if untrappable or reason == "kill":
             self.die("killed")
             return
@@ -238,12 +238,12 @@ class Cell:
         with self.lock:
             if not self.alive:
                 return False
-            self.links[other.id] = other
+            self.links[other] = other
             return True
 
     def remove_link(self, other: ActorRef) -> None:
         with self.lock:
-            self.links.pop(other.id, None)
+            self.links.pop(other, None)
 
     def add_monitor(self, mref: Any, watcher: ActorRef) -> bool:
         with self.lock:

@@ -19,7 +19,8 @@ import pickle
 import cloudpickle
 import orjson
 
-__all__ = ["FrameError", "decode_frame", "encode_frame", "is_scalar", "requalify", "unwrap_relay", "wrap_relay"]
+__all__ = ["FrameError", "decode_frame", "encode_frame", "frame_kind", "is_scalar", "requalify", "unwrap_relay",
+           "wrap_relay"]
 
 _SCALARS = (str, int, float, bool, type(None))
 _dumps = orjson.dumps
@@ -93,6 +94,18 @@ def decode_frame(frame: bytes) -> tuple[int, Any, Any, Any, str, Any]:
     except Exception as exc:
         raise FrameError(f"undecodable frame: {exc!r}") from None
     raise FrameError("unknown frame tag")
+
+
+def frame_kind(frame: bytes) -> int | None:
+    """The kind of a frame, read from its first bytes without decoding the
+    rest (orjson writes ``[kind,`` with no space); None when it is not one."""
+    tag = frame[:1]
+    start = 2 if tag == b"J" else 4 if tag == b"P" else 0
+    if not start or frame[start - 1 : start] != b"[":
+        return None
+    end = frame.find(b",", start, start + 4)
+    digits = frame[start:end] if end > start else b""
+    return int(digits) if digits.isdigit() else None
 
 
 _R = 82  # ord("R"): a frame for another node, handed by a host to its node process

@@ -35,6 +35,16 @@ before the welcome wait in the I/O thread behind the HELLO, and a direct
 send never overtakes them.  Frames from one thread to one peer arrive in
 the order sent.
 
+Host frames: a host process of a connected node may send on a connection
+of its own (`actors._net_direct`), with no handshake: every frame says
+``S <name>@<incarnation>`` before its parts, and is honoured (handed to
+``on_frame`` as that node's) only while this link holds a session with that
+node in that incarnation; otherwise it is dropped and counted.  A
+connection that drops and comes back needs no new handshake.  The CURVE
+handshake and ZAP admit it on the same terms as a node's own connection.
+`NetLink.after_drain` lets the layer above act on a peer's report that one
+of its hosts died only after what that host sent has been delivered.
+
 Liveness (`actors._net_tick`): the I/O thread sends a tick every
 ``net_ticktime / 4`` unless it sent something else meanwhile; a peer from
 which nothing arrived for ``net_ticktime`` is down.  A dropped tcp connection (the peer process died) is noticed at
@@ -78,11 +88,14 @@ _HELLO = b"H"
 _TICK = b"T"
 _DATA = b"D"
 _BYE = b"B"
+_HOST_DATA = b"S"  # data from a host process of a node, on its own connection
 # ROUTER -> DEALER
 _WELCOME = b"W"
 _REJECT = b"R"
 
 _RECV_BATCH = 512
+_EVENTS = int(zmq.EVENTS)  # plain ints: enum arithmetic costs more than the syscall it guards
+_POLLIN = int(zmq.POLLIN)
 _BYE_LINGER_MS = 200  # how long a closing link lets its goodbyes flush
 _OUT_EVENTS = (zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
                | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
@@ -246,6 +259,7 @@ class NetLink:
         self._start_error: BaseException | None = None
         self._closed = False
         self._loop_ident: int | None = None
+        self._dirty = True  # the I/O thread re-plans heartbeats and deadlines
 
     # -- public API (any thread) ---------------------------------------------
 
@@ -315,6 +329,18 @@ class NetLink:
                 self._stats["frames_out"] += 1
         else:  # not welcomed yet: the I/O thread sends it behind the HELLO
             self._command("send", peer, frames, out)
+
+    def after_drain(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the link's I/O thread once every frame that has arrived
+        by now, on any connection, has been handed to ``on_frame``: what a
+        peer's host sent on its own connection before the peer reported that
+        host dead is delivered before the report is acted on."""
+        self._command("after_drain", fn)
+
+    def address_of(self, peer: str) -> str | None:
+        """The address this node's connection to ``peer`` goes to (its listener)."""
+        p = self._peers.get(peer)
+        return None if p is None or p.out is None else p.out.address
 
     def disconnect(self, peer: str) -> None:
         """Drop the connection to ``peer`` (it sees ``peer_closed``)."""
@@ -436,29 +462,42 @@ class NetLink:
             self._peers.pop(name, None)
 
     def _loop(self) -> None:
+        # Heartbeats and handshake deadlines are planned only when one falls
+        # due or something other than a data frame happened (``_dirty``): a
+        # wake-up for a frame costs the frame, not a scan of every peer.
+        due = 0.0
+        timeout_ms: int | None = None
+        router = self._router
+        poll = self._poller.poll
         while True:
             now = self._clock.now()
-            plan = self._liveness.plan(now)
-            for name in plan.down:
-                self._peer_down(name, "net_tick_timeout")
-            for name in plan.tick:
-                p = self._peers.get(name)
-                if p is not None and p.out is not None:
-                    self._out_send(p, [_TICK])
-                    self._stats["ticks_out"] += 1
-            deadlines = [o.deadline for o in self._outs.values() if not o.up]
-            deadlines.extend(p.deadline for p in self._peers.values() if not p.up)
-            if plan.next_at is not None and not plan.down:
-                deadlines.append(plan.next_at)
-            timeout_ms = None
-            if deadlines:
-                timeout_ms = max(0, int((min(deadlines) - now) * 1000) + 1)
-            for sock, _ev in self._poller.poll(timeout_ms):
+            if self._dirty or now >= due:
+                self._dirty = False
+                self._expire_connects(now)
+                plan = self._liveness.plan(now)
+                for name in plan.down:
+                    self._peer_down(name, "net_tick_timeout")
+                for name in plan.tick:
+                    p = self._peers.get(name)
+                    if p is not None and p.out is not None:
+                        self._out_send(p, [_TICK])
+                        self._stats["ticks_out"] += 1
+                deadlines = [o.deadline for o in self._outs.values() if not o.up]
+                deadlines.extend(p.deadline for p in self._peers.values() if not p.up)
+                if plan.next_at is not None and not plan.down:
+                    deadlines.append(plan.next_at)
+                due = min(deadlines) if deadlines else float("inf")
+                if plan.down:
+                    due = now  # plan again at once: the peers just lost are gone now
+            timeout_ms = None if due == float("inf") else max(0, int((due - now) * 1000) + 1)
+            for sock, _ev in poll(timeout_ms):
+                if sock is router:
+                    self._drain_router()
+                    continue
+                self._dirty = True
                 if isinstance(sock, int):  # the eventfd: commands from other threads
                     if self._run_commands():
                         return
-                elif sock is self._router:
-                    self._drain_router()
                 elif sock is self._zap:
                     self._serve_zap()
                 elif sock is self._router_mon:
@@ -467,7 +506,6 @@ class NetLink:
                     self._drain_out(self._outs[sock])
                 elif sock in self._mons:
                     self._out_event(self._mons[sock])
-            self._expire_connects(self._clock.now())
 
     def _send_data(self, peer: str, frames: list[bytes], out: _Out, queued: bool = False) -> None:
         p = self._peers.get(peer)
@@ -498,6 +536,12 @@ class NetLink:
                 self._send_data(cmd[1], cmd[2], cmd[3], queued=True)
             elif op == "connect":
                 self._start_connect(cmd[1], cmd[2], cmd[3])
+            elif op == "after_drain":
+                for _ in range(1000):  # bounded: a peer that never stops sending cannot stall it
+                    if not self._router.get(zmq.EVENTS) & zmq.POLLIN:
+                        break
+                    self._drain_router()
+                self._call(cmd[1])
             elif op == "disconnect":
                 p = self._peers.get(cmd[1])
                 if p is not None:
@@ -554,17 +598,38 @@ class NetLink:
 
     def _drain_router(self) -> None:
         router = self._router
+        get, recv = router.getsockopt, router.recv_multipart
+        rid_peer, liveness, now_of, stats, on_frame = (self._rid_peer, self._liveness, self._clock.now,
+                                                        self._stats, self._on_frame)
         for _ in range(_RECV_BATCH):
             # Asking for EVENTS is cheaper than the zmq.Again a NOBLOCK recv raises when empty.
-            if not router.get(zmq.EVENTS) & zmq.POLLIN:
+            if not get(_EVENTS) & _POLLIN:
                 return
-            msg = router.recv_multipart(copy=False)
-            rid = msg[0].bytes
+            msg = recv(copy=False)  # frames: a HELLO's carries the Peer-Address it came from
             if len(msg) < 2:
                 self._count("garbage")
                 continue
-            kind = msg[1].bytes
-            name = self._rid_peer.get(rid)
+            rid, kind = msg[0].bytes, msg[1].bytes
+            name = rid_peer.get(rid)
+            if kind == _DATA and name is not None:
+                liveness.received(name, now_of())
+                stats["frames_in"] += 1
+                self._call(on_frame, name, [f.bytes for f in msg[2:]])
+                continue
+            if kind == _HOST_DATA and len(msg) >= 3:
+                # A host's own connection: every frame names its node and
+                # incarnation, honoured only while we hold a session with it.
+                origin = msg[2].bytes
+                name, _, inc = origin.decode("ascii", "replace").rpartition("@")
+                peer = self._peers.get(name)
+                if peer is not None and not peer.bye and inc == f"{peer.incarnation:x}":
+                    liveness.received(name, now_of())
+                    stats["host_frames_in"] += 1
+                    self._call(on_frame, name, [f.bytes for f in msg[3:]])
+                else:
+                    self._count("host_frames_refused")
+                continue
+            self._dirty = True
             if kind == _HELLO:
                 self._hello(rid, msg)
                 continue
@@ -574,14 +639,9 @@ class NetLink:
                 self._count("unknown_session")
                 self._router_send([rid, _REJECT, orjson.dumps({"reason": "no session"})])
                 continue
-            now = self._clock.now()
-            if kind == _DATA:
-                self._liveness.received(name, now)
-                self._stats["frames_in"] += 1
-                self._call(self._on_frame, name, [f.bytes for f in msg[2:]])
-            elif kind == _TICK and len(msg) == 2:
-                self._liveness.received(name, now)
-                self._stats["ticks_in"] += 1
+            if kind == _TICK and len(msg) == 2:
+                liveness.received(name, now_of())
+                stats["ticks_in"] += 1
             elif kind == _BYE and len(msg) == 2:
                 self._bye(name)
             else:

@@ -26,6 +26,7 @@ import zmq
 
 from actors import _ref
 from actors._codec import FrameError, decode_frame, encode_frame, is_scalar, unwrap_relay, wrap_relay
+from actors._net_direct import DirectLinks
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
 from actors._transport import ReplyChannel, Timer, Transport, owner_of
@@ -230,6 +231,13 @@ class Runtime(Transport):
         self.relay: Callable[[str, bytes], None] | None = None
         #: Other nodes known lost (node id -> reason).
         self.dead_nodes: dict[str, Any] = {}
+        #: In a host of a distributed node: its own connections to other nodes
+        #: (`actors._net_direct`), opened for a node the node process told it
+        #: of; it also remembers the nodes it reached through the relay, whose
+        #: frames keep that one path.
+        self.direct: DirectLinks | None = None
+        if "@" in node_id and not self.is_node:
+            self.direct = DirectLinks(self.ctx, node_id, proc)
         _ref.local_node_ids.add(node_id)
         self._install_default_handlers()
 
@@ -250,16 +258,24 @@ class Runtime(Transport):
             if _runtimes.get(self.node_id) is self:
                 del _runtimes[self.node_id]
                 _ref.local_node_ids.discard(self.node_id)
+        if self.direct is not None:
+            self.direct.close(linger)
         super().shutdown(linger)
 
     def send_remote(self, dest: str, frame: bytes) -> None:
         """A frame for a process of another node: the node process sends it
-        over the link; a host hands it to its node process first."""
+        over the link; a host on its own connection to that node when it has
+        one (`actors._net_direct`), else through its node process."""
         relay = self.relay
         if relay is not None:
             relay(dest, frame)
-        else:
-            self.send_frame(self.node_proc, wrap_relay(dest, frame))
+            return
+        direct = self.direct
+        if direct is not None:
+            node_id, _, proc = dest.partition("|")
+            if direct.send(node_id, proc, frame):
+                return
+        self.send_frame(self.node_proc, wrap_relay(dest, frame))
 
     # -- ids -----------------------------------------------------------------
 
@@ -377,7 +393,7 @@ class Runtime(Transport):
 
     def _request(self, target: ActorRef, kind: int, body: Any, timeout: float | None) -> Any:
         cell = current_cell()
-        if cell is not None and cell.id == target.id:
+        if cell is not None and cell.id == target.id and target.proc == self.proc:
             raise Exit("calling_self", f"{target!r} called itself")
         proc = target.proc
         if proc in self.dead_procs:
@@ -413,7 +429,7 @@ class Runtime(Transport):
         thread blocks on the call, and the loop runs on meanwhile."""
         loop = asyncio.get_running_loop()
         cell = current_cell()
-        if cell is not None and cell.id == target.id:
+        if cell is not None and cell.id == target.id and target.proc == self.proc:
             raise Exit("calling_self", f"{target!r} called itself")
         proc = target.proc
         if proc in self.dead_procs:
@@ -754,6 +770,14 @@ class Runtime(Transport):
         for sink in list(self.sinks.values()):
             sink.proc_down(proc, reason)
 
+    def learn_node(self, node_id: str, address: str, public: str | None, secret: str | None) -> None:
+        """A host hears from its node process that node ``node_id`` is up at
+        ``address``: frames for it may leave on a connection of this host's own."""
+        if self.direct is None or node_id in self.dead_nodes:
+            return
+        self.direct.learn(node_id, address, public.encode() if public else None,
+                          secret.encode() if secret else None)
+
     def node_down(self, node_id: str, reason: Any) -> None:
         """Another node is lost: every process of it that anything here
         points at is down with ``reason`` (``noconnection``), and later
@@ -772,6 +796,8 @@ class Runtime(Transport):
         with self._pool_lock:
             procs.update(owner_of(p) for p in self._peers)
         self.dead_nodes[node_id] = reason
+        if self.direct is not None:
+            self.direct.forget(node_id)
         for proc in procs:
             if proc.startswith(prefix):
                 self.proc_down(proc, reason)
@@ -826,6 +852,7 @@ class Runtime(Transport):
         self.register_sys("alive", lambda src, actor_id: actor_id in self.cells)
         self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
         self.register_sys("node_down", lambda src, node_id, reason: self.node_down(node_id, reason))
+        self.register_sys("net_peer", lambda src, *peer: self.learn_node(*peer))
         self.register_sys("stats", lambda src: self.stats.snapshot())
         self.register_sys("connect", lambda src, peers: [self.connect_peer(p) for p in peers] and None)
         self.register_sys("info", lambda src: self.info())

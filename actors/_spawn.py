@@ -52,7 +52,7 @@ def record_child_link(rt: Runtime, cell: Cell, child: ActorRef) -> None:
     with cell.lock:
         parent_alive = cell.alive
         if parent_alive:
-            cell.links[child.id] = child
+            cell.links[child] = child
         dead = rt.dead_procs.get(child.proc)
     if not parent_alive:
         # The parent was killed while this spawn ran: its death found no link

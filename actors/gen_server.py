@@ -133,14 +133,14 @@ class GenServer(Behaviour):
         with cell.lock:
             alive = cell.alive
             if alive:
-                cell.links[ref.id] = ref
+                cell.links[ref] = ref
         if not alive:  # killed while linking: the target must hear of it
             cell.runtime.send_exit(ref, cell.ref, cell.exit_reason)
 
     def unlink(self, ref: ActorRef) -> None:
         cell = self._actor_cell
         with cell.lock:
-            cell.links.pop(ref.id, None)
+            cell.links.pop(ref, None)
         cell.runtime.request_unlink(cell.ref, ref)
 
     def monitor(self, ref: ActorRef) -> tuple[str, int]:

@@ -19,7 +19,7 @@ import cloudpickle
 import multiprocess
 
 from actors import _lifecycle
-from actors._codec import FrameError, decode_frame, requalify
+from actors._codec import FrameError, decode_frame, frame_kind, requalify
 from actors import config as _config
 from actors import stats as _stats
 from actors._host import write_message, zygote_main
@@ -171,6 +171,8 @@ class Node:
         self._seeds: SeedDialer | None = None  # started once the node is up
         self._net: NetLink | None = None
         self._peer_ids: dict[str, str] = {}  # connected node name -> its node id
+        self._here_lock = threading.Lock()
+        self._here_queued = 0  # frames from other nodes waiting for the I/O thread (`_deliver_here`)
         self._node_watchers: dict[str, list[Callable[[], None]]] = {}
         self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
         self._node_events = NodeEvents(self._rt)  # monitor_nodes subscribers
@@ -568,7 +570,17 @@ class Node:
         """Another node says one of its host processes died (its report of what local ones get)."""
         node_id, bar, _ = src.partition("|")
         if bar and isinstance(proc, str) and "|" not in proc:
-            self._remote_proc_gone(qualify(node_id, proc), reason)
+            gone = qualify(node_id, proc)
+            net = self._net
+            if net is None:
+                self._remote_proc_gone(gone, reason)
+                return
+            # That host may have sent on a connection of its own: what it sent
+            # before it died is delivered before its death is acted on.
+            try:
+                net.after_drain(lambda: self._rt.call_soon(lambda: self._remote_proc_gone(gone, reason)))
+            except NetError:  # the link is closing: so is this node
+                pass
 
     def _net_frame(self, peer: str, frames: list[bytes]) -> None:
         """A frame from another node: delivered to its process here as a local frame."""
@@ -588,7 +600,7 @@ class Node:
         owner = owner_of(dest)
         if owner == self._rt.proc:
             if dest == owner:
-                self._rt.call_soon(lambda: self._rt.handle_frames([frame]))
+                self._deliver_here(frame)
             else:
                 self._rt.send_frame(dest, frame)
             return
@@ -608,7 +620,45 @@ class Node:
             if kind not in (K_REPLY, K_REPLY_EXIT, K_SYS):
                 self._rt.call_soon(lambda: self._rt.handle_frames([frame]))
 
+    def _deliver_here(self, frame: bytes) -> None:
+        """A frame from another node for this process (link thread): delivered
+        in place, as a thread of this process delivers to its actors, with no
+        hand-off to the I/O thread.  A system request runs on the I/O thread,
+        as every system handler here does; while one waits there, later
+        frames queue behind it, so none overtakes it."""
+        with self._here_lock:
+            queue = self._here_queued > 0 or frame_kind(frame) == K_SYS
+            if queue:
+                self._here_queued += 1
+        if not queue:
+            self._rt.handle_frames([frame])
+            return
+
+        def run() -> None:
+            try:
+                self._rt.handle_frames([frame])
+            finally:
+                with self._here_lock:
+                    self._here_queued -= 1
+
+        self._rt.call_soon(run)
+
+    def _tell_net_peers(self, proc: str, peers: Mapping[str, str]) -> None:
+        """Let host ``proc`` send to these nodes (name -> node id) on
+        connections of its own (`actors._net_direct`), not through this process."""
+        net = self._net
+        if net is None:
+            return
+        key = net.key
+        for peer, node_id in peers.items():
+            address = net.address_of(peer)
+            if address is not None:
+                self._rt.sys_send(proc, "net_peer", (node_id, address, key.public.decode() if key else None,
+                                                     key.secret.decode() if key else None))
+
     def _net_up(self, peer: str, incarnation: int) -> None:
+        for host in [h for h in list(self._hosts.values()) if h.state == "up"]:
+            self._tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
         with self._watch_lock:
             self._peer_ids[peer] = f"{peer}@{incarnation:x}"
             self._watch_lock.notify_all()
@@ -772,6 +822,7 @@ class Node:
         # this process to the host, the host to this process's reply channels.
         self._rt.connect_peer(proc)
         self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
+        self._tell_net_peers(proc, dict(self._peer_ids))
         try:
             record.pidfd = os.pidfd_open(pid)
             self._rt.watch_fd(record.pidfd, lambda fd, p=proc: self._on_host_exit(p))

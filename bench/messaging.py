@@ -1,23 +1,31 @@
 """Kernel messaging benchmark: actor call/cast against raw pyzmq, per CPU placement.
 
-Run ``python bench/messaging.py`` (about 2 minutes) or ``--quick`` (about 30 s).
+Run ``python bench/messaging.py`` (about 3 minutes) or ``--quick`` (about
+40 s); ``--section ipc`` or ``--section tcp`` runs one half.
 
-Side by side, with the same ~100-byte str payload, for each placement
+Side by side, with the same 100-byte str payload, for each placement
 (unpinned, both sides on one core, on two cores):
 
-* call round trip
+* call round trip, processes of one node (``ipc`` section)
   - ``raw``:    pyzmq DEALER -> ROUTER -> DEALER between two Python processes
                 over ipc (the floor an actor call is compared with);
   - ``actor``:  actor A in host process 1 calls actor B in host process 2, the
                 loop running inside A's ``handle_call`` (actor to actor);
   - ``main``:   the host program's main thread calls B in a host process;
   - ``local``:  two actors in one host process (no ZeroMQ, thread hops only);
+* call round trip between two nodes (``tcp`` section; node b is a separate
+  OS process started from this file with ``--node-b``, both nodes hold one
+  cluster key, so every frame between them is CurveZMQ-encrypted)
+  - ``tcp_raw``:   the same DEALER/ROUTER loop over tcp on 127.0.0.1 with
+                   CurveZMQ on;
+  - ``tcp_actor``: A (host process of node a) calls B (host process of node b);
+  - ``tcp_main``:  node a's main thread calls B on node b;
 * one-way cast throughput, one send per message, measured at the receiver
   (messages received / time from the sender's first send to the receiver
   handling the end sentinel; both stamps are CLOCK_MONOTONIC, shared by
   every process of the machine)
-  - ``raw``:    pyzmq PUSH -> PULL between two Python processes;
-  - ``actor``:  A casts to B across host processes;
+  - ``raw`` / ``tcp_raw``: pyzmq PUSH -> PULL (ipc / tcp with CurveZMQ);
+  - ``actor`` / ``tcp_actor``: A casts to B across host processes / nodes;
   - ``local``:  A casts to B inside one host process.
 
 Each measurement is repeated ``--reps`` times, interleaved raw/actor so that
@@ -25,14 +33,13 @@ drift hits both alike, and the median of the repetitions is reported.
 Every loop is bounded by a count and a deadline.  Results go to stdout
 (table), ``bench/results/messaging.json`` and stderr (progress).
 
-The raw sides run in small child processes started from this same file
-(``--child ROLE``), pinned with ``os.sched_setaffinity`` like the hosts.
+The raw sides are the loops of ``bench/_raw.py``, run as small child
+processes pinned with ``os.sched_setaffinity`` like the hosts.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import select
 import shutil
@@ -46,173 +53,76 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 # Exactly 100 characters (100 bytes in UTF-8), a str as the issue asks.
-PAYLOAD = ("benchmark payload " + "0123456789" * 9)[:100]
-END = "__bench_end__"
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import _raw  # noqa: E402  (bench/_raw.py, a sibling script, not a package)
+
+PAYLOAD = _raw.PAYLOAD_STR
+END = _raw.END.decode()
 
 TARGETS = {"call_p50_ratio_max": 1.5, "cast_rate_ratio_min": 0.25}
 
 
 # =============================================================================
-# Raw pyzmq children (no actors imported: they start in ~50 ms)
+# Raw pyzmq baselines (bench/_raw.py: one set of loops for ipc and tcp+Curve)
 # =============================================================================
 
 
-def _child_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="messaging.py --child")
-    ap.add_argument("--child", required=True, choices=["rep-server", "rep-client", "pull", "push"])
-    ap.add_argument("--endpoint", required=True)
-    ap.add_argument("--n", type=int, required=True)
-    ap.add_argument("--warmup", type=int, default=0)
-    ap.add_argument("--cpus", default="")
-    ap.add_argument("--max-s", type=float, required=True)
-    args = ap.parse_args(argv)
-    if args.cpus:
-        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
-    import zmq
+def raw_call(endpoint: str, pl: Any, n: int, warmup: int, max_s: float,
+             env: dict[str, str] | None = None) -> list[float]:
+    return _raw.call(endpoint, n, warmup, max_s, pl.a, pl.b, env)
 
-    ctx = zmq.Context()
-    deadline = time.monotonic() + args.max_s
-    payload = PAYLOAD.encode()
-    out: dict[str, Any] = {}
-    try:
-        if args.child == "rep-server":
-            sock = ctx.socket(zmq.ROUTER)
-            sock.bind(args.endpoint)
-            _ready()
-            sock.setsockopt(zmq.RCVTIMEO, int(args.max_s * 1000))
-            handled = 0
-            for _ in range(args.n + args.warmup + 1):
-                try:
-                    frames = sock.recv_multipart()
-                except zmq.Again:
-                    break
-                sock.send_multipart(frames)
-                if frames[-1] == b"stop":
-                    break
-                handled += 1
-            out = {"handled": handled}
-        elif args.child == "rep-client":
-            sock = ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.RCVTIMEO, int(args.max_s * 1000))
-            sock.connect(args.endpoint)
-            for _ in range(args.warmup):
-                sock.send(payload)
-                sock.recv()
-            samples: list[float] = []
-            clock = time.perf_counter_ns
-            for i in range(args.n):
-                t0 = clock()
-                sock.send(payload)
-                sock.recv()
-                samples.append((clock() - t0) / 1000.0)
-                if not i & 255 and time.monotonic() > deadline:
-                    break
-            sock.send(b"stop")
-            sock.recv()
-            out = {"samples_us": samples}
-        elif args.child == "pull":
-            sock = ctx.socket(zmq.PULL)
-            sock.bind(args.endpoint)
-            _ready()
-            sock.setsockopt(zmq.RCVTIMEO, int(args.max_s * 1000))
-            count = 0
-            t_end = None
-            end = END.encode()
-            recv = sock.recv
-            for _ in range(args.n + 1):
-                try:
-                    msg = recv()
-                except zmq.Again:
-                    break
-                if msg == end:
-                    t_end = time.monotonic()
-                    break
-                count += 1
-            out = {"count": count, "t_end": t_end}
-        else:  # push
-            sock = ctx.socket(zmq.PUSH)
-            sock.connect(args.endpoint)
-            send = sock.send
-            t_start = time.monotonic()
-            sent = 0
-            for i in range(args.n):
-                send(payload)
-                sent += 1
-                if not i & 4095 and time.monotonic() > deadline:
-                    break
-            sock.send(END.encode())
-            out = {"t_start": t_start, "sent": sent}
-            sock.close(linger=int(args.max_s * 1000))
-    finally:
-        ctx.destroy(linger=0)
-    sys.stdout.write(json.dumps(out) + "\n")
-    sys.stdout.flush()
+
+def raw_cast(endpoint: str, pl: Any, n: int, max_s: float, env: dict[str, str] | None = None) -> dict[str, Any]:
+    return _raw.cast(endpoint, n, max_s, pl.a, pl.b, env)
+
+
+_rate = _raw.rate
+
+
+# =============================================================================
+# The second node of the cross-node rows: a separate OS process
+# =============================================================================
+
+
+def _node_b_main(argv: list[str]) -> int:
+    """``--node-b KEY``: a node named b listening on 127.0.0.1, until stdin closes."""
+    sys.path.insert(0, ROOT)
+    from actors import Node
+
+    with Node(name="b", listen="tcp://127.0.0.1:0", cluster_key=argv[argv.index("--node-b") + 1]) as node:
+        sys.stdout.write(f"ADDR {node.address}\n")
+        sys.stdout.flush()
+        sys.stdin.read()
     return 0
 
 
-def _ready() -> None:
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
+class _NodeB:
+    """Node b in its own process: started, waited for, closed with a bound."""
 
-
-class _Child:
-    """One raw pyzmq child process, waited for with a bound."""
-
-    def __init__(self, role: str, endpoint: str, n: int, cpus: frozenset[int] | None,
-                 max_s: float, warmup: int = 0) -> None:
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", role, "--endpoint", endpoint,
-               "--n", str(n), "--warmup", str(warmup), "--max-s", str(max_s)]
-        if cpus is not None:
-            cmd += ["--cpus", ",".join(str(c) for c in sorted(cpus))]
-        self.role = role
-        self.max_s = max_s
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-
-    def wait_ready(self, timeout: float = 10.0) -> None:
+    def __init__(self, key: str) -> None:
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--node-b", key],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60.0)
         line = self.proc.stdout.readline() if ready else ""
-        if line.strip() != "ready":
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"raw {self.role} child did not start (got {line!r})")
+        if not line.startswith("ADDR "):
+            self.close()
+            raise RuntimeError(f"node b did not start (got {line!r})")
+        self.address = line.split()[1]
 
-    def result(self) -> dict[str, Any]:
-        try:
-            stdout, _ = self.proc.communicate(timeout=self.max_s + 10.0)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"raw {self.role} child did not finish in time") from None
-        lines = [ln for ln in stdout.splitlines() if ln.strip()]
-        if self.proc.returncode != 0 or not lines:
-            raise RuntimeError(f"raw {self.role} child failed (rc={self.proc.returncode})")
-        return json.loads(lines[-1])
-
-
-def raw_call(endpoint: str, pl: Any, n: int, warmup: int, max_s: float) -> list[float]:
-    server = _Child("rep-server", endpoint, n, pl.b, max_s, warmup)
-    server.wait_ready()
-    client = _Child("rep-client", endpoint, n, pl.a, max_s, warmup)
-    samples = client.result()["samples_us"]
-    server.result()
-    return samples
-
-
-def raw_cast(endpoint: str, pl: Any, n: int, max_s: float) -> dict[str, Any]:
-    pull = _Child("pull", endpoint, n, pl.b, max_s)
-    pull.wait_ready()
-    push = _Child("push", endpoint, n, pl.a, max_s)
-    sent = push.result()
-    got = pull.result()
-    return _rate(sent["t_start"], got["count"], got["t_end"], sent["sent"])
-
-
-def _rate(t_start: float, count: int, t_end: float | None, sent: int) -> dict[str, Any]:
-    if t_end is None or t_end <= t_start:
-        raise RuntimeError(f"cast measurement ended without its sentinel (received {count}/{sent})")
-    return {"msgs_per_s": round(count / (t_end - t_start), 1), "received": count, "sent": sent,
-            "seconds": round(t_end - t_start, 4)}
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.communicate("", timeout=30.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        elif self.proc.stdout is not None:
+            self.proc.stdout.close()
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
 
 
 # =============================================================================
@@ -312,8 +222,10 @@ def _modes(quick: bool) -> dict[str, Any]:
     return {"call_n": 10_000, "warmup": 500, "cast_n": 200_000, "reps": 3, "max_s": 10.0}
 
 
-CALL_KINDS = ("raw", "actor", "main", "local")
-CAST_KINDS = ("raw", "actor", "local")
+#: Rows per placement.  ``ipc``: processes of one node; ``tcp``: two nodes
+#: (separate OS processes) over tcp on 127.0.0.1 with CurveZMQ on.
+CALL_KINDS = {"ipc": ("raw", "actor", "main", "local"), "tcp": ("tcp_raw", "tcp_actor", "tcp_main")}
+CAST_KINDS = {"ipc": ("raw", "actor", "local"), "tcp": ("tcp_raw", "tcp_actor")}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -321,71 +233,109 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from _common import Progress, environment, median, pin_process, placements, summarize
 
     from actors import Node
+    from actors._cluster_key import write_new
 
     cfg = _modes(args.quick)
     for key in ("call_n", "cast_n", "reps"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
+    sections = ("ipc", "tcp") if args.section is None else (args.section,)
     env = environment()  # before the run: its load average says how busy the machine was
     pls = placements(args.placement)
     Echo, Sink, Driver = _actor_classes()
-    per_rep = len(CALL_KINDS) + len(CAST_KINDS)
-    bar = Progress(len(pls) * cfg["reps"] * per_rep + len(pls), "messaging")
+    per_rep = sum(len(CALL_KINDS[s]) + len(CAST_KINDS[s]) for s in sections)
+    bar = Progress(len(pls) * cfg["reps"] * per_rep + len(pls) + 1, "messaging")
     tmp = tempfile.mkdtemp(prefix="bench-msg-")
     os.chmod(tmp, 0o700)
     results: dict[str, Any] = {}
+    node_b: _NodeB | None = None
+    curve = _raw.curve_env()  # the raw tcp rows' keypair
     try:
-        with Node() as node:
+        key = os.path.join(tmp, "cluster.key")
+        write_new(key)
+        if "tcp" in sections:
+            node_b = _NodeB(key)
+        cluster = {"name": "a", "listen": _raw.TCP_ANY, "cluster_key": key} if node_b else {}
+        with Node(**cluster) as node:
+            if node_b is not None:
+                node.connect(node_b.address, timeout=30.0)
+            bar.step("nodes up")
             for pl in pls:
                 a_cpus = set(pl.a) if pl.a else None
                 b_cpus = set(pl.b) if pl.b else None
                 both = set(pl.both) if pl.both else None
                 driver = node.spawn(Driver, host=f"a-{pl.label}", cpus=a_cpus)
-                echo = node.spawn(Echo, host=f"b-{pl.label}", cpus=b_cpus)
-                sink = node.spawn(Sink, host=f"b-{pl.label}", cpus=b_cpus)
-                l_driver = node.spawn(Driver, host=f"l-{pl.label}", cpus=both)
-                l_echo = node.spawn(Echo, host=f"l-{pl.label}", cpus=both)
-                l_sink = node.spawn(Sink, host=f"l-{pl.label}", cpus=both)
+                refs = [driver]
+                if "ipc" in sections:
+                    echo = node.spawn(Echo, host=f"b-{pl.label}", cpus=b_cpus)
+                    sink = node.spawn(Sink, host=f"b-{pl.label}", cpus=b_cpus)
+                    l_driver = node.spawn(Driver, host=f"l-{pl.label}", cpus=both)
+                    l_echo = node.spawn(Echo, host=f"l-{pl.label}", cpus=both)
+                    l_sink = node.spawn(Sink, host=f"l-{pl.label}", cpus=both)
+                    refs += [echo, sink, l_driver, l_echo, l_sink]
+                if node_b is not None:
+                    x_echo = node.spawn(Echo, node="b", host=f"b-{pl.label}", cpus=b_cpus)
+                    x_sink = node.spawn(Sink, node="b", host=f"b-{pl.label}", cpus=b_cpus)
+                    refs += [x_echo, x_sink]
                 bar.step(f"{pl.label}: hosts up")
-                calls: dict[str, list[dict[str, float]]] = {k: [] for k in CALL_KINDS}
-                casts: dict[str, list[dict[str, Any]]] = {k: [] for k in CAST_KINDS}
+                calls: dict[str, list[dict[str, float]]] = {k: [] for s in sections for k in CALL_KINDS[s]}
+                casts: dict[str, list[dict[str, Any]]] = {k: [] for s in sections for k in CAST_KINDS[s]}
                 n, w, cn, mx = cfg["call_n"], cfg["warmup"], cfg["cast_n"], cfg["max_s"]
                 big = mx + 30.0
+
+                def actor_calls(drv: Any, target: Any) -> dict[str, float]:
+                    return summarize(drv.call(("calls", target, n, w, mx, PAYLOAD), timeout=big))
+
+                def pinned_main_calls(target: Any) -> dict[str, float]:
+                    pin_process(pl.a)
+                    try:
+                        return summarize(main_calls(target, n, w, mx))
+                    finally:
+                        pin_process(None)
+
+                def actor_casts(drv: Any, target: Any) -> dict[str, Any]:
+                    t0, count, t_end, sent = drv.call(("casts", target, cn, 0, mx, PAYLOAD), timeout=big)
+                    return _rate(t0, count, t_end, sent)
+
                 for rep in range(cfg["reps"]):
                     tag = f"{pl.label} rep {rep + 1}/{cfg['reps']}"
                     ep = f"ipc://{tmp}/raw-{pl.label}-{rep}.sock"
-                    calls["raw"].append(summarize(raw_call(ep, pl, n, w, mx)))
-                    bar.step(f"{tag}: raw call")
-                    s = driver.call(("calls", echo, n, w, mx, PAYLOAD), timeout=big)
-                    calls["actor"].append(summarize(s))
-                    bar.step(f"{tag}: actor call")
-                    pin_process(pl.a)
-                    try:
-                        calls["main"].append(summarize(main_calls(echo, n, w, mx)))
-                    finally:
-                        pin_process(None)
-                    bar.step(f"{tag}: main->actor call")
-                    s = l_driver.call(("calls", l_echo, n, w, mx, PAYLOAD), timeout=big)
-                    calls["local"].append(summarize(s))
-                    bar.step(f"{tag}: local call")
-                    casts["raw"].append(raw_cast(ep, pl, cn, mx))
-                    bar.step(f"{tag}: raw cast")
-                    t0, count, t_end, sent = driver.call(("casts", sink, cn, 0, mx, PAYLOAD), timeout=big)
-                    casts["actor"].append(_rate(t0, count, t_end, sent))
-                    bar.step(f"{tag}: actor cast")
-                    t0, count, t_end, sent = l_driver.call(("casts", l_sink, cn, 0, mx, PAYLOAD),
-                                                           timeout=big)
-                    casts["local"].append(_rate(t0, count, t_end, sent))
-                    bar.step(f"{tag}: local cast")
-                for ref in (driver, echo, sink, l_driver, l_echo, l_sink):
+                    steps: list[tuple[str, Any]] = []
+                    if "ipc" in sections:
+                        steps += [
+                            ("call raw", lambda: calls["raw"].append(summarize(raw_call(ep, pl, n, w, mx)))),
+                            ("call actor", lambda: calls["actor"].append(actor_calls(driver, echo))),
+                            ("call main", lambda: calls["main"].append(pinned_main_calls(echo))),
+                            ("call local", lambda: calls["local"].append(actor_calls(l_driver, l_echo))),
+                            ("cast raw", lambda: casts["raw"].append(raw_cast(ep, pl, cn, mx))),
+                            ("cast actor", lambda: casts["actor"].append(actor_casts(driver, sink))),
+                            ("cast local", lambda: casts["local"].append(actor_casts(l_driver, l_sink))),
+                        ]
+                    if node_b is not None:
+                        tcp = _raw.TCP_ANY
+                        steps += [
+                            ("call tcp_raw", lambda: calls["tcp_raw"].append(
+                                summarize(raw_call(tcp, pl, n, w, mx, curve)))),
+                            ("call tcp_actor", lambda: calls["tcp_actor"].append(actor_calls(driver, x_echo))),
+                            ("call tcp_main", lambda: calls["tcp_main"].append(pinned_main_calls(x_echo))),
+                            ("cast tcp_raw", lambda: casts["tcp_raw"].append(raw_cast(tcp, pl, cn, mx, curve))),
+                            ("cast tcp_actor", lambda: casts["tcp_actor"].append(actor_casts(driver, x_sink))),
+                        ]
+                    for what, step in steps:
+                        step()
+                        bar.step(f"{tag}: {what}")
+                for ref in refs:
                     node.stop(ref, timeout=10.0)
                 results[pl.label] = _aggregate(pl, calls, casts, median)
     finally:
+        if node_b is not None:
+            node_b.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return {
         "bench": "messaging",
         "mode": "quick" if args.quick else "full",
         "config": cfg,
+        "sections": list(sections),
         "payload": {"type": "str", "bytes": len(PAYLOAD.encode())},
         "targets": TARGETS,
         "environment": env,
@@ -405,69 +355,79 @@ def _aggregate(pl: Any, calls: dict[str, list[dict[str, float]]], casts: dict[st
     cast_out = {}
     for kind, reps in casts.items():
         cast_out[kind] = {"msgs_per_s": round(median(r["msgs_per_s"] for r in reps), 1), "reps": reps}
-    raw50 = call_out["raw"]["p50_us"]
-    raw_rate = cast_out["raw"]["msgs_per_s"]
-    ratios = {
-        "call_actor_p50": round(call_out["actor"]["p50_us"] / raw50, 2),
-        "call_main_p50": round(call_out["main"]["p50_us"] / raw50, 2),
-        "call_local_p50": round(call_out["local"]["p50_us"] / raw50, 2),
-        "call_actor_p99": round(call_out["actor"]["p99_us"] / call_out["raw"]["p99_us"], 2),
-        "cast_actor_rate": round(cast_out["actor"]["msgs_per_s"] / raw_rate, 3),
-        "cast_local_rate": round(cast_out["local"]["msgs_per_s"] / raw_rate, 3),
-    }
-    ratios["call_target_met"] = ratios["call_actor_p50"] <= TARGETS["call_p50_ratio_max"]
-    ratios["cast_target_met"] = ratios["cast_actor_rate"] >= TARGETS["cast_rate_ratio_min"]
+    ratios: dict[str, Any] = {}
+    for prefix, key in (("", "raw"), ("tcp_", "tcp_raw")):
+        if key not in call_out:
+            continue
+        raw50 = call_out[key]["p50_us"]
+        raw_rate = cast_out[key]["msgs_per_s"]
+        for kind in (k for k in call_out if k != key and k.startswith(prefix) and (prefix or "tcp" not in k)):
+            ratios[f"call_{kind}_p50"] = round(call_out[kind]["p50_us"] / raw50, 2)
+        ratios[f"call_{prefix}actor_p99"] = round(call_out[f"{prefix}actor"]["p99_us"] / call_out[key]["p99_us"], 2)
+        for kind in (k for k in cast_out if k != key and k.startswith(prefix) and (prefix or "tcp" not in k)):
+            ratios[f"cast_{kind}_rate"] = round(cast_out[kind]["msgs_per_s"] / raw_rate, 3)
+        ratios[f"{prefix}call_target_met"] = ratios[f"call_{prefix}actor_p50"] <= TARGETS["call_p50_ratio_max"]
+        ratios[f"{prefix}cast_target_met"] = ratios[f"cast_{prefix}actor_rate"] >= TARGETS["cast_rate_ratio_min"]
     cpus = {"a": sorted(pl.a) if pl.a else None, "b": sorted(pl.b) if pl.b else None}
     return {"cpus": cpus, "call": call_out, "cast": cast_out, "ratios": ratios}
+
+
+_TITLES = {"ipc": "processes of one node (ipc)", "tcp": "two nodes, separate OS processes (tcp 127.0.0.1, CurveZMQ)"}
 
 
 def report(data: dict[str, Any]) -> str:
     lines = [f"messaging benchmark ({data['mode']}, payload {data['payload']['bytes']} B str, "
              f"median of {data['config']['reps']} reps; {data['environment'].get('cpu_model', '?')}, "
-             f"{len(data['environment']['cpus_allowed'])} CPUs)", "",
-             "call round trip, p50 / p99 in us (ratio = p50 / raw p50)"]
-    head = f"{'placement':<10} " + " ".join(f"{k:>22}" for k in CALL_KINDS)
-    lines += [head, "-" * len(head)]
-    for label, r in data["placements"].items():
-        cells = []
-        raw50 = r["call"]["raw"]["p50_us"]
-        for k in CALL_KINDS:
-            c = r["call"][k]
-            ratio = "" if k == "raw" else f" x{c['p50_us'] / raw50:.2f}"
-            cells.append(f"{c['p50_us']:7.1f} /{c['p99_us']:7.1f}{ratio:>6}")
-        lines.append(f"{label:<10} " + " ".join(f"{c:>22}" for c in cells))
-    lines += ["", "one-way cast throughput, messages/s (ratio = / raw)"]
-    head = f"{'placement':<10} " + " ".join(f"{k:>20}" for k in CAST_KINDS)
-    lines += [head, "-" * len(head)]
-    for label, r in data["placements"].items():
-        raw = r["cast"]["raw"]["msgs_per_s"]
-        cells = []
-        for k in CAST_KINDS:
-            v = r["cast"][k]["msgs_per_s"]
-            ratio = "" if k == "raw" else f" x{v / raw:.3f}"
-            cells.append(f"{v:>11,.0f}{ratio:>8}")
-        lines.append(f"{label:<10} " + " ".join(f"{c:>20}" for c in cells))
+             f"{len(data['environment']['cpus_allowed'])} CPUs)"]
+    for section in data.get("sections", ["ipc"]):
+        raw_kind = CALL_KINDS[section][0]
+        lines += ["", f"{_TITLES[section]}: call round trip, p50 / p99 in us (ratio = p50 / {raw_kind} p50)"]
+        head = f"{'placement':<10} " + " ".join(f"{k:>22}" for k in CALL_KINDS[section])
+        lines += [head, "-" * len(head)]
+        for label, r in data["placements"].items():
+            cells = []
+            raw50 = r["call"][raw_kind]["p50_us"]
+            for k in CALL_KINDS[section]:
+                c = r["call"][k]
+                ratio = "" if k == raw_kind else f" x{c['p50_us'] / raw50:.2f}"
+                cells.append(f"{c['p50_us']:7.1f} /{c['p99_us']:7.1f}{ratio:>6}")
+            lines.append(f"{label:<10} " + " ".join(f"{c:>22}" for c in cells))
+        lines += ["", f"{_TITLES[section]}: one-way cast throughput, messages/s (ratio = / {raw_kind})"]
+        head = f"{'placement':<10} " + " ".join(f"{k:>20}" for k in CAST_KINDS[section])
+        lines += [head, "-" * len(head)]
+        for label, r in data["placements"].items():
+            raw = r["cast"][raw_kind]["msgs_per_s"]
+            cells = []
+            for k in CAST_KINDS[section]:
+                v = r["cast"][k]["msgs_per_s"]
+                ratio = "" if k == raw_kind else f" x{v / raw:.3f}"
+                cells.append(f"{v:>11,.0f}{ratio:>8}")
+            lines.append(f"{label:<10} " + " ".join(f"{c:>20}" for c in cells))
     env = data["environment"]
     if env.get("loadavg_1m", 0) > len(env["cpus_allowed"]) / 2:
         lines += ["", f"WARNING: load average {env['loadavg_1m']} at start on {len(env['cpus_allowed'])} CPUs: "
                   "other work shares these cores, latencies are inflated and noisy"]
     lines += ["", f"targets: actor call p50 <= {TARGETS['call_p50_ratio_max']}x raw, "
-              f"actor cast >= {TARGETS['cast_rate_ratio_min']}x raw"]
+              f"actor cast >= {TARGETS['cast_rate_ratio_min']}x raw (each against its own transport's raw row)"]
     for label, r in data["placements"].items():
         q = r["ratios"]
-        lines.append(f"  {label:<10} call x{q['call_actor_p50']:.2f} "
-                     f"{'met' if q['call_target_met'] else 'MISSED'}   "
-                     f"cast x{q['cast_actor_rate']:.3f} {'met' if q['cast_target_met'] else 'MISSED'}")
+        for prefix in ("", "tcp_"):
+            if f"{prefix}call_target_met" in q:
+                lines.append(f"  {label:<10} {prefix or 'ipc_'}call x{q[f'call_{prefix}actor_p50']:.2f} "
+                             f"{'met' if q[f'{prefix}call_target_met'] else 'MISSED'}   "
+                             f"{prefix or 'ipc_'}cast x{q[f'cast_{prefix}actor_rate']:.3f} "
+                             f"{'met' if q[f'{prefix}cast_target_met'] else 'MISSED'}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--child" in argv:
-        return _child_main(argv)
+    if "--node-b" in argv:
+        return _node_b_main(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer messages and reps (~30 s)")
     ap.add_argument("--placement", action="append", help="only this placement (repeatable)")
+    ap.add_argument("--section", choices=("ipc", "tcp"), help="only the one-node (ipc) or the cross-node (tcp) rows")
     ap.add_argument("--reps", type=int, help="repetitions per measurement")
     ap.add_argument("--call-n", type=int, help="timed round trips per repetition")
     ap.add_argument("--cast-n", type=int, help="casts per repetition")
@@ -484,8 +444,7 @@ def main(argv: list[str] | None = None) -> int:
 
         path = write_json("messaging", data)
         print(f"\nwrote {os.path.relpath(path, ROOT)}")
-        groups = {label: {k: r["call"][k]["p50_us"] for k in CALL_KINDS}
-                  for label, r in data["placements"].items()}
+        groups = {label: {k: c["p50_us"] for k, c in r["call"].items()} for label, r in data["placements"].items()}
         png = plot_bars("messaging", "call p50 (us)", groups, "us")
         if png:
             print(f"wrote {os.path.relpath(png, ROOT)}")

@@ -23,7 +23,7 @@ def test_link_recorded_after_the_childs_process_died_still_delivers_exit(node):
     node.runtime.proc_down("h999", "killed")
     record_child_link(node.runtime, cell, child)
     assert q.get(timeout=5) == ("EXIT", child, "killed")
-    assert child.id not in cell.links
+    assert child not in cell.links
 
 
 def test_link_to_a_live_child_is_just_recorded(node):
@@ -32,7 +32,7 @@ def test_link_to_a_live_child_is_just_recorded(node):
     cell = node.runtime.cells[parent.id]
     child = node.spawn(Probe, queue.Queue())
     record_child_link(node.runtime, cell, child)
-    assert cell.links[child.id] == child
+    assert cell.links[child] == child
     assert q.empty()
 
 

@@ -147,6 +147,7 @@ class Node:
         self._hosts: dict[str, HostInfo] = {}
         self._spares: list[HostInfo] = []  # warm spare hosts, oldest first
         self._spare_target = 1  # raised to _MAX_SPARES when a placement found no spare up
+        self._spares_forked = 0
         self._shared: dict[str, str] = {}
         self._forwarded: dict[tuple[str, int], str] = {}
         self._host_counter = itertools.count(1)
@@ -647,8 +648,8 @@ class Node:
         come faster than a spare boots), the node keeps two from then on.
         """
         spare = self._take_spare()
-        if spare is None or spare.state != "up":
-            self._spare_target = _MAX_SPARES
+        if (spare is None and self._spares_forked) or (spare is not None and spare.state != "up"):
+            self._spare_target = _MAX_SPARES  # (the first placement of all finds none: no news)
         if spare is not None:
             spare.label, spare.cpus, spare.own = label, cpus, own
             spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(
@@ -683,6 +684,7 @@ class Node:
         self._spares = [h for h in self._spares if h.state != "dead"]
         if self._closed or len(self._spares) >= self._spare_target:
             return
+        self._spares_forked += 1
         spare = self._fork_host(None, None, False)
         spare.label = "(spare)"
         self._spares.append(spare)

@@ -108,3 +108,25 @@ def test_a_spare_that_dies_while_a_spawn_is_forwarded_to_it_fails_that_spawn_cle
     assert isinstance(outcome[0], SpawnError) and outcome[0].reason == "killed", outcome
     again = node.spawn(Where, host="own")  # the node goes on placing actors
     assert again.call("pid") == again.os_pid
+
+
+def test_placements_faster_than_a_spare_boots_make_the_node_keep_two(node):
+    node.spawn(Where, host="own")
+    assert node._spare_target == 1, "the first placement of all finds no spare: no reason for two"
+    first = _spare_up(node)
+    os.kill(node._zygote.pid, signal.SIGSTOP)  # no spare can be forked until it goes on
+    try:
+        b = node.spawn(Where, host="own")
+        assert b.os_pid == first.pid and node._spare_target == 1
+        outcome: list[Any] = []
+        spawner = threading.Thread(target=lambda: outcome.append(node.spawn(Where, host="own")))
+        spawner.start()
+        with node._hosts_changed:
+            assert node._hosts_changed.wait_for(lambda: node._spare_target == 2, timeout=20.0)
+    finally:
+        os.kill(node._zygote.pid, signal.SIGCONT)
+    spawner.join(20.0)
+    assert outcome and outcome[0].call("pid") == outcome[0].os_pid
+    with node._hosts_changed:
+        assert node._hosts_changed.wait_for(
+            lambda: sum(h.state == "up" for h in node._spares) == 2, timeout=20.0), "the pool never held two"

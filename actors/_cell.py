@@ -173,12 +173,17 @@ class Cell:
         self._thread = _ActorThread(self)
         self.inbox = self._thread.actor_inbox
 
-    def start(self) -> None:
+    def start(self, run_on: Callable[[Callable[[], None]], None] | None = None) -> None:
+        """Start the actor's loop on a new thread, or through ``run_on``
+        (a thread started ahead of time, see `actors._spawn.WarmThread`)."""
         self.runtime.cells[self.id] = self
         # pykka registers every started actor globally; ours are found through
         # the node instead, so keep pykka's registry from holding dead cells.
         pykka.ActorRegistry.register(self._thread.actor_ref)
-        self._thread._start_actor_loop()
+        if run_on is None:
+            self._thread._start_actor_loop()
+        else:
+            run_on(self._thread._actor_loop)
 
     def info(self) -> dict[str, Any]:
         return {

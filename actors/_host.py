@@ -25,14 +25,18 @@ import struct
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
-import multiprocess
+import cloudpickle
+import pykka
 
-import actors.gen_server  # noqa: F401  - imported once in the zygote, so forks start warm
 from actors import _spawn
+from actors._cell import Cell
+from actors._codec import decode_frame, encode_frame
+from actors.gen_server import GenServer  # imported once in the zygote, so forks start warm
 from actors import config as _config
-from actors._runtime import Runtime
+from actors._runtime import K_SYS, Runtime
 from actors._logging import forward_host_logs
 
 __all__ = ["host_main", "read_message", "write_message", "zygote_main"]
@@ -40,12 +44,20 @@ __all__ = ["host_main", "read_message", "write_message", "zygote_main"]
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def _load_prctl() -> Any:
+    """libc's ``prctl``, looked up once here so a fork does not pay the dlopen."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+_prctl = _load_prctl()
+
+
+def _die_with_parent() -> None:
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def write_message(fd: int, message: Any) -> None:
@@ -88,16 +100,15 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
         if entry not in sys.path:
             sys.path.append(entry)
     # Everything a host needs is imported at the top of this module, once,
-    # so forks start warm.
-    ctx = multiprocess.get_context("fork")
-    children: dict[int, Any] = {}
+    # so forks start warm.  Hosts are forked with a bare os.fork: what
+    # multiprocess's Process adds (its bootstrap, stdin to /dev/null, the
+    # after-fork hooks) took ~0.7 ms off every spare's boot.
+    children: dict[int, int] = {}  # pidfd -> pid
     while True:
-        sentinels = {p.sentinel: pid for pid, p in children.items()}
-        readable, _, _ = select.select([cmd_fd, *sentinels], [], [], 5.0)
+        readable, _, _ = select.select([cmd_fd, *children], [], [], 5.0)
         for fd in readable:
-            if fd in sentinels:
-                proc = children.pop(sentinels[fd])
-                proc.join(0)
+            if fd in children:
+                _reap(children.pop(fd), fd)
         if cmd_fd not in readable:
             continue
         message = read_message(cmd_fd)
@@ -105,19 +116,68 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
             break
         op, boot = message
         if op == "fork":
-            proc = ctx.Process(target=host_main, args=(boot,), name=f"actors-host-{boot['proc']}")
-            proc.start()
-            children[proc.pid] = proc
-    for proc in children.values():
+            pid = _fork_host(boot, [cmd_fd, *children])
+            try:
+                children[os.pidfd_open(pid)] = pid
+            except OSError:  # it is gone already
+                _reap(pid, None)
+    for pid in children.values():
         try:
-            os.kill(proc.pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
     deadline = time.monotonic() + 5.0
-    for proc in children.values():
-        proc.join(max(0.0, deadline - time.monotonic()))
+    for fd, pid in children.items():
+        if select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            _reap(pid, fd)
     shutil.rmtree(rundir, ignore_errors=True)
     os._exit(0)
+
+
+def _fork_host(boot: dict[str, Any], zygote_fds: list[int]) -> int:
+    """Fork a host running ``host_main(boot)``; the child never returns here.
+
+    The child closes ``zygote_fds`` (the command pipe, its siblings' pidfds).
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            for fd in zygote_fds:
+                os.close(fd)
+            host_main(boot)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the child must never return into the zygote's loop
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _reap(pid: int, pidfd: int | None) -> None:
+    """Collect an exited child (its pidfd said so; without one, only if it already has)."""
+    try:
+        os.waitpid(pid, 0 if pidfd is not None else os.WNOHANG)
+    except ChildProcessError:
+        pass
+    if pidfd is not None:
+        os.close(pidfd)
+
+
+def _prefault(rt: Runtime) -> None:
+    """Run the first spawn's code once on throwaway data, before the host says it is up.
+
+    A fresh fork shares every page with the zygote; the first write to one
+    (a reference count, a cache) copies it.  A spare that walks the spawn
+    path ahead of time pays those copies off the path of the restart that
+    will use it.
+    """
+    payload = cloudpickle.dumps(("warmup", GenServer, (), {}, None, None, False))
+    _actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
+    decode_frame(encode_frame(K_SYS, None, None, 1, rt.proc, ("spawn_here", (rt.proc, 1, payload))))
+    cell = Cell(rt, _actor_id, cls(), args, kwargs, name, parent, link, lambda kind, detail: None)
+    pykka.ActorRegistry.register(cell._thread.actor_ref)  # as Cell.start does; never started
+    pykka.ActorRegistry.unregister(cell._thread.actor_ref)
 
 
 def host_main(boot: dict[str, Any]) -> None:
@@ -132,7 +192,8 @@ def host_main(boot: dict[str, Any]) -> None:
     _config.set_current(_config.Config(boot["config"]))
     forward_host_logs(boot["rundir"], boot.get("log_level"), boot["proc"])  # records reach the node's logging
     rt = Runtime(boot["node_id"], boot["rundir"], boot["proc"], node_proc=boot["node_proc"])
-    _spawn.install(rt)
+    _spawn.install(rt, warm_thread=True)  # the first actor's thread, started off its path
+    _prefault(rt)
     halted = threading.Event()
 
     def halt(src: str = "") -> None:

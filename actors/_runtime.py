@@ -759,8 +759,12 @@ class Runtime(Transport):
     # -- process death ---------------------------------------------------------
 
     def proc_down(self, proc: str, reason: Any) -> None:
-        """A whole OS process of the node died: fail what pointed into it."""
-        if not self.forget_peer(proc, reason):
+        """A whole OS process of the node died: fail what pointed into it.
+
+        Its sockets and socket files are cleaned up last, once everything
+        here that pointed into it has been told (a supervisor restarting a
+        child waits on this)."""
+        if not self.mark_gone(proc, reason):
             return
         for ref, waiter in list(self.pending.items()):
             if waiter.proc == proc and self.pending.pop(ref, None) is not None:
@@ -769,6 +773,7 @@ class Runtime(Transport):
             cell.proc_down(proc, reason)
         for sink in list(self.sinks.values()):
             sink.proc_down(proc, reason)
+        self.close_peer(proc)
 
     def learn_node(self, node_id: str, address: str, public: str | None, secret: str | None) -> None:
         """A host hears from its node process that node ``node_id`` is up at

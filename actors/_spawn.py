@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import queue
 import threading
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import cloudpickle
 
@@ -12,8 +13,8 @@ from actors._reasons import Exit, crash_from
 from actors._ref import ActorRef
 from actors._runtime import Runtime, current_cell
 
-__all__ = ["AlreadyRegistered", "SpawnError", "install", "normalise_cpus", "record_child_link", "spawn",
-           "start_here"]
+__all__ = ["AlreadyRegistered", "SpawnError", "WarmThread", "install", "normalise_cpus", "record_child_link",
+           "spawn", "start_here"]
 
 
 class SpawnError(Exit):
@@ -62,6 +63,28 @@ def record_child_link(rt: Runtime, cell: Cell, child: ActorRef) -> None:
         cell.proc_down(child.proc, dead)
 
 
+class WarmThread:
+    """A thread started before the actor it will run exists.
+
+    A host starts one as it boots, so the first actor placed there (the
+    replacement of a SIGKILLed child, on a warm spare) runs at once instead
+    of waiting for a new thread to be created and scheduled.  It runs one
+    actor loop, as a thread made for it would, and ends with it.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._work: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self, loop: Callable[[], None]) -> None:
+        """Hand ``loop`` (an actor's whole loop) to the thread."""
+        self._work.put(loop)
+
+    def _run(self) -> None:
+        self._work.get()()
+
+
 def start_here(
     rt: Runtime,
     actor_id: str,
@@ -72,14 +95,16 @@ def start_here(
     parent: ActorRef | None,
     link: bool,
     on_started: Any,
+    warm: list[WarmThread] | None = None,
 ) -> None:
-    """Create the cell and its thread; ``on_started(kind, detail)`` reports init."""
+    """Create the cell and its thread (or take one of ``warm``); ``on_started(kind, detail)`` reports init."""
     try:
         server = cls()
     except BaseException as exc:  # noqa: BLE001 - a constructor failure is a start error
         on_started("error", crash_from(exc))
         return
-    Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started).start()
+    cell = Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started)
+    cell.start(warm.pop().run if warm else None)
 
 
 def spawn(
@@ -149,12 +174,14 @@ def spawn(
     raise SpawnError(detail, f"{cls.__name__} failed to start")
 
 
-def install(rt: Runtime) -> None:
+def install(rt: Runtime, warm_thread: bool = False) -> None:
     """Serve the node's ``spawn_here`` requests in ``rt``'s process.
 
     The node places an actor in a host and forwards the spawn there; the host
-    starts it and answers the original requester directly.
+    starts it and answers the original requester directly.  With
+    ``warm_thread`` (a host) the first actor runs on a `WarmThread` started now.
     """
+    warm = [WarmThread(f"actors-warm-{rt.proc}")] if warm_thread else []
 
     def spawn_here(src: str, orig_src: str, orig_ref: int, payload: bytes) -> None:
         actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
@@ -164,6 +191,6 @@ def install(rt: Runtime) -> None:
             if not rt.is_node:
                 rt.sys_send(rt.node_proc, "spawn_done", (orig_src, orig_ref))
 
-        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started)
+        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, warm)
 
     rt.register_sys("spawn_here", spawn_here)

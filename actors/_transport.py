@@ -292,9 +292,22 @@ class Transport:
     def forget_peer(self, proc: str, why: Any) -> bool:
         """Mark ``proc`` gone: later sends to it are dropped and every thread
         closes its socket to it.  False when it was already gone."""
+        if not self.mark_gone(proc, why):
+            return False
+        self.close_peer(proc)
+        return True
+
+    def mark_gone(self, proc: str, why: Any) -> bool:
+        """The first half of `forget_peer`: later sends to ``proc`` are dropped.
+        False when it was already gone."""
         if proc == self.proc or proc in self.dead_procs:
             return False
         self.dead_procs[proc] = why
+        return True
+
+    def close_peer(self, proc: str) -> None:
+        """The second half of `forget_peer`: close the sockets to ``proc`` (and
+        its reply channels) and remove its socket files."""
         prefix = f"{proc}~"
         with self._pool_lock:
             gone = [n for n in self._peers if n == proc or n.startswith(prefix)]
@@ -313,7 +326,6 @@ class Transport:
                 os.unlink(os.path.join(self.rundir, name))
             except OSError:
                 pass
-        return True
 
     # -- timers ------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
 _SPARE_AFTER_START = 0.005
 _SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
+_MAX_SPARES = 2  # warm spares kept once restarts come faster than one spare boots
 
 
 @dataclass
@@ -148,8 +149,9 @@ class Node:
         # Run first by close(), newest first: what the node started beside its actors (observers).
         self._on_close: list[Callable[[], None]] = []
         self._hosts: dict[str, HostInfo] = {}
-        self._spare: HostInfo | None = None
-        self._spare_pending = False
+        self._spares: list[HostInfo] = []  # warm spare hosts, oldest first
+        self._spare_target = 1  # raised to _MAX_SPARES when a placement found no spare up
+        self._spares_forked = 0
         self._shared: dict[str, str] = {}
         self._forwarded: dict[tuple[str, int], str] = {}
         self._host_counter = itertools.count(1)
@@ -386,7 +388,8 @@ class Node:
 
     def hosts(self) -> list[dict[str, Any]]:
         """Host processes in use (the warm spare is not listed)."""
-        return [h.to_dict() for h in list(self._hosts.values()) if h is not self._spare]
+        spares = {h.proc for h in list(self._spares)}
+        return [h.to_dict() for h in list(self._hosts.values()) if h.proc not in spares]
 
     def actors(self, timeout: float = 2.0) -> list[dict[str, Any]]:
         """Every live actor of the node, with its process, pid and mailbox depth."""
@@ -734,22 +737,24 @@ class Node:
 
     def _on_spawn_done(self, src: str, orig_src: str, orig_ref: int) -> None:
         self._forwarded.pop((orig_src, orig_ref), None)
-        if self._spare_pending:
-            # Not at once either: the spawner's first call to the new actor
-            # follows its spawn reply, and a fork now would compete with it.
-            self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)
+        # Not at once either: the spawner's first call to the new actor
+        # follows its spawn reply, and a fork now would compete with it.
+        self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)
 
     def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
-        """A host for a placement: the warm spare when there is one, else a fresh fork.
+        """A host for a placement: a warm spare when there is one, else a fresh fork.
 
-        Keeping one spare forked in advance takes the fork and the host's boot
-        (ZeroMQ context, bind, I/O thread) off the path of a restart.  The spare
-        is told its role (exit when empty or not) and its CPUs just before the
-        first spawn, on the same channel, so the order holds.
+        Keeping a spare forked in advance takes the fork and the host's boot
+        (ZeroMQ context, bind, I/O thread, the first actor's thread) off the
+        path of a restart.  The spare is told its role (exit when empty or
+        not) and its CPUs just before the first spawn, on the same channel,
+        so the order holds.  When a placement finds no spare up (restarts
+        come faster than a spare boots), the node keeps two from then on.
         """
-        spare = self._spare
-        self._spare = None
-        if spare is not None and spare.state != "dead":
+        spare = self._take_spare()
+        if (spare is None and self._spares_forked) or (spare is not None and spare.state != "up"):
+            self._spare_target = _MAX_SPARES  # (the first placement of all finds none: no news)
+        if spare is not None:
             spare.label, spare.cpus, spare.own = label, cpus, own
             spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(
                 spare.proc, "configure", (own, cpus))))
@@ -759,22 +764,34 @@ class Node:
             record = spare
         else:
             record = self._fork_host(label, cpus, own)
-        if not self._closed and not self._spare_pending:
-            # The next spare is forked once the actor just placed has started
-            # (its host says ``spawn_done``), not now: on a small machine the
-            # fork and the new host's boot would compete for the CPU with
-            # that start, which is what a restart waits on.
-            self._spare_pending = True
-            self._rt.call_later(_SPARE_DELAY, self._fork_spare)
+        # The next spare is forked once the actor just placed has started
+        # (its host says ``spawn_done``), not now: on a small machine the
+        # fork and the new host's boot would compete for the CPU with that
+        # start, which is what a restart waits on.  This timer is the latest.
+        self._rt.call_later(_SPARE_DELAY, self._fork_spare)
+        with self._hosts_changed:
+            self._hosts_changed.notify_all()
         return record
 
+    def _take_spare(self) -> HostInfo | None:
+        """The spare that is up (else the one furthest in its boot), out of the pool."""
+        live = [h for h in self._spares if h.state != "dead"]
+        if not live:
+            self._spares = []
+            return None
+        spare = next((h for h in live if h.state == "up"), live[0])
+        self._spares = [h for h in live if h is not spare]
+        return spare
+
     def _fork_spare(self) -> None:
-        if not self._spare_pending:
+        """Top the pool of spares up by one (those still booting count)."""
+        self._spares = [h for h in self._spares if h.state != "dead"]
+        if self._closed or len(self._spares) >= self._spare_target:
             return
-        self._spare_pending = False
-        if not self._closed and self._spare is None:
-            self._spare = self._fork_host(None, None, False)
-            self._spare.label = "(spare)"
+        self._spares_forked += 1
+        spare = self._fork_host(None, None, False)
+        spare.label = "(spare)"
+        self._spares.append(spare)
 
     def _fork_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         proc = f"h{next(self._host_counter)}"
@@ -832,6 +849,8 @@ class Node:
         queued, record.queued = record.queued, []
         for _src, _ref, forward in queued:
             forward()
+        if any(h is record for h in self._spares):
+            self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)  # the pool may want another
         with self._hosts_changed:
             self._hosts_changed.notify_all()
 
@@ -845,8 +864,7 @@ class Node:
         if record is None or record.state == "dead":
             return
         record.state = "dead"
-        if record is self._spare:
-            self._spare = None
+        self._spares = [h for h in self._spares if h is not record]
         if record.pidfd is not None:
             self._rt.unwatch_fd(record.pidfd)
             fd, record.pidfd = record.pidfd, None

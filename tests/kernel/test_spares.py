@@ -1,0 +1,132 @@
+"""Warm spare hosts: the first actor placed on one runs on the thread the
+spare started at boot, with the placement's CPUs, and a spare that dies
+before or while it is used fails the spawn cleanly or is not used at all."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Any
+
+import pytest
+
+from actors import GenServer, Node, SpawnError
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Where(GenServer):
+    """Says which thread runs it and where that thread may run."""
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "thread":
+            return threading.current_thread().name
+        if request == "cpus":
+            return sorted(os.sched_getaffinity(0))
+        if request == "all_cpus":  # every thread of the host process
+            tasks = os.listdir("/proc/self/task")
+            return {tid: sorted(os.sched_getaffinity(int(tid))) for tid in tasks}
+        return os.getpid()
+
+
+def _spare_up(node: Node, timeout: float = 20.0) -> Any:
+    """The first spare that is up, once the node has one."""
+    with node._hosts_changed:
+        assert node._hosts_changed.wait_for(
+            lambda: any(h.state == "up" for h in node._spares), timeout=timeout), "no spare came up"
+        return next(h for h in node._spares if h.state == "up")
+
+
+def _taken(node: Node, proc: str, timeout: float = 20.0) -> None:
+    """Until ``proc`` is no longer a spare but a placed host."""
+    with node._hosts_changed:
+        assert node._hosts_changed.wait_for(
+            lambda: any(h["proc"] == proc for h in node.hosts()), timeout=timeout), f"{proc} never placed"
+
+
+def test_first_actor_on_a_spare_runs_on_its_warm_thread_with_the_placement_cpus(node):
+    first = node.spawn(Where, host="own")  # a fresh fork: no spare yet
+    assert first.call("cpus") == sorted(os.sched_getaffinity(0))
+    spare = _spare_up(node)
+    assert spare.proc not in {h["proc"] for h in node.hosts()}, "a spare is not listed as a host"
+    pinned = node.spawn(Where, host="own", cpus={0})
+    assert pinned.os_pid == spare.pid, "the placement did not use the warm spare"
+    assert pinned.call("thread") == f"actors-warm-{spare.proc}"
+    assert pinned.call("cpus") == [0]
+    assert set(map(tuple, pinned.call("all_cpus").values())) == {(0,)}
+    host = next(h for h in node.hosts() if h["proc"] == spare.proc)
+    assert host["own"] and host["cpus"] == [0] and host["label"] is None
+
+
+def test_a_shared_host_made_from_a_spare_starts_later_actors_on_new_threads(node):
+    node.spawn(Where, host="own")
+    spare = _spare_up(node)
+    a = node.spawn(Where, host="pool")
+    b = node.spawn(Where, host="pool")
+    assert a.os_pid == b.os_pid == spare.pid
+    assert a.call("thread") == f"actors-warm-{spare.proc}"
+    assert b.call("thread") != a.call("thread")
+    assert [h["label"] for h in node.hosts() if h["proc"] == spare.proc] == ["pool"]
+    node.stop(a)  # a shared host does not exit when empty: b still answers
+    assert b.call("pid") == spare.pid
+
+
+def test_a_spare_killed_while_up_is_not_used(node):
+    node.spawn(Where, host="own")
+    spare = _spare_up(node)
+    os.kill(spare.pid, signal.SIGKILL)
+    with node._hosts_changed:
+        assert node._hosts_changed.wait_for(lambda: spare.state == "dead", timeout=20.0)
+    assert all(h is not spare for h in node._spares)
+    ref = node.spawn(Where, host="own")
+    assert ref.call("pid") == ref.os_pid != spare.pid
+
+
+def test_a_spare_that_dies_while_a_spawn_is_forwarded_to_it_fails_that_spawn_cleanly(node):
+    node.spawn(Where, host="own")
+    spare = _spare_up(node)
+    os.kill(spare.pid, signal.SIGSTOP)  # it takes the spawn but cannot start the actor
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def spawn() -> None:
+        try:
+            outcome.append(node.spawn(Where, host="own"))
+        except SpawnError as exc:
+            outcome.append(exc)
+        done.set()
+
+    spawner = threading.Thread(target=spawn)
+    spawner.start()
+    try:
+        _taken(node, spare.proc)
+        os.kill(spare.pid, signal.SIGKILL)
+        assert done.wait(20.0), "the spawn never returned"
+    finally:
+        spawner.join(20.0)
+    assert isinstance(outcome[0], SpawnError) and outcome[0].reason == "killed", outcome
+    again = node.spawn(Where, host="own")  # the node goes on placing actors
+    assert again.call("pid") == again.os_pid
+
+
+def test_placements_faster_than_a_spare_boots_make_the_node_keep_two(node):
+    node.spawn(Where, host="own")
+    assert node._spare_target == 1, "the first placement of all finds no spare: no reason for two"
+    first = _spare_up(node)
+    os.kill(node._zygote.pid, signal.SIGSTOP)  # no spare can be forked until it goes on
+    try:
+        b = node.spawn(Where, host="own")
+        assert b.os_pid == first.pid and node._spare_target == 1
+        outcome: list[Any] = []
+        spawner = threading.Thread(target=lambda: outcome.append(node.spawn(Where, host="own")))
+        spawner.start()
+        with node._hosts_changed:
+            assert node._hosts_changed.wait_for(lambda: node._spare_target == 2, timeout=20.0)
+    finally:
+        os.kill(node._zygote.pid, signal.SIGCONT)
+    spawner.join(20.0)
+    assert outcome and outcome[0].call("pid") == outcome[0].os_pid
+    with node._hosts_changed:
+        assert node._hosts_changed.wait_for(
+            lambda: sum(h.state == "up" for h in node._spares) == 2, timeout=20.0), "the pool never held two"

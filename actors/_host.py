@@ -36,6 +36,7 @@ from actors._cell import Cell
 from actors._codec import decode_frame, encode_frame
 from actors.gen_server import GenServer  # imported once in the zygote, so forks start warm
 from actors import config as _config
+from actors import stats as _stats
 from actors._runtime import K_SYS, Runtime
 from actors._logging import forward_host_logs
 
@@ -99,6 +100,10 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     for entry in sys_path:
         if entry not in sys.path:
             sys.path.append(entry)
+    # A zygote forked from the node process starts with the node's counters;
+    # every host would then report them again, and `Node.stats` (which sums
+    # the processes) would count them once per host.
+    _stats.current().reset()
     # Everything a host needs is imported at the top of this module, once,
     # so forks start warm.  Hosts are forked with a bare os.fork: what
     # multiprocess's Process adds (its bootstrap, stdin to /dev/null, the

@@ -192,6 +192,12 @@ class _Peer:
     # connect-back travels on another connection and may come after): it goes
     # down as ``peer_closed`` the moment it is up, so the goodbye is never lost.
     bye: bool = False
+    # Data it sent before our side is up: it counts us up as soon as our HELLO
+    # came and its DEALER was welcomed, but our WELCOME to its HELLO travels on
+    # the other connection.  Delivered right after ``on_up``, so the owner of
+    # the link never sees a frame from a node it does not know yet (it would
+    # answer into the void: the reply to a call made right after ``connect``).
+    early: list[list[bytes]] = field(default_factory=list)
 
 
 class NetLink:
@@ -601,6 +607,7 @@ class NetLink:
         get, recv = router.getsockopt, router.recv_multipart
         rid_peer, liveness, now_of, stats, on_frame = (self._rid_peer, self._liveness, self._clock.now,
                                                         self._stats, self._on_frame)
+        peers = self._peers
         for _ in range(_RECV_BATCH):
             # Asking for EVENTS is cheaper than the zmq.Again a NOBLOCK recv raises when empty.
             if not get(_EVENTS) & _POLLIN:
@@ -614,7 +621,12 @@ class NetLink:
             if kind == _DATA and name is not None:
                 liveness.received(name, now_of())
                 stats["frames_in"] += 1
-                self._call(on_frame, name, [f.bytes for f in msg[2:]])
+                peer = peers.get(name)
+                if peer is not None and not peer.up:
+                    peer.early.append([f.bytes for f in msg[2:]])
+                    self._count("held_before_up")
+                else:
+                    self._call(on_frame, name, [f.bytes for f in msg[2:]])
                 continue
             if kind == _HOST_DATA and len(msg) >= 3:
                 # A host's own connection: every frame names its node and
@@ -625,7 +637,11 @@ class NetLink:
                 if peer is not None and not peer.bye and inc == f"{peer.incarnation:x}":
                     liveness.received(name, now_of())
                     stats["host_frames_in"] += 1
-                    self._call(on_frame, name, [f.bytes for f in msg[3:]])
+                    if peer.up:
+                        self._call(on_frame, name, [f.bytes for f in msg[3:]])
+                    else:
+                        peer.early.append([f.bytes for f in msg[3:]])
+                        self._count("held_before_up")
                 else:
                     self._count("host_frames_refused")
                 continue
@@ -883,6 +899,9 @@ class NetLink:
         self._liveness.add(peer.name, self._clock.now())
         self._count("peers_up")
         self._call(self._on_up, peer.name, peer.incarnation)
+        early, peer.early = peer.early, []
+        for frames in early:
+            self._call(self._on_frame, peer.name, frames)
         for w in peer.waiters:
             w.ok(peer.name)
         peer.waiters.clear()

@@ -439,6 +439,44 @@ def test_a_bye_that_overtakes_the_welcome_of_the_connect_back_still_takes_the_pe
         ctx.destroy(linger=0)
 
 
+def test_data_that_overtakes_the_welcome_of_the_connect_back_waits_for_up(key_path, no_threads_left):
+    """The peer may send data as soon as it counts us up, before our side is up
+    (its WELCOME to our connect-back travels on another connection).  Those
+    frames are held and delivered right after ``on_up``, in order, so the owner
+    never gets a frame from a node it does not know (regression: a call made
+    right after ``connect`` was answered into the void and hung)."""
+    key = load(key_path)
+    rec = Recorder()
+    ctx = zmq.Context()
+    try:
+        with make_link("a", key, rec) as a:
+            rr = ctx.socket(zmq.ROUTER)
+            rr.linger = 0
+            rr.curve_server = True
+            rr.curve_secretkey = key.secret
+            rr.curve_publickey = key.public
+            rr.bind("tcp://127.0.0.1:0")
+            port = parse_tcp(rr.last_endpoint.decode())[1]
+            dd = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
+            dd.send_multipart([b"H", b'{"v":1,"name":"m","inc":7,"port":%d}' % port])
+            assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"
+            assert rr.poll(10_000)
+            rid, kind, _hello = rr.recv_multipart()    # a's connect-back, not welcomed yet
+            assert kind == b"H"
+            dd.send_multipart([b"D", b"x1"])
+            dd.send_multipart([b"D", b"x2"])
+            assert a.wait_stats(lambda s: s.get("held_before_up", 0) == 2, 10)
+            assert rec.events.empty() and a.peers() == {}  # held: a does not know m yet
+            rr.send_multipart([rid, b"W", b'{"v":1,"name":"m","inc":7}'])
+            assert rec.events.get(timeout=10)[:3] == ("up", "m", 7)
+            assert rec.events.get(timeout=10)[:3] == ("frame", "m", [b"x1"])
+            assert rec.events.get(timeout=10)[:3] == ("frame", "m", [b"x2"])
+            dd.close()
+            rr.close()
+    finally:
+        ctx.destroy(linger=0)
+
+
 def test_many_threads_send_at_once_and_each_keeps_its_order(key_path, no_threads_left):
     rec = Recorder()
     with make_link("a", load(key_path), rec) as a:

@@ -113,6 +113,28 @@ def _raw_dealer(ctx, address, public, secret, server_public):
     return sock
 
 
+def _member(ctx, link, key, name, inc=1):
+    """A raw ZeroMQ peer that holds the key and completes both halves of the
+    handshake with ``link`` (HELLO on its DEALER, WELCOME to the link's
+    connect-back on its ROUTER), so the link counts it up and delivers its data.
+    Returns the DEALER and the ROUTER."""
+    rr = ctx.socket(zmq.ROUTER)
+    rr.linger = 0
+    rr.curve_server = True
+    rr.curve_secretkey = key.secret
+    rr.curve_publickey = key.public
+    rr.bind("tcp://127.0.0.1:0")
+    port = parse_tcp(rr.last_endpoint.decode())[1]
+    dd = _raw_dealer(ctx, link.address, key.public, key.secret, key.public)
+    dd.send_multipart([b"H", b'{"v":1,"name":"%s","inc":%d,"port":%d}' % (name.encode(), inc, port)])
+    assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"
+    assert rr.poll(10_000)
+    rid, kind, _hello = rr.recv_multipart()
+    assert kind == b"H"
+    rr.send_multipart([rid, b"W", b'{"v":1,"name":"%s","inc":%d}' % (name.encode(), inc)])
+    return dd, rr
+
+
 def test_a_client_that_knows_only_the_public_key_is_denied_by_zap(key_path, no_threads_left):
     """The cluster public key is no secret: a CURVE client with its own keypair
     completes the crypto, and ZAP must still refuse it before any frame passes."""
@@ -128,11 +150,11 @@ def test_a_client_that_knows_only_the_public_key_is_denied_by_zap(key_path, no_t
             assert a.wait_stats(lambda s: s.get("zap_denied", 0) >= 1, 10)
             sock.close()
             # a real member still gets through, and only its frames are delivered
-            good = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
-            good.send_multipart([b"H", b'{"v":1,"name":"good","inc":1,"port":1}'])
+            good, good_back = _member(ctx, a, key, "good")
             good.send_multipart([b"D", b"hello"])
             assert rec.expect("frame")[1:3] == ("good", [b"hello"])
             good.close()
+            good_back.close()
             assert [p for p, _ in rec.frames] == ["good"]
             assert a.stats()["zap_allowed"] >= 1
     finally:
@@ -198,8 +220,8 @@ def test_malformed_frames_from_a_member_are_dropped_and_counted(key_path, no_thr
             assert sock.poll(10_000) and sock.recv_multipart()[0] == b"R"
             sock.send_multipart([b"H", b'{"v":1,"name":"m","inc":"x","port":1}'])
             assert sock.poll(10_000) and sock.recv_multipart()[0] == b"R"
-            sock.send_multipart([b"H", b'{"v":1,"name":"m","inc":5,"port":1}'])
-            assert sock.poll(10_000) and sock.recv_multipart()[0] == b"W"
+            sock.close()
+            sock, back = _member(ctx, a, key, "m", inc=5)
             sock.send_multipart([b"?", b"unknown kind"])
             sock.send_multipart([b"T", b"tick with a body"])
             sock.send_multipart([b"D", b"ok"])
@@ -208,6 +230,7 @@ def test_malformed_frames_from_a_member_are_dropped_and_counted(key_path, no_thr
             assert stats["garbage"] == 4 and stats["unknown_session"] == 1
             assert [f for _, f in rec.frames] == [[b"ok"]]
             sock.close()
+            back.close()
     finally:
         ctx.destroy(linger=0)  # also closes what a failed assertion left open
 

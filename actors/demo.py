@@ -204,17 +204,36 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
     drivers = {"smoosh": writer, "ioq": reads, "jobs": jobs, "replication": repl, "killer": killer}
     view = LiveView(node, app, drivers, duration)
 
+    banner = (f"workload (seed {seed}): {len(files)} files read through IOQ, {len(writer.dbs)} databases "
+              f"for smoosh, {repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), "
+              f"3 couch_jobs workers in their own processes; killing {rate:g}/s for {duration:g} s")
+    try:
+        start = _load(view, (writer, reads, jobs, repl, killer), duration, live, short, outcome, banner)
+        with deferred():
+            _report(node, app, view, [killer], drivers, (jobs, repl, writer, reads), duration, rate, seed, grace,
+                    start, live, outcome)
+    finally:
+        with deferred():
+            try:
+                node.stop(workload_sup, "shutdown", timeout=30)
+            except Exception:  # already gone (killed, or the node is closing): nothing left to stop
+                pass
+            repl.close()
+            app.stop()
+
+
+def _load(view: LiveView, drivers: tuple[Any, ...], duration: float, live: bool, short: bool,
+          outcome: Outcome, banner: str) -> float:
+    """Start the drivers, show the view for ``duration`` s (or until Ctrl-C/SIGTERM), stop the drivers;
+    returns when the load started."""
     start = time.monotonic()
     every = 1.0 if live else (2.0 if short else 5.0)
     next_show = start + (0 if live else every)
     try:
         try:
-            for d in (writer, reads, jobs, repl, killer):
+            for d in drivers:
                 d.start()
-            print(f"workload (seed {seed}): {len(files)} files read through IOQ, {len(writer.dbs)} databases "
-                  f"for smoosh, {repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), "
-                  f"3 couch_jobs workers in their own processes; killing {rate:g}/s for {duration:g} s",
-                  flush=True)
+            print(banner, flush=True)
             for _ in range(int(duration / 0.1) + 10):
                 now = time.monotonic()
                 if now - start >= duration:
@@ -228,22 +247,11 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
                 time.sleep(min(0.1, max(0.0, start + duration - now)))  # pacing the display, not synchronisation
         except KeyboardInterrupt as exc:
             outcome.interrupted = exit_status(exc)
-        finally:
-            with deferred():
-                killer.stop()
-                for d in (jobs, writer, repl, reads):
-                    d.stop()
-        with deferred():
-            _report(node, app, view, [killer], drivers, (jobs, repl, writer, reads), duration, rate, seed, grace,
-                    start, live, outcome)
     finally:
         with deferred():
-            try:
-                node.stop(workload_sup, "shutdown", timeout=30)
-            except Exception:  # already gone (killed, or the node is closing): nothing left to stop
-                pass
-            repl.close()
-            app.stop()
+            for d in reversed(drivers):
+                d.stop()
+    return start
 
 
 def _report(node: Node, app: Any, view: LiveView, killers: list[Any], drivers: dict[str, Any],

@@ -44,7 +44,7 @@ from actors import ActorRef, CallTimeout, Exit, Node
 from actors._cluster_key import write_new
 from actors.config import Config
 from actors.couch import COUCH_SUP, start_app
-from actors.demo import SMOOSH_OVERRIDES, Outcome, _report, run_demo
+from actors.demo import SMOOSH_OVERRIDES, Outcome, _load, _report, run_demo
 from actors.interrupt import deferred, exit_status
 from actors.workload import (
     WORKLOAD_SUP,
@@ -197,7 +197,7 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         drivers = {"smoosh": writer, "ioq": reads, "node_ioq": node_reads, "jobs": jobs, "replication": repl,
                    "killer": killer, "nodes": nodes, "node_killer": node_killer}
         view = LiveView(node, app, drivers, duration)
-        start = _load(node, view, (writer, reads, node_reads, jobs, repl, killer, node_killer), duration, live,
+        start = _load(view, (writer, reads, node_reads, jobs, repl, killer, node_killer), duration, live,
                       short, outcome,
               f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
               f"{len(writer.dbs)} "
@@ -235,33 +235,3 @@ def _start_workers(ctl: Node, n: NodeProc, names: list[str], paths: list[str], s
     ctl.spawn(WorkloadSup, specs, name=WORKLOAD_SUP, node=n.name)
 
 
-def _load(node: Node, view: LiveView, drivers: tuple[Any, ...], duration: float, live: bool, short: bool,
-          outcome: Outcome, banner: str) -> float:
-    """Start the drivers, show the view for ``duration`` s (or until Ctrl-C/SIGTERM), stop the drivers;
-    returns when the load started."""
-    start = time.monotonic()
-    every = 1.0 if live else (2.0 if short else 5.0)
-    next_show = start + (0 if live else every)
-    try:
-        try:
-            for d in drivers:
-                d.start()
-            print(banner, flush=True)
-            for _ in range(int(duration / 0.1) + 10):
-                now = time.monotonic()
-                if now - start >= duration:
-                    break
-                if now >= next_show:
-                    next_show += every
-                    if live:
-                        print("\x1b[2J\x1b[H" + view.render(now - start), flush=True)
-                    else:
-                        print(view.progress_line(now - start), flush=True)
-                time.sleep(min(0.1, max(0.0, start + duration - now)))  # pacing the display, not synchronisation
-        except KeyboardInterrupt as exc:
-            outcome.interrupted = exit_status(exc)
-    finally:
-        with deferred():
-            for d in reversed(drivers):
-                d.stop()
-    return start

@@ -113,11 +113,11 @@ def _raw_dealer(ctx, address, public, secret, server_public):
     return sock
 
 
-def _member(ctx, link, key, name, inc=1):
-    """A raw ZeroMQ peer that holds the key and completes both halves of the
-    handshake with ``link`` (HELLO on its DEALER, WELCOME to the link's
-    connect-back on its ROUTER), so the link counts it up and delivers its data.
-    Returns the DEALER and the ROUTER."""
+def _meet(ctx, link, key, name, inc=1):
+    """A raw ZeroMQ peer that holds the key and does the first half of the
+    handshake with ``link``: its HELLO is welcomed, and the link's connect-back
+    HELLO has reached its ROUTER, not yet welcomed.  Returns the DEALER, the
+    ROUTER and the connect-back's routing id."""
     rr = ctx.socket(zmq.ROUTER)
     rr.linger = 0
     rr.curve_server = True
@@ -131,7 +131,18 @@ def _member(ctx, link, key, name, inc=1):
     assert rr.poll(10_000)
     rid, kind, _hello = rr.recv_multipart()
     assert kind == b"H"
+    return dd, rr, rid
+
+
+def _welcome(rr, rid, name, inc=1):
     rr.send_multipart([rid, b"W", b'{"v":1,"name":"%s","inc":%d}' % (name.encode(), inc)])
+
+
+def _member(ctx, link, key, name, inc=1):
+    """A raw peer through both halves of the handshake, so ``link`` counts it
+    up and delivers its data.  Returns the DEALER and the ROUTER."""
+    dd, rr, rid = _meet(ctx, link, key, name, inc)
+    _welcome(rr, rid, name, inc)
     return dd, rr
 
 
@@ -436,23 +447,11 @@ def test_a_bye_that_overtakes_the_welcome_of_the_connect_back_still_takes_the_pe
     ctx = zmq.Context()
     try:
         with make_link("a", key, rec) as a:
-            rr = ctx.socket(zmq.ROUTER)
-            rr.linger = 0
-            rr.curve_server = True
-            rr.curve_secretkey = key.secret
-            rr.curve_publickey = key.public
-            rr.bind("tcp://127.0.0.1:0")
-            port = parse_tcp(rr.last_endpoint.decode())[1]
-            dd = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
-            dd.send_multipart([b"H", b'{"v":1,"name":"m","inc":7,"port":%d}' % port])
-            assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"
-            assert rr.poll(10_000)
-            rid, kind, _hello = rr.recv_multipart()    # a's connect-back, not welcomed yet
-            assert kind == b"H"
+            dd, rr, rid = _meet(ctx, a, key, "m", inc=7)  # a's connect-back not welcomed yet
             dd.send_multipart([b"B"])
             assert a.wait_stats(lambda s: s.get("bye_before_up", 0) == 1, 10)
             assert a.peers() == {}
-            rr.send_multipart([rid, b"W", b'{"v":1,"name":"m","inc":7}'])
+            _welcome(rr, rid, "m", inc=7)
             assert rec.expect("up")[1:3] == ("m", 7)
             assert rec.expect("down")[1:4] == ("m", 7, "peer_closed")
             assert a.peers() == {} and a.stats()["peers_down"] == 1
@@ -473,24 +472,12 @@ def test_data_that_overtakes_the_welcome_of_the_connect_back_waits_for_up(key_pa
     ctx = zmq.Context()
     try:
         with make_link("a", key, rec) as a:
-            rr = ctx.socket(zmq.ROUTER)
-            rr.linger = 0
-            rr.curve_server = True
-            rr.curve_secretkey = key.secret
-            rr.curve_publickey = key.public
-            rr.bind("tcp://127.0.0.1:0")
-            port = parse_tcp(rr.last_endpoint.decode())[1]
-            dd = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
-            dd.send_multipart([b"H", b'{"v":1,"name":"m","inc":7,"port":%d}' % port])
-            assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"
-            assert rr.poll(10_000)
-            rid, kind, _hello = rr.recv_multipart()    # a's connect-back, not welcomed yet
-            assert kind == b"H"
+            dd, rr, rid = _meet(ctx, a, key, "m", inc=7)  # a's connect-back not welcomed yet
             dd.send_multipart([b"D", b"x1"])
             dd.send_multipart([b"D", b"x2"])
             assert a.wait_stats(lambda s: s.get("held_before_up", 0) == 2, 10)
             assert rec.events.empty() and a.peers() == {}  # held: a does not know m yet
-            rr.send_multipart([rid, b"W", b'{"v":1,"name":"m","inc":7}'])
+            _welcome(rr, rid, "m", inc=7)
             assert rec.events.get(timeout=10)[:3] == ("up", "m", 7)
             assert rec.events.get(timeout=10)[:3] == ("frame", "m", [b"x1"])
             assert rec.events.get(timeout=10)[:3] == ("frame", "m", [b"x2"])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -24,3 +26,13 @@ def node():
         t.join(timeout=5.0)
     leftover = [t.name for t in leftover if t.is_alive()]
     assert not leftover, f"threads left behind: {leftover}"
+
+
+@pytest.fixture
+def key(tmp_path) -> str:
+    """A fresh cluster key file made as a user makes one (``python -m actors keygen``)."""
+    path = str(tmp_path / "cluster.key")
+    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, timeout=60, capture_output=True,
+                   env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    return path

@@ -19,7 +19,7 @@ from actors._net import NetError
 from actors._net_direct import DirectLinks
 from tests.cluster.dist_actors import Worker
 from tests.cluster.netkit import Recorder, make_link
-from tests.cluster.test_distribution import NodeProcess, key, node_a, peer_b  # noqa: F401  (fixtures)
+from tests.cluster.netkit import NodeProcess
 
 pytestmark = pytest.mark.integration
 

@@ -6,11 +6,8 @@ resurrection on SIGCONT), connecting twice, a foreign key, and asyncio calls."""
 from __future__ import annotations
 
 import asyncio
-import os
 import queue
 import signal
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -22,26 +19,9 @@ from actors import CallTimeout, ConnectError, Exit, Node
 from actors._cluster_key import write_new
 
 from tests.cluster.dist_actors import Watcher, Worker
-from tests.cluster.netkit import ENV, NodeProcess
+from tests.cluster.netkit import NodeProcess
 
 TICK = 2.0  # net_ticktime of the SIGSTOP test: low, so the test is short, yet above a loaded machine's stalls
-
-
-@pytest.fixture
-def key(tmp_path: Any) -> str:
-    path = str(tmp_path / "cluster.key")
-    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, env=ENV, timeout=60,
-                   capture_output=True)
-    return path
-
-
-@pytest.fixture
-def node_a(key: str):
-    node = Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key)
-    try:
-        yield node
-    finally:
-        node.close()
 
 
 def _got(watcher: actors.ActorRef, n: int, timeout: float = 10.0) -> list[Any]:

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -19,53 +16,7 @@ from actors._cluster_key import write_new
 from actors._net import ConnectError, NetError
 
 from tests.cluster.dist_actors import Watcher, Worker
-from tests.cluster.netkit import ENV, LineProcess
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-PEER = os.path.join(HERE, "node_peer.py")
-
-
-class NodeProcess(LineProcess):
-    """`node_peer.py`: a Node in its own OS process."""
-
-    what = "node process"
-
-    def __init__(self, name: str, key: str | None, ticktime: float = 15.0) -> None:
-        cmd = [sys.executable, PEER, "--name", name, "--ticktime", str(ticktime)]
-        if key:
-            cmd += ["--key", key]
-        super().__init__(cmd)
-
-    def kill(self) -> None:
-        self.signal(signal.SIGKILL)
-
-
-@pytest.fixture
-def key(tmp_path: Any) -> str:
-    path = str(tmp_path / "cluster.key")
-    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, env=ENV, timeout=60,
-                   capture_output=True)
-    assert os.stat(path).st_mode & 0o777 == 0o600
-    return path
-
-
-@pytest.fixture
-def peer_b(key: str):
-    proc = NodeProcess("b", key)
-    try:
-        yield proc
-    finally:
-        proc.close()
-
-
-@pytest.fixture
-def node_a(key: str):
-    node = Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key)
-    try:
-        yield node
-    finally:
-        node.close()
-
+from tests.cluster.netkit import NodeProcess
 
 def test_connect_and_nodes(node_a: Node, peer_b: NodeProcess) -> None:
     assert node_a.address is not None and node_a.address.startswith("tcp://127.0.0.1:")

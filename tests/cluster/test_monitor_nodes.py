@@ -7,10 +7,10 @@ import pytest
 from actors import Node
 
 from tests.cluster.dist_actors import NodesWatcher
-from tests.cluster.test_distribution import NodeProcess, key, node_a  # noqa: F401  (fixtures)
+from tests.cluster.netkit import NodeProcess
 
 
-def test_nodeup_and_nodedown_in_order(node_a: Node, key: str) -> None:  # noqa: F811
+def test_nodeup_and_nodedown_in_order(node_a: Node, key: str) -> None:
     in_node = node_a.spawn(NodesWatcher)  # subscribes itself, in the node process
     in_host = node_a.spawn(NodesWatcher, False, host="own")
     node_a.monitor_nodes(in_host)  # the host program subscribes an actor of a host process
@@ -39,7 +39,7 @@ def test_nodeup_and_nodedown_in_order(node_a: Node, key: str) -> None:  # noqa: 
         c.close()
 
 
-def test_a_dead_subscriber_is_forgotten_and_a_ref_is_required(node_a: Node) -> None:  # noqa: F811
+def test_a_dead_subscriber_is_forgotten_and_a_ref_is_required(node_a: Node) -> None:
     w = node_a.spawn(NodesWatcher)
     assert node_a._node_events.subscribers() == [w]
     watch = node_a._node_events._subs[w]
@@ -52,7 +52,7 @@ def test_a_dead_subscriber_is_forgotten_and_a_ref_is_required(node_a: Node) -> N
 
 
 
-def test_an_actor_lists_nodes_and_finds_names_on_them(node_a: Node, key: str) -> None:  # noqa: F811
+def test_an_actor_lists_nodes_and_finds_names_on_them(node_a: Node, key: str) -> None:
     w = node_a.spawn(NodesWatcher, False, host="own")
     b = NodeProcess("b", key)
     try:

@@ -8,7 +8,7 @@ from typing import Any
 from actors import GenServer, Node
 
 from tests.cluster.dist_actors import Watcher, Worker
-from tests.cluster.test_distribution import NodeProcess, key, node_a, peer_b  # noqa: F401  (fixtures)
+from tests.cluster.netkit import NodeProcess
 
 
 class Forwarder(GenServer):

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import logging
 import socket
-import subprocess
-import sys
 import threading
 from typing import Any
-
-import pytest
 
 from actors import ConnectError, Node
 from actors._seeds import MAX_DELAY, SeedDialer, backoff
 
-from tests.cluster.netkit import ENV, NodeProcess
+from tests.cluster.netkit import NodeProcess
 
 
 def test_backoff_doubles_from_the_first_delay_and_is_bounded() -> None:
@@ -93,14 +89,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-@pytest.fixture
-def key(tmp_path: Any) -> str:
-    path = str(tmp_path / "cluster.key")
-    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, env=ENV, timeout=60,
-                   capture_output=True)
-    return path
 
 
 def test_a_seed_that_starts_late_is_connected_and_redialed_after_a_restart(key: str) -> None:

@@ -8,8 +8,6 @@ CouchDB nodes."""
 from __future__ import annotations
 
 import queue
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -24,7 +22,7 @@ pytest.importorskip("pgserver", reason=HOW_TO_GET)
 from actors import Node  # noqa: E402
 from actors.couch_jobs import CouchJobs  # noqa: E402
 from actors.couch_jobs.naming import SERVER_NAME  # noqa: E402
-from tests.cluster.netkit import ENV, NodeProcess  # noqa: E402
+from tests.cluster.netkit import NodeProcess  # noqa: E402
 from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
 from tests.couch_jobs.node_workers import KeepingHolder  # noqa: E402
 
@@ -46,14 +44,6 @@ def _expect(q: "queue.Queue[Any]", tag: str, timeout: float, who: set[int] | Non
         message = q.get(timeout=remaining)
         if message[0] == tag and (who is None or message[1] in who):
             return message
-
-
-@pytest.fixture
-def key(tmp_path: Any) -> str:
-    path = str(tmp_path / "cluster.key")
-    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, env=ENV, timeout=60,
-                   capture_output=True)
-    return path
 
 
 def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_url: str, key: str) -> None:

@@ -413,7 +413,9 @@ class Transport:
             if next_deadline is None:
                 timeout = None
             else:
-                timeout = max(0.0, (next_deadline - time.monotonic()) * 1000.0)
+                # Whole milliseconds, rounded up: zmq_poll truncates, and a
+                # 0.7 ms wait taken as 0 spins the CPU until the timer is due.
+                timeout = max(0, int((next_deadline - time.monotonic()) * 1000.0 + 0.999))
             try:
                 events = poller.poll(timeout)
             except zmq.ZMQError:

@@ -24,9 +24,14 @@ nothing the seed can observe:
   ``DOWN`` fails the waiters exactly as if the file had crashed on it.
 
 A server may record its stats through an `ioq_stats.StatsBuffer`
-(``self._stats_buffer``, set by IOQ2): it is flushed before any reply goes
-out and whenever a submit round ends, so the lock of the process's stats is
-taken once per burst rather than seven times a request.
+(``self._stats_buffer``, set by IOQ2): its counters are flushed before any
+reply goes out and whenever a submit round ends, so the lock of the
+process's stats is taken once per burst rather than seven times a request.
+Its histogram samples (submit delay, service time, IO wait) follow in
+batches: at the latest `SAMPLES_DELAY` later (a timer message to itself,
+at most one armed), or as soon as `ioq_stats.HELD_SAMPLES` of a kind wait.
+Merging a burst's three or so samples into three histograms cost more than
+the rest of the flush.
 """
 
 from __future__ import annotations
@@ -54,6 +59,13 @@ UPDATE_CONFIG = "update_config"
 _MAX_FD_CACHE = 10_000
 #: Rounds of inline reads one `_submit` may run before it yields to the mailbox.
 _MAX_INLINE_ROUNDS = 64
+#: Sent by a server to itself: hand the histogram samples its `StatsBuffer` holds to the stats.
+FLUSH_SAMPLES = "$ioq_flush_samples"
+#: The longest histogram samples wait in a server's `StatsBuffer` (seconds).
+SAMPLES_DELAY = 0.25
+#: Callbacks a server that watches its own mailbox (`QueueServer._watch_drain`)
+#: may run with a submit pending before it submits anyway.
+_MAX_PENDING_CALLBACKS = 256
 
 
 class QueueServer(GenServer):
@@ -62,6 +74,12 @@ class QueueServer(GenServer):
     state: Any
     #: ``_due(now)``: the requests to submit now, chosen by the subclass's policy.
     _due: Callable[[float], list[Any]]
+    #: False: a pending submit is a *submit* message in the mailbox.  True: it
+    #: is only a flag, and the subclass calls `_after_callback` at the end of
+    #: every callback, which submits once the mailbox is empty -- every
+    #: message an alive actor receives reaches one of its callbacks, so the
+    #: check runs after the last message of the burst; no message is sent.
+    _watch_drain = False
 
     def _setup(self, name: str | None) -> _config.Config:
         """Register, and listen for config changes (the listener only casts)."""
@@ -70,10 +88,12 @@ class QueueServer(GenServer):
         cfg = _config.current()
         self._config = cfg
         self._submit_pending = False
+        self._pending_callbacks = 0
         self._fd_monitor: dict[Any, Any] = {}  # fd -> mref
         self._mref_fd: dict[Any, Any] = {}  # mref -> fd
         self._fds: dict[str, ActorRef] = {}  # actor id -> ref, so equal fds are one object
         self._stats_buffer: StatsBuffer | None = None
+        self._samples_timer: Any = None
         me = self.ref
         self._me_wire = me.to_wire()
 
@@ -109,15 +129,35 @@ class QueueServer(GenServer):
             self._submit_later()
 
     def _submit_later(self) -> None:
-        """Make sure a *submit* message waits in the mailbox (behind what is there now)."""
+        """Make sure a *submit* message waits in the mailbox (behind what is there now),
+        or, for a server that watches its mailbox, that `_after_callback` submits."""
         if not self._submit_pending:
             self._submit_pending = True
-            self.ref.send(SUBMIT)
+            if self._watch_drain:
+                self._pending_callbacks = 0
+            else:
+                self.ref.send(SUBMIT)
+
+    def _after_callback(self) -> None:
+        """End of a callback of a server that watches its mailbox: submit if
+        one is pending and the mailbox is drained (the seed's timeout 0), or
+        after `_MAX_PENDING_CALLBACKS` callbacks, so a mailbox that never
+        drains cannot hold the queue back for ever."""
+        if self._submit_pending:
+            self._pending_callbacks += 1
+            if self._pending_callbacks >= _MAX_PENDING_CALLBACKS or self.mailbox_empty():
+                self._submit_pending = False
+                self._submit()
 
     def handle_info(self, message: Any) -> None:
         if message == SUBMIT:
             self._submit_pending = False
             self._submit()
+            return None
+        if message == FLUSH_SAMPLES:
+            self._samples_timer = None
+            if self._stats_buffer is not None:
+                self._stats_buffer.flush()
             return None
         kind = type(message)
         if kind is tuple and message[0] == IO_REPLY:
@@ -151,16 +191,22 @@ class QueueServer(GenServer):
                     break
             self._submit_later()
         finally:
-            buffer = self._stats_buffer
-            if buffer is not None:
-                buffer.flush()
+            self._flush_stats()
+
+    def _flush_stats(self) -> None:
+        """Hand the buffered counters to the stats now; the histogram samples
+        in batches, at the latest `SAMPLES_DELAY` later (a timer message)."""
+        buffer = self._stats_buffer
+        if buffer is None:
+            return
+        buffer.flush(samples=False)
+        if self._samples_timer is None and buffer.holds_samples():
+            self._samples_timer = self.send_after(SAMPLES_DELAY, FLUSH_SAMPLES)
 
     def _reply_all(self, completions: list[Completion]) -> None:
         """Answer every waiter of ``completions`` (stats first: a caller that
         reads them after its reply finds its request counted)."""
-        buffer = self._stats_buffer
-        if buffer is not None:
-            buffer.flush()
+        self._flush_stats()
         reply = self.reply
         for done in completions:
             value = done.reply

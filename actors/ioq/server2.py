@@ -54,7 +54,14 @@ def request_payload(fd: ActorRef, msg: Any, dimensions: Any, t0: float | None) -
 
 
 class Ioq2Server(QueueServer):
-    """``ioq_server_<N>``: queue, prioritise and submit IO requests for one core."""
+    """``ioq_server_<N>``: queue, prioritise and submit IO requests for one core.
+
+    It watches its own mailbox (`QueueServer._watch_drain`): every callback
+    ends with `_after_callback`, so a burst is submitted once the mailbox is
+    empty without the server sending itself a *submit* message per burst.
+    """
+
+    _watch_drain = True
 
     def init(self, name: str | None = None, server_id: int = 1, max_queue: int = DEFAULT_MAX_SIZE) -> None:
         cfg = self._setup(name)
@@ -78,10 +85,27 @@ class Ioq2Server(QueueServer):
             try:
                 self.state.enqueue(request, from_)
             except Full as exc:
+                self._after_callback()
                 return IoFailure("error", exc)
             self._schedule_submit()
+            self._after_callback()
             return noreply
-        return self._control(request)
+        try:
+            return self._control(request)
+        finally:
+            self._after_callback()
+
+    def handle_cast(self, request: Any) -> None:
+        try:
+            return super().handle_cast(request)
+        finally:
+            self._after_callback()
+
+    def handle_info(self, message: Any) -> None:
+        try:
+            return super().handle_info(message)
+        finally:
+            self._after_callback()
 
     def _control_extra(self, request: Any) -> Any:
         state = self.state

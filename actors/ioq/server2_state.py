@@ -35,7 +35,7 @@ from typing import Any
 from actors.config import Config
 
 from . import ioq_stats
-from .ioq_stats import Recorder
+from .ioq_stats import Recorder, StatsBuffer
 from .dispatch import server_name as _server_name
 from .hqueue import DEFAULT_MAX_SIZE, HQueue
 from .ioq_config import Ioq2Settings, check_concurrency, prioritize, read_settings
@@ -142,17 +142,28 @@ class Ioq2State:
         caller should then be failed with that error.
         """
         req.from_ = from_
-        key = self.waiter_key(req)
+        msg = req.msg
+        key = dedupe_key(req.fd, msg) if self.dedupe else None
+        if key is None:
+            key = self.next_key
+            self.next_key = key + 1
         stats = self.stats
-        if stats is not None:
-            ioq_stats.record_queued(stats, rw(req.msg))
-        waiting = self.waiters.get(key)
+        if type(stats) is StatsBuffer:  # a server's buffer: one call for the records
+            stats.queued(rw(msg))
+        elif stats is not None:
+            ioq_stats.record_queued(stats, rw(msg))
+        waiters = self.waiters
+        waiting = waiters.get(key)
         if waiting is None:
-            priority = self.prioritize_request(req)
+            priority = prioritize(req, self.class_p, self.user_p, self.shard_p)
+            if priority < 0.0:
+                priority = 0.0
+            elif priority > self.max_priority:
+                priority = self.max_priority
             req.key = key
             req.init_priority = priority
             self.queue.insert(priority, req)
-            self.waiters[key] = [from_]
+            waiters[key] = [from_]
             return True
         if stats is not None:
             ioq_stats.record_merged(stats)
@@ -206,7 +217,10 @@ class Ioq2State:
         if stats is not None:
             t0 = req.t0
             delay = 0.0 if t0 is None else (now - t0) * 1000.0
-            ioq_stats.record_submitted(stats, req.class_, rw(req.msg), delay)
+            if type(stats) is StatsBuffer:
+                stats.submitted(req.class_, rw(req.msg), delay)
+            else:
+                ioq_stats.record_submitted(stats, req.class_, rw(req.msg), delay)
         return req
 
     # -- completing --------------------------------------------------------
@@ -223,8 +237,11 @@ class Ioq2State:
         if stats is not None:
             tsub = req.tsub if req.tsub is not None else now
             t0 = req.t0 if req.t0 is not None else tsub
-            ioq_stats.record_completed(stats, (now - tsub) * 1000.0, (now - t0) * 1000.0)
-        return Completion(req, self._take_waiters(req), reply)
+            if type(stats) is StatsBuffer:
+                stats.completed((now - tsub) * 1000.0, (now - t0) * 1000.0)
+            else:
+                ioq_stats.record_completed(stats, (now - tsub) * 1000.0, (now - t0) * 1000.0)
+        return Completion(req, self.waiters.pop(req.key, []), reply)
 
     def io_down(self, ref: Any, reason: Any) -> Completion | None:
         """The target of ``ref`` died: its waiters fail with ``reason``."""

@@ -109,9 +109,10 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # so forks start warm.  Hosts are forked with a bare os.fork: what
     # multiprocess's Process adds (its bootstrap, stdin to /dev/null, the
     # after-fork hooks) took ~0.7 ms off every spare's boot.
-    # Spares are forked at SCHED_IDLE (the fork's copying included) and boot
-    # there until placed (actors._sched); one placed while still booting is
-    # put back here, as the node does not know its pid yet.
+    # Spares boot at SCHED_IDLE until placed (actors._sched); one placed
+    # while still booting is put back here, as the node does not know its
+    # pid yet.  The zygote itself stays at the normal priority, so a fresh
+    # fork or that request never waits behind a spare's boot.
     normal = _sched.current()
     idle: dict[str, int] = {}  # proc -> pid, spares forked at SCHED_IDLE
     children: dict[int, int] = {}  # pidfd -> pid
@@ -134,11 +135,9 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
             if pid is not None:
                 _sched.restore(pid, normal)
         elif op == "fork":
-            if boot.get("idle"):
-                _sched.lower_self()
             pid = _fork_host(boot, [cmd_fd, *children])
             if boot.get("idle"):
-                _sched.restore_self(normal)
+                _sched.lower(pid)
                 idle[boot["proc"]] = pid
             try:
                 children[os.pidfd_open(pid)] = pid

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["Priority", "current", "idle_reversible", "lower_self", "restore", "restore_self"]
+__all__ = ["Priority", "current", "idle_reversible", "lower", "restore"]
 
 Priority = tuple[int, int]  # (policy, static priority) as os.sched_setscheduler takes them
 
@@ -55,14 +55,12 @@ def idle_reversible(normal: Priority) -> bool:
     return result[0]
 
 
-def lower_self() -> None:
-    """Put the calling thread (and every thread it starts later) at ``SCHED_IDLE``."""
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-
-
-def restore_self(normal: Priority) -> None:
-    """The calling thread back to ``normal``."""
-    os.sched_setscheduler(0, normal[0], os.sched_param(normal[1]))
+def lower(pid: int) -> None:
+    """Put a process just forked (one thread yet) at ``SCHED_IDLE``: the threads it starts inherit it."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:  # it is gone already
+        pass
 
 
 def restore(pid: int, normal: Priority) -> None:

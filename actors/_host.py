@@ -36,6 +36,7 @@ from actors._cell import Cell
 from actors._codec import decode_frame, encode_frame
 from actors.gen_server import GenServer  # imported once in the zygote, so forks start warm
 from actors import config as _config
+from actors import _sched
 from actors import stats as _stats
 from actors._runtime import K_SYS, Runtime
 from actors._logging import forward_host_logs
@@ -108,20 +109,36 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # so forks start warm.  Hosts are forked with a bare os.fork: what
     # multiprocess's Process adds (its bootstrap, stdin to /dev/null, the
     # after-fork hooks) took ~0.7 ms off every spare's boot.
+    # Spares boot at SCHED_IDLE until placed (actors._sched); one placed
+    # while still booting is put back here, as the node does not know its
+    # pid yet.  The zygote itself stays at the normal priority, so a fresh
+    # fork or that request never waits behind a spare's boot.
+    normal = _sched.current()
+    idle: dict[str, int] = {}  # proc -> pid, spares forked at SCHED_IDLE
     children: dict[int, int] = {}  # pidfd -> pid
     while True:
         readable, _, _ = select.select([cmd_fd, *children], [], [], 5.0)
         for fd in readable:
             if fd in children:
-                _reap(children.pop(fd), fd)
+                pid = children.pop(fd)
+                _reap(pid, fd)
+                for proc in [p for p, q in idle.items() if q == pid]:
+                    del idle[proc]
         if cmd_fd not in readable:
             continue
         message = read_message(cmd_fd)
         if message is None:
             break
         op, boot = message
-        if op == "fork":
+        if op == "unidle":
+            pid = idle.pop(boot, None)
+            if pid is not None:
+                _sched.restore(pid, normal)
+        elif op == "fork":
             pid = _fork_host(boot, [cmd_fd, *children])
+            if boot.get("idle"):
+                _sched.lower(pid)
+                idle[boot["proc"]] = pid
             try:
                 children[os.pidfd_open(pid)] = pid
             except OSError:  # it is gone already

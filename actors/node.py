@@ -19,6 +19,7 @@ import cloudpickle
 import multiprocess
 
 from actors import _lifecycle
+from actors import _sched
 from actors._codec import FrameError, decode_frame, frame_kind, requalify
 from actors import config as _config
 from actors import stats as _stats
@@ -50,7 +51,7 @@ SEED_WAIT = ATTEMPT_TIMEOUT + 0.5
 _node_counter = itertools.count(1)
 _HOST_START_TIMEOUT = 20.0
 _HALTED_GRACE = 0.25
-_SPARE_AFTER_START = 0.005
+_SPARE_AFTER_START = 0.005  # (spares that boot at SCHED_IDLE: at once, Node._refill_later)
 _SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
 _MAX_SPARES = 2  # warm spares kept once restarts come faster than one spare boots
 
@@ -69,6 +70,7 @@ class HostInfo:
     started_at: float = field(default_factory=time.monotonic)
     queued: list[Any] = field(default_factory=list)
     halting: bool = False
+    idle: bool = False  # booted at SCHED_IDLE and not yet put back (actors._sched)
 
     def to_dict(self) -> dict[str, Any]:
         return {"proc": self.proc, "label": self.label, "cpus": self.cpus, "own": self.own,
@@ -157,9 +159,11 @@ class Node:
         self._host_counter = itertools.count(1)
         self._top: list[ActorRef] = []
         self._hosts_changed = threading.Condition()
+        self._normal_priority = _sched.current()  # the zygote's, so every host's
         with _lifecycle.stop_signals_blocked():
             self._start_zygote()
         self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
+        self._idle_spares = _sched.idle_reversible(self._normal_priority)  # a thread: after the zygote too
         self._rt = Runtime(self.id, self.rundir, "n")
         self._rt.registry = Registry()
         _install_spawn(self._rt)
@@ -739,7 +743,7 @@ class Node:
         self._forwarded.pop((orig_src, orig_ref), None)
         # Not at once either: the spawner's first call to the new actor
         # follows its spawn reply, and a fork now would compete with it.
-        self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)
+        self._refill_later(_SPARE_AFTER_START)
 
     def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
         """A host for a placement: a warm spare when there is one, else a fresh fork.
@@ -756,6 +760,8 @@ class Node:
             self._spare_target = _MAX_SPARES  # (the first placement of all finds none: no news)
         if spare is not None:
             spare.label, spare.cpus, spare.own = label, cpus, own
+            self._unidle(spare)
+            spare.started_at = time.monotonic()  # from now, a placement waits on it (_host_timeout)
             spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(
                 spare.proc, "configure", (own, cpus))))
             if spare.state == "up":
@@ -768,7 +774,8 @@ class Node:
         # (its host says ``spawn_done``), not now: on a small machine the
         # fork and the new host's boot would compete for the CPU with that
         # start, which is what a restart waits on.  This timer is the latest.
-        self._rt.call_later(_SPARE_DELAY, self._fork_spare)
+        # (Spares that boot at SCHED_IDLE compete with nothing: forked now.)
+        self._refill_later(_SPARE_DELAY)
         with self._hosts_changed:
             self._hosts_changed.notify_all()
         return record
@@ -783,19 +790,50 @@ class Node:
         self._spares = [h for h in live if h is not spare]
         return spare
 
+    def _refill_later(self, delay: float) -> None:
+        """Top the pool of spares up after ``delay``, or at once when spares boot at SCHED_IDLE.
+
+        A spare booting at normal priority would take the CPU from the
+        restart under way; one at SCHED_IDLE only takes what nothing else
+        wants, so it may as well start now and be up sooner.
+        """
+        self._rt.call_later(0.0 if self._idle_spares else delay, self._fork_spare)
+
     def _fork_spare(self) -> None:
         """Top the pool of spares up by one (those still booting count)."""
         self._spares = [h for h in self._spares if h.state != "dead"]
         if self._closed or len(self._spares) >= self._spare_target:
             return
         self._spares_forked += 1
-        spare = self._fork_host(None, None, False)
+        spare = self._fork_host(None, None, False, idle=self._idle_spares)
         spare.label = "(spare)"
         self._spares.append(spare)
+        with self._hosts_changed:
+            self._hosts_changed.notify_all()
 
-    def _fork_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
+    def _unidle(self, record: HostInfo) -> None:
+        """Every thread of a spare that booted at SCHED_IDLE back to the normal priority.
+
+        Done by the node, before the spare is told anything: a thread at
+        SCHED_IDLE could wait long for the CPU on a busy machine.  A spare
+        taken while it boots is put back by the zygote (the node does not
+        know its pid yet), and once more by the node when it says it is up,
+        for a thread it started meanwhile from a thread still at SCHED_IDLE.
+        """
+        if not record.idle:
+            return
+        if record.pid is None:
+            try:
+                write_message(self._zygote_fd, ("unidle", record.proc))
+            except OSError:
+                pass  # the zygote is gone: so is the spare
+            return
+        _sched.restore(record.pid, self._normal_priority)
+        record.idle = False
+
+    def _fork_host(self, label: str | None, cpus: list[int] | None, own: bool, idle: bool = False) -> HostInfo:
         proc = f"h{next(self._host_counter)}"
-        record = HostInfo(proc, label, cpus, own)
+        record = HostInfo(proc, label, cpus, own, idle=idle)
         self._hosts[proc] = record
         boot = {
             "proc": proc,
@@ -805,6 +843,7 @@ class Node:
             "cpus": cpus,
             "config": self.config.to_dict(),
             "exit_when_empty": own,
+            "idle": idle,
             "zygote_pid": self._zygote.pid,
             "log_level": logging.getLogger().getEffectiveLevel(),
         }
@@ -817,13 +856,24 @@ class Node:
 
     def _host_timeout(self, proc: str) -> None:
         record = self._hosts.get(proc)
-        if record is not None and record.state == "starting":
-            log.error("host %s did not start within %s s", proc, _HOST_START_TIMEOUT)
-            record.state = "dead"
-            for src, ref, _fwd in record.queued:
-                if src is not None:
-                    self._rt.reply_sys(src, ref, True, ("error", "host_start_timeout"))
-            record.queued.clear()
+        if record is None or record.state != "starting":
+            return
+        # An unused spare at SCHED_IDLE is not late, only patient (a busy
+        # machine lends it little CPU); a spare taken while it boots has the
+        # whole timeout from its placement.
+        if record.idle and any(h is record for h in self._spares):
+            left = _HOST_START_TIMEOUT
+        else:
+            left = record.started_at + _HOST_START_TIMEOUT - time.monotonic()
+        if left > 0:
+            self._rt.call_later(left, lambda: self._host_timeout(proc))
+            return
+        log.error("host %s did not start within %s s", proc, _HOST_START_TIMEOUT)
+        record.state = "dead"
+        for src, ref, _fwd in record.queued:
+            if src is not None:
+                self._rt.reply_sys(src, ref, True, ("error", "host_start_timeout"))
+        record.queued.clear()
 
     def _on_host_up(self, src: str, proc: str, pid: int) -> None:
         record = self._hosts.get(proc)
@@ -846,11 +896,14 @@ class Node:
         except OSError:  # it died already
             self._on_host_exit(proc)
             return
+        spare = any(h is record for h in self._spares)
+        if not spare:  # a spare taken while it booted
+            self._unidle(record)
         queued, record.queued = record.queued, []
         for _src, _ref, forward in queued:
             forward()
-        if any(h is record for h in self._spares):
-            self._rt.call_later(_SPARE_AFTER_START, self._fork_spare)  # the pool may want another
+        if spare:
+            self._refill_later(_SPARE_AFTER_START)  # the pool may want another
         with self._hosts_changed:
             self._hosts_changed.notify_all()
 

@@ -27,7 +27,20 @@ class Where(GenServer):
         if request == "all_cpus":  # every thread of the host process
             tasks = os.listdir("/proc/self/task")
             return {tid: sorted(os.sched_getaffinity(int(tid))) for tid in tasks}
+        if request == "priority":  # (policy, nice) of every thread of the host process
+            return {(os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
+                    for tid in os.listdir("/proc/self/task")}
         return os.getpid()
+
+
+def _priorities(pid: int) -> set[tuple[int, int]]:
+    """(policy, nice) of every thread of process ``pid``, read from outside."""
+    return {(os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
+            for tid in os.listdir(f"/proc/{pid}/task")}
+
+
+def _normal() -> set[tuple[int, int]]:
+    return {(os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))}
 
 
 def _spare_up(node: Node, timeout: float = 20.0) -> Any:
@@ -130,3 +143,41 @@ def test_placements_faster_than_a_spare_boots_make_the_node_keep_two(node):
     with node._hosts_changed:
         assert node._hosts_changed.wait_for(
             lambda: sum(h.state == "up" for h in node._spares) == 2, timeout=20.0), "the pool never held two"
+
+
+def test_a_spare_boots_at_idle_priority_and_its_placed_actor_runs_at_the_normal_one(node):
+    node.spawn(Where, host="own")
+    spare = _spare_up(node)
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    # Where going back from SCHED_IDLE is not allowed (no CAP_SYS_NICE, RLIMIT_NICE 0),
+    # spares boot at the normal priority instead.
+    idle = {(os.SCHED_IDLE, nice)} if node._idle_spares else _normal()
+    assert _priorities(spare.pid) == idle, "every thread of a spare waits for an idle CPU"
+    assert len(os.listdir(f"/proc/{spare.pid}/task")) > 1
+    placed = node.spawn(Where, host="pool")
+    assert placed.os_pid == spare.pid
+    assert placed.call("priority") == _normal(), "a placed spare's threads are back at the normal priority"
+    later = node.spawn(Where, host="pool")  # on a thread started after the placement: normal too
+    assert later.os_pid == spare.pid and later.call("thread") != placed.call("thread")
+    assert later.call("priority") == _normal()
+
+
+def test_a_spare_taken_while_it_boots_gets_the_normal_priority_once_up(node):
+    node.spawn(Where, host="own")
+    first = _spare_up(node)
+    os.kill(node._zygote.pid, signal.SIGSTOP)  # the next spare is asked for but cannot boot yet
+    try:
+        assert node.spawn(Where, host="own").os_pid == first.pid
+        with node._hosts_changed:
+            assert node._hosts_changed.wait_for(
+                lambda: any(h.state == "starting" for h in node._spares), timeout=20.0), "no spare asked for"
+            booting = next(h for h in node._spares if h.state == "starting")
+        outcome: list[Any] = []
+        spawner = threading.Thread(target=lambda: outcome.append(node.spawn(Where, host="own")))
+        spawner.start()
+        _taken(node, booting.proc)
+    finally:
+        os.kill(node._zygote.pid, signal.SIGCONT)
+    spawner.join(20.0)
+    assert outcome and outcome[0].os_pid == booting.pid, "the placement did not wait for the booting spare"
+    assert outcome[0].call("priority") == _normal()

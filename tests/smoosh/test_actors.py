@@ -348,10 +348,11 @@ def test_periodic_checkpoint_written_off_the_channel(node, dirs):
     assert list(entries) == ["db1"]
     flush(node)
     assert status(node)["ratio_dbs"]["waiting"] == {"size": 0}
-    # A checkpoint written before the flush may still be queued as an event, so
-    # follow the periodic checkpoints (a bounded number) until one removes the file.
+    # Checkpoints written before the flush may still be queued as events (one
+    # every 0.2 s: on a loaded machine, many), so follow the periodic
+    # checkpoints (a bounded number, each wait bounded) until one removes the file.
     path = persist.file_path(state, "ratio_dbs")
-    for _ in range(10):
+    for _ in range(200):
         events.wait(lambda e: e[1] == "checkpointed" and e[2] == "ratio_dbs")
         if not os.path.exists(path):
             break

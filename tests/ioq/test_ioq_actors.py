@@ -21,6 +21,7 @@ from actors.ioq import api
 from actors.ioq.file_server import IO_MSG, IO_REPLY, FileServer
 from actors.ioq.request import IoTargetDown
 from actors.ioq.sup import start_ioq
+from tests.polling import poll_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -64,13 +65,8 @@ class FakeTarget(GenServer):
         return ("reply", request)
 
 
-def _wait_for(check, what: str, tries: int = 5000) -> Any:
-    """Poll ``check`` (each try is a round trip to some actor, never a sleep)."""
-    for _ in range(tries):
-        value = check()
-        if value:
-            return value
-    raise AssertionError(f"timed out waiting for {what}")
+def _wait_for(check, what: str) -> Any:
+    return poll_until(check, what)
 
 
 def _queued(name: str = "ioq_server_1") -> int:

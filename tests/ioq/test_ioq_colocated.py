@@ -22,6 +22,7 @@ from actors.ioq.file_server import BUSY, FileServer, IoFailure
 from actors.ioq.request import IoTargetDown
 from actors.ioq.server2 import request_payload
 from actors.ioq.sup import start_ioq
+from tests.polling import poll_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -74,13 +75,8 @@ class Gate(GenServer):
         raise ValueError(request)
 
 
-def _wait_for(check, what: str, tries: int = 5000) -> Any:
-    """Poll ``check`` (each try is a round trip to some actor, never a sleep)."""
-    for _ in range(tries):
-        value = check()
-        if value:
-            return value
-    raise AssertionError(f"timed out waiting for {what}")
+def _wait_for(check, what: str) -> Any:
+    return poll_until(check, what)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 import supervision as sv
 from actors import Exit, GenServer
 from supervision import ChildSpec, SupFlags
+from tests.polling import poll_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -44,18 +44,14 @@ def _child(sup: Any, cid: str) -> Any:
     raise KeyError(cid)
 
 
-def _replaced(sup: Any, cid: str, old: Any, seconds: float = 20.0) -> Any:
-    """Until ``which_children`` shows a new running ref for ``cid``; bounded in
-    time (and so in calls): a count of quick calls alone ran out before a
-    restart on a loaded machine."""
-    deadline = time.monotonic() + seconds
-    for _ in range(1_000_000):
-        if time.monotonic() > deadline:
-            break
+def _replaced(sup: Any, cid: str, old: Any) -> Any:
+    """Until ``which_children`` shows a new running ref for ``cid``."""
+
+    def replaced() -> Any:
         ref = _child(sup, cid)
-        if ref is not None and not isinstance(ref, str) and ref != old:
-            return ref
-    raise AssertionError(f"{cid} was not restarted within {seconds} s")
+        return ref if ref is not None and not isinstance(ref, str) and ref != old else None
+
+    return poll_until(replaced, f"a restart of {cid}")
 
 
 def test_killed_while_its_callback_registers_a_name_releases_it_before_the_down(node):

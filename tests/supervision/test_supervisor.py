@@ -16,6 +16,7 @@ from actors import Exit, GenServer, SpawnError
 from actors.clock import FakeClock
 from supervision import ChildSpec, SupFlags
 from tests.supervision.workers import Gated, Ignorer, Slow, Worker
+from tests.polling import poll_until
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -36,13 +37,14 @@ def child_ref(sup, cid):
     raise KeyError(cid)
 
 
-def wait_replaced(sup, cid, old, tries=2000):
-    """Bounded: until which_children shows a new running ref for ``cid``."""
-    for _ in range(tries):
+def wait_replaced(sup, cid, old):
+    """Until which_children shows a new running ref for ``cid``."""
+
+    def replaced():
         ref = child_ref(sup, cid)
-        if ref is not None and not isinstance(ref, str) and ref != old:
-            return ref
-    raise AssertionError(f"{cid} was not restarted")
+        return ref if ref is not None and not isinstance(ref, str) and ref != old else None
+
+    return poll_until(replaced, f"a restart of {cid}")
 
 
 def crash(ref):
@@ -302,13 +304,14 @@ def test_simple_one_for_one_restarts_outside_the_period_are_forgotten(node):
     assert mon.wait(5) == (sup, "shutdown")
 
 
-def wait_dynamic_replaced(sup, old, tries=2000):
-    """Bounded: until the one dynamic child's ref differs from ``old``."""
-    for _ in range(tries):
+def wait_dynamic_replaced(sup, old):
+    """Until the one dynamic child's ref differs from ``old``."""
+
+    def replaced():
         rows = sv.which_children(sup)
-        if rows and isinstance(rows[0].child, type(old)) and rows[0].child != old:
-            return rows[0].child
-    raise AssertionError("the dynamic child was not restarted")
+        return rows[0].child if rows and isinstance(rows[0].child, type(old)) and rows[0].child != old else None
+
+    return poll_until(replaced, "a restart of the dynamic child")
 
 
 def test_simple_one_for_one_parallel_shutdown_under_one_timeout(node):

@@ -392,14 +392,7 @@ class Runtime(Transport):
         return self._request(target, K_STOP, reason, timeout)
 
     def _request(self, target: ActorRef, kind: int, body: Any, timeout: float | None) -> Any:
-        cell = current_cell()
-        if cell is not None and cell.id == target.id and target.proc == self.proc:
-            raise Exit("calling_self", f"{target!r} called itself")
-        proc = target.proc
-        if proc in self.dead_procs:
-            raise Exit(self._dead_reason(proc), f"{target!r} is not alive")
-        self.flush_casts()
-        ref = next(self._ref_counter)
+        cell, proc, ref = self._open_request(target)
         if proc == self.proc:
             waiter = _Waiter(proc)
             self.pending[ref] = waiter
@@ -418,6 +411,21 @@ class Runtime(Transport):
             return value
         raise Exit(value)
 
+    def _open_request(self, target: ActorRef) -> tuple[Any, str, int]:
+        """What `call` and `acall` check and do before sending: a call to
+        oneself and one to a process known gone fail at once, casts batched
+        so far go out first (they were sent before the call), and the call
+        gets its ref.  Returns the calling cell (or None), the target's
+        process and the ref."""
+        cell = current_cell()
+        if cell is not None and cell.id == target.id and target.proc == self.proc:
+            raise Exit("calling_self", f"{target!r} called itself")
+        proc = target.proc
+        if proc in self.dead_procs:
+            raise Exit(self._dead_reason(proc), f"{target!r} is not alive")
+        self.flush_casts()
+        return cell, proc, next(self._ref_counter)
+
     def _dead_reason(self, proc: str) -> str:
         """What a request to a process known gone fails with: ``noconnection``
         for one of another node that was lost, ``noproc`` otherwise."""
@@ -428,14 +436,7 @@ class Runtime(Transport):
         process's I/O thread, which schedules it onto the running loop; no
         thread blocks on the call, and the loop runs on meanwhile."""
         loop = asyncio.get_running_loop()
-        cell = current_cell()
-        if cell is not None and cell.id == target.id and target.proc == self.proc:
-            raise Exit("calling_self", f"{target!r} called itself")
-        proc = target.proc
-        if proc in self.dead_procs:
-            raise Exit(self._dead_reason(proc), f"{target!r} is not alive")
-        self.flush_casts()
-        ref = next(self._ref_counter)
+        cell, proc, ref = self._open_request(target)
         future: asyncio.Future[Any] = loop.create_future()
         self.pending[ref] = _FutureWaiter(proc, loop, future)
         self.route(proc, K_CALL, target.id, cell.id if cell else None, ref, request)

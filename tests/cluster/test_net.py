@@ -113,18 +113,23 @@ def _raw_dealer(ctx, address, public, secret, server_public):
     return sock
 
 
-def _meet(ctx, link, key, name, inc=1):
-    """A raw ZeroMQ peer that holds the key and does the first half of the
-    handshake with ``link``: its HELLO is welcomed, and the link's connect-back
-    HELLO has reached its ROUTER, not yet welcomed.  Returns the DEALER, the
-    ROUTER and the connect-back's routing id."""
+def _back_router(ctx, key):
+    """The ROUTER a raw peer listens on for the link's connect-back, and its port."""
     rr = ctx.socket(zmq.ROUTER)
     rr.linger = 0
     rr.curve_server = True
     rr.curve_secretkey = key.secret
     rr.curve_publickey = key.public
     rr.bind("tcp://127.0.0.1:0")
-    port = parse_tcp(rr.last_endpoint.decode())[1]
+    return rr, parse_tcp(rr.last_endpoint.decode())[1]
+
+
+def _meet(ctx, link, key, name, inc=1):
+    """A raw ZeroMQ peer that holds the key and does the first half of the
+    handshake with ``link``: its HELLO is welcomed, and the link's connect-back
+    HELLO has reached its ROUTER, not yet welcomed.  Returns the DEALER, the
+    ROUTER and the connect-back's routing id."""
+    rr, port = _back_router(ctx, key)
     dd = _raw_dealer(ctx, link.address, key.public, key.secret, key.public)
     dd.send_multipart([b"H", b'{"v":1,"name":"%s","inc":%d,"port":%d}' % (name.encode(), inc, port)])
     assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"
@@ -404,13 +409,7 @@ def test_frames_queued_before_the_welcome_keep_their_order_with_direct_sends(key
     ctx = zmq.Context()
     try:
         with make_link("a", key, rec) as a:
-            rr = ctx.socket(zmq.ROUTER)
-            rr.linger = 0
-            rr.curve_server = True
-            rr.curve_secretkey = key.secret
-            rr.curve_publickey = key.public
-            rr.bind("tcp://127.0.0.1:0")
-            port = parse_tcp(rr.last_endpoint.decode())[1]
+            rr, port = _back_router(ctx, key)
             dd = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
             dd.send_multipart([b"H", b'{"v":1,"name":"m","inc":7,"port":%d}' % port])
             assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"

@@ -111,7 +111,8 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # after-fork hooks) took ~0.7 ms off every spare's boot.
     # Spares boot at SCHED_IDLE until placed (actors._sched); one placed
     # while still booting is put back here, as the node does not know its
-    # pid yet.  The zygote itself stays at the normal priority, so a fresh
+    # pid yet (and once more by the node when it is up, in case the child
+    # had not lowered itself yet when this ran).  The zygote itself stays at the normal priority, so a fresh
     # fork or that request never waits behind a spare's boot.
     normal = _sched.current()
     idle: dict[str, int] = {}  # proc -> pid, spares forked at SCHED_IDLE
@@ -137,7 +138,6 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
         elif op == "fork":
             pid = _fork_host(boot, [cmd_fd, *children])
             if boot.get("idle"):
-                _sched.lower(pid)
                 idle[boot["proc"]] = pid
             try:
                 children[os.pidfd_open(pid)] = pid
@@ -165,6 +165,12 @@ def _fork_host(boot: dict[str, Any], zygote_fds: list[int]) -> int:
     if pid == 0:
         code = 1
         try:
+            if boot.get("idle"):
+                # Lowered by the child itself, while it has one thread: every
+                # thread it starts (ZeroMQ's among them) inherits SCHED_IDLE.
+                # Lowered from the zygote, threads started before that landed
+                # stayed at the normal priority.
+                _sched.lower(0)
             for fd in zygote_fds:
                 os.close(fd)
             host_main(boot)

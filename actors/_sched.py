@@ -56,7 +56,7 @@ def idle_reversible(normal: Priority) -> bool:
 
 
 def lower(pid: int) -> None:
-    """Put a process just forked (one thread yet) at ``SCHED_IDLE``: the threads it starts inherit it."""
+    """Put a process at ``SCHED_IDLE`` (0: the caller), while it has one thread: the threads it starts inherit it."""
     try:
         os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except OSError:  # it is gone already

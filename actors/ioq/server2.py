@@ -10,6 +10,9 @@ with an `IoqRequest`; it answers later, when the IO is done
    file's ref as its wire form, the dimensions as the caller gave them,
    parsed here through the same cache as at the caller) -- queues the request (or merges it into an
    identical read) and makes sure a *submit* message is in its own mailbox;
+   a request that finds nothing queued, a slot free and nothing else in the
+   mailbox would be chosen at once, and is submitted without the heap
+   (`Ioq2State.admit`, `Ioq2Server._straight_through`);
 2. that message is handled only after everything that arrived before it,
    so the whole burst is queued before anything is chosen -- the seed gets
    the same effect from returning timeout 0.  Only then does the heap have a
@@ -28,6 +31,7 @@ thread and must not block).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from actors import ActorRef, noreply
@@ -81,6 +85,11 @@ class Ioq2Server(QueueServer):
                 fd = self._fd_from_wire(wire)
             # positional: fd, msg, key, init_priority, fin_priority, ref, from_, t0, tsub, shard, user, db, class_, ddoc
             request = IoqRequest(fd, msg, None, 1.0, None, None, from_, t0, None, shard, user, db, class_, ddoc)
+            if not self._submit_pending and self.state.can_admit():
+                try:
+                    return self._straight_through(request, from_)
+                finally:
+                    self._after_callback()
         if type(request) is IoqRequest:
             try:
                 self.state.enqueue(request, from_)
@@ -94,6 +103,20 @@ class Ioq2Server(QueueServer):
             return self._control(request)
         finally:
             self._after_callback()
+
+    def _straight_through(self, req: IoqRequest, from_: Any) -> Any:
+        """A request that finds nothing queued and a slot free, with nothing
+        else in the mailbox: it would be queued and chosen at once, so
+        `Ioq2State.admit` submits it without the heap and without the
+        general submit loop (same priority, same stats, same dedupe).  With
+        more messages waiting it is queued, so they are prioritised with it."""
+        if not self.mailbox_empty():
+            self.state.enqueue(req, from_)
+            self._submit_later()
+            return noreply
+        if self.state.admit(req, from_, time.monotonic()) is not None and not self._send([req]):
+            self._flush_stats()  # sent to its file: the counters go now, as after any submit round
+        return noreply
 
     def handle_cast(self, request: Any) -> None:
         try:

@@ -141,6 +141,34 @@ class Ioq2State:
         Raises `actors.ioq.hqueue.Full` when the queue is at its bound; the
         caller should then be failed with that error.
         """
+        priority = self._take_in(req, from_)
+        if priority is None:
+            return False
+        self.queue.insert(priority, req)
+        self.waiters[req.key] = [from_]
+        return True
+
+    def admit(self, req: IoqRequest, from_: Any, now: float) -> IoqRequest | None:
+        """`enqueue` then `maybe_submit`, for a request that finds the queue
+        empty and a slot free (check `can_admit` first): the request comes
+        back submitted, as `extract_max` would have handed it straight back,
+        with the same priority and the same stats; None when it joined an
+        identical read in flight.  The heap is not touched."""
+        priority = self._take_in(req, from_)
+        if priority is None:
+            return None
+        self.waiters[req.key] = [from_]
+        req.fin_priority = priority
+        return self.submit(req, now)
+
+    def can_admit(self) -> bool:
+        """Whether a request arriving now would be submitted at once: nothing queued, a slot free."""
+        return not self.queue and len(self.reqs) < self.concurrency
+
+    def _take_in(self, req: IoqRequest, from_: Any) -> float | None:
+        """Count a caller's request in and key it; its priority (the caller
+        then registers it as the first waiter of its key), or None when it
+        was merged into an identical read (queued or in flight)."""
         req.from_ = from_
         msg = req.msg
         key = dedupe_key(req.fd, msg) if self.dedupe else None
@@ -162,13 +190,11 @@ class Ioq2State:
                 priority = self.max_priority
             req.key = key
             req.init_priority = priority
-            self.queue.insert(priority, req)
-            waiters[key] = [from_]
-            return True
+            return priority
         if stats is not None:
             ioq_stats.record_merged(stats)
         waiting.insert(0, from_)
-        return False
+        return None
 
     # -- submitting --------------------------------------------------------
 

@@ -382,3 +382,39 @@ def test_stats_are_recorded():
     assert h["couchdb.io_queue2.submit_delay"]["max"] == pytest.approx(500.0)
     assert h["couchdb.io_queue2.svctm"]["max"] == pytest.approx(500.0)
     assert h["couchdb.io_queue2.iowait"]["max"] == pytest.approx(1000.0)
+
+
+def _picture(st, stats):
+    """Everything observable of a state: its seed-shaped state and its counters."""
+    state = st.get_state()
+    return state, stats.snapshot()["counters"]
+
+
+def test_admit_is_enqueue_then_submit_when_nothing_is_queued():
+    # The server's short way (`Ioq2State.admit`) must leave the state, the
+    # stats and the submitted request exactly as enqueue + maybe_submit do,
+    # the elevator's count and dedupe into a read in flight included.
+    rng = random.Random(7)
+    config = {"ioq2": {"concurrency": "3", "resize_limit": "4"}, "ioq2.classes": {"db_compact": "0.5"}}
+    general_stats, short_stats = Stats(), Stats()
+    general, short = mock_server(config, stats=general_stats), mock_server(config, stats=short_stats)
+    for i in range(300):
+        msg = rng.choice([("pread_iolist", rng.randrange(4)), ("pread", 0, 8), ("append", b"x")])
+        cls = rng.choice(["interactive", "db_compact", "view_update"])
+        now = float(i)
+        if short.can_admit():
+            assert general.can_admit()
+            want = general.enqueue(IoqRequest(fd="fd", msg=msg, class_=cls, t0=now), i)
+            subs = general.maybe_submit(now)
+            got = short.admit(IoqRequest(fd="fd", msg=msg, class_=cls, t0=now), i, now)
+            assert (got is None) == (not want)
+            assert subs == ([] if got is None else [got])
+        else:
+            general.enqueue(IoqRequest(fd="fd", msg=msg, class_=cls, t0=now), i)
+            short.enqueue(IoqRequest(fd="fd", msg=msg, class_=cls, t0=now), i)
+            assert general.maybe_submit(now) == short.maybe_submit(now)
+        if general.reqs and rng.random() < 0.5:  # the oldest in flight answers
+            ref = min(general.reqs)
+            assert general.complete(ref, b"r", now + 0.5) == short.complete(ref, b"r", now + 0.5)
+        assert _picture(general, general_stats) == _picture(short, short_stats)
+    assert general_stats.counter("couchdb.io_queue2.merged") > 0, "no read was merged: the test proves less"

@@ -309,6 +309,16 @@ class NetLink:
         assert waiter.name is not None
         return waiter.name
 
+    def connect_soon(self, address: str, expect: str, timeout: float = 10.0) -> None:
+        """Start connecting to node ``expect`` at ``address`` and return at
+        once; nobody waits for the outcome: success is an ``on_up``, and a
+        failure (no answer, another node answering, a refusal) is only counted."""
+        host, _ = parse_tcp(address)
+        if self.key is None and not is_loopback(host):
+            raise NetError(f"refusing to connect to {address} without a cluster key")
+        self._count("connects_soon")
+        self._command("connect", address, None, timeout, expect)
+
     def send(self, peer: str, frames: list[bytes]) -> None:
         """Queue ``frames`` for ``peer``; `NetError` if it is not connected now.
 
@@ -541,7 +551,7 @@ class NetLink:
             if op == "send":
                 self._send_data(cmd[1], cmd[2], cmd[3], queued=True)
             elif op == "connect":
-                self._start_connect(cmd[1], cmd[2], cmd[3])
+                self._start_connect(*cmd[1:])
             elif op == "after_drain":
                 for _ in range(1000):  # bounded: a peer that never stops sending cannot stall it
                     if not self._router.get(zmq.EVENTS) & zmq.POLLIN:

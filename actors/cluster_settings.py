@@ -8,6 +8,7 @@
     cluster_key = /etc/otpy/cluster.key  ; made by `python -m actors keygen PATH`, mode 0600
     seeds = tcp://10.0.0.2:7100, tcp://10.0.0.3:7100   ; dialed at start, retried until up, re-dialed when lost
     net_ticktime = 15                 ; seconds of silence before a node is declared down
+    connect_all = true                ; connect to the nodes a connected node knows (Erlang's default)
 
 Parsed once into a frozen `ClusterSettings`, validated as a whole so a bad
 value is reported before anything listens: a name without a listen address
@@ -32,7 +33,7 @@ from actors.config import Config, ConfigError
 __all__ = ["SECTION", "ClusterSettings"]
 
 SECTION = "cluster"
-KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime")
+KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime", "connect_all")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,255}$")
 
@@ -54,6 +55,7 @@ class ClusterSettings:
     cluster_key: str | None = None
     seeds: tuple[str, ...] = ()
     net_ticktime: float = DEFAULT_NET_TICKTIME
+    connect_all: bool = True
 
     def __post_init__(self) -> None:
         if self.name is not None and not _NAME.match(self.name):
@@ -76,6 +78,8 @@ class ClusterSettings:
         if isinstance(tick, bool) or not isinstance(tick, (int, float)) or not math.isfinite(tick) or tick <= 0:
             raise ConfigError(f"[{SECTION}] net_ticktime = {tick!r} must be a number of seconds > 0")
         object.__setattr__(self, "net_ticktime", float(tick))
+        if not isinstance(self.connect_all, bool):
+            raise ConfigError(f"[{SECTION}] connect_all = {self.connect_all!r} must be true or false")
 
     @property
     def distributed(self) -> bool:
@@ -96,6 +100,7 @@ class ClusterSettings:
         seeds = section.get("seeds", "")
         values["seeds"] = tuple(s for s in re.split(r"[\s,]+", seeds.strip()) if s)
         values["net_ticktime"] = config.get_float(SECTION, "net_ticktime", DEFAULT_NET_TICKTIME)
+        values["connect_all"] = config.get_boolean(SECTION, "connect_all", True)
         return cls(**values)
 
     def load_key(self) -> ClusterKey | None:

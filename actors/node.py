@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
@@ -50,6 +51,10 @@ log = logging.getLogger("actors.node")
 SEED_WAIT = ATTEMPT_TIMEOUT + 0.5
 _node_counter = itertools.count(1)
 _HOST_START_TIMEOUT = 20.0
+#: ``connect_all``: how many nodes one peer's list may name (the rest are ignored), and
+#: how long a connection to one of them may take to be welcomed.
+_MAX_SHARED_NODES = 1000
+_SHARED_CONNECT_TIMEOUT = 10.0
 _HALTED_GRACE = 0.25
 _SPARE_AFTER_START = 0.005  # (spares that boot at SCHED_IDLE: at once, Node._refill_later)
 _SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
@@ -117,6 +122,7 @@ class Node:
         cluster_key: str | os.PathLike[str] | None = None,
         seeds: Iterable[str] = (),
         net_ticktime: float | None = None,
+        connect_all: bool | None = None,
     ) -> None:
         self.config = _as_config(config)
         cluster = ClusterSettings.from_config(self.config)
@@ -127,7 +133,10 @@ class Node:
                 cluster_key=os.fspath(cluster_key) if cluster_key is not None else cluster.cluster_key,
                 seeds=tuple(seeds) or cluster.seeds,
                 net_ticktime=net_ticktime if net_ticktime is not None else cluster.net_ticktime,
+                connect_all=cluster.connect_all,
             )
+        if connect_all is not None:
+            cluster = dataclasses.replace(cluster, connect_all=connect_all)
         #: This node's name in its cluster; None for a node that is not distributed.
         self.name = cluster.name
         #: The bound ``tcp://HOST:PORT`` other nodes connect to (None when not distributed).
@@ -182,6 +191,7 @@ class Node:
         self._node_watchers: dict[str, list[Callable[[], None]]] = {}
         self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
         self._node_events = NodeEvents(self._rt)  # monitor_nodes subscribers
+        self._connect_all = cluster.connect_all
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
@@ -488,6 +498,7 @@ class Node:
         rt.register_sys("spawn_on", self._on_spawn_on, threaded=True)
         rt.register_sys("monitor_node", self._on_monitor_node)
         rt.register_sys("nodes", lambda src: self.nodes())
+        rt.register_sys("known_nodes", self._on_known_nodes)
         rt.register_sys("whereis_on", self._on_whereis_on, threaded=True)
         rt.register_sys("monitor_nodes", lambda src, ref, flag: self._node_events.subscribe(ref, flag),
                         threaded=True)
@@ -670,6 +681,47 @@ class Node:
             self._peer_ids[peer] = f"{peer}@{incarnation:x}"
             self._watch_lock.notify_all()
         self._rt.call_soon(lambda: self._node_events.publish("nodeup", peer))
+        if self._connect_all:
+            # Here, on the link's thread, not later: what this node sends the
+            # peer from now on goes after the list, so an answer to the peer's
+            # first request tells it the list has been handled.
+            self._share_nodes(peer)
+
+    def _share_nodes(self, peer: str) -> None:
+        """Tell node ``peer``, just connected, which other nodes this one is
+        connected to and where they listen, so it connects to them too: with
+        ``connect_all`` (Erlang's default) the nodes of a cluster form a full
+        mesh, whichever node each was told to join."""
+        net = self._net
+        if net is None:
+            return
+        with self._watch_lock:
+            names = [name for name in self._peer_ids if name != peer]
+        known = [[name, address] for name in names if (address := net.address_of(name)) is not None]
+        if not known:
+            return
+        try:
+            self._rt.sys_send(self._node_proc_of(peer), "known_nodes", (known,))
+        except Exit:  # lost meanwhile
+            pass
+
+    def _on_known_nodes(self, src: str, known: Any) -> None:
+        """A connected node's list of its own peers (`_share_nodes`): connect
+        to those this node is not connected to yet, in the background.  A
+        node this one declared down answers with a refusal; that is all."""
+        net = self._net
+        if net is None or not self._connect_all or type(known) is not list:
+            return
+        for entry in known[:_MAX_SHARED_NODES]:
+            if type(entry) is not list or len(entry) != 2 or not all(type(x) is str for x in entry):
+                continue
+            name, address = entry
+            if name == self.name or name in self._peer_ids:
+                continue
+            try:
+                net.connect_soon(address, expect=name, timeout=_SHARED_CONNECT_TIMEOUT)
+            except NetError as exc:  # an address this node must not dial (no key for it)
+                log.warning("not connecting to node %s at %s, known from %s: %s", name, address, src, exc)
 
     def _net_refuse(self, peer: str, incarnation: int) -> str | None:
         """An incarnation declared down here stays down (Akka calls it

@@ -18,6 +18,7 @@ def settings(**values):
 def test_absent_section_is_a_node_that_is_not_distributed():
     s = ClusterSettings.from_config(Config())
     assert not s.distributed and s.seeds == () and s.net_ticktime == 15.0 and s.load_key() is None
+    assert s.connect_all, "Erlang's default: nodes connect transitively"
 
 
 def test_full_section_from_an_ini_file(tmp_path):
@@ -33,6 +34,11 @@ def test_full_section_from_an_ini_file(tmp_path):
     assert s == ClusterSettings("a", "tcp://0.0.0.0:7100", str(key),
                                 ("tcp://10.0.0.2:7100", "tcp://10.0.0.3:7100", "tcp://10.0.0.4:7100"), 2.5)
     assert s.distributed and s.load_key() == written
+
+
+def test_connect_all_can_be_turned_off():
+    assert settings(name="a", listen="tcp://127.0.0.1:0", connect_all="false").connect_all is False
+    assert settings(name="a", listen="tcp://127.0.0.1:0", connect_all="true").connect_all is True
 
 
 def test_loopback_needs_no_key_and_port_zero_is_allowed():
@@ -52,6 +58,7 @@ def test_loopback_needs_no_key_and_port_zero_is_allowed():
     ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "soon"}, "not a number"),
     ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "inf"}, "must be a number of seconds"),
     ({"name": "a", "listen": "tcp://127.0.0.1:0", "ticktime": "1"}, "unknown key 'ticktime'"),
+    ({"name": "a", "listen": "tcp://127.0.0.1:0", "connect_all": "maybe"}, "connect_all = 'maybe' is not a boolean"),
 ])
 def test_bad_values_name_the_key_and_the_value(values, why):
     with pytest.raises(ConfigError, match="\\[cluster\\]") as err:

@@ -1,6 +1,6 @@
 """A node of a clustered replicator in its own OS process, driven over stdin/stdout.
 
-``cluster_peer.py --name c --db R --audit A --quiet Q --start S`` prints
+``cluster_peer.py --name c --db R --audit A --quiet Q --start S [--no-connect-all]`` prints
 ``ADDR <address>``, then serves commands until stdin closes: ``connect ADDR``
 (``CONNECTED <name>``), ``start`` (the replicator tree, clustered, with
 `AuditedJob`; ``STARTED``), ``status`` (``STATUS <json>``, the doc
@@ -34,13 +34,15 @@ def main() -> int:
     parser.add_argument("--quiet", type=float, default=2.0)
     parser.add_argument("--start", type=float, default=0.5)
     parser.add_argument("--poll", type=float, default=0.2)
+    parser.add_argument("--no-connect-all", dest="connect_all", action="store_false",
+                        help="connect only where told to ([cluster] connect_all = false)")
     args = parser.parse_args()
     os.environ[AUDIT_ENV] = args.audit  # before the node forks its zygote: job hosts inherit them
     os.environ[NODE_ENV] = args.name
     config = {"replicator": {"cluster": "true", "replicator_db": args.db, "doc_poll_interval": str(args.poll),
                              "cluster_quiet_period": str(args.quiet), "cluster_start_period": str(args.start),
                              "interval": "500"}}
-    with Node(config, name=args.name, listen="tcp://127.0.0.1:0") as node:
+    with Node(config, name=args.name, listen="tcp://127.0.0.1:0", connect_all=args.connect_all) as node:
         node.spawn(NodesAudit)
         say(f"ADDR {node.address}")
         for line in sys.stdin:

@@ -31,10 +31,10 @@ START = 0.5
 class ClusterNode(LineProcess):
     what = "replicator node"
 
-    def __init__(self, name: str, db: str, audit: str) -> None:
+    def __init__(self, name: str, db: str, audit: str, connect_all: bool = True) -> None:
         self.name = name
         super().__init__([sys.executable, PEER, "--name", name, "--db", db, "--audit", audit,
-                          "--quiet", str(QUIET), "--start", str(START)])
+                          "--quiet", str(QUIET), "--start", str(START)] + ([] if connect_all else ["--no-connect-all"]))
 
     def connect(self, other: "ClusterNode") -> None:
         self.command(f"connect {other.address}")
@@ -217,7 +217,8 @@ def test_jobs_spread_fail_over_from_checkpoints_and_move_back(cluster: Any, tmp_
 def test_a_partial_mesh_claims_nothing_and_a_node_without_replicator_owns_nothing(tmp_path: Any) -> None:
     """c is connected to a only: a sees members a, b, c while b sees a, b and c sees a, c.
     Owners computed from different lists could run a job twice, so nobody claims until
-    b and c connect.  A node that runs no replicator (this test's own) is no member."""
+    b and c connect.  A node that runs no replicator (this test's own) is no member.
+    (Nodes with ``connect_all`` on, the default, would close the mesh themselves.)"""
     db, audit = str(tmp_path / "_replicator.sqlite"), str(tmp_path / "audit.sqlite")
     cluster_kit.create(audit)
     reps = make_sources(tmp_path, 6, 5)
@@ -225,9 +226,9 @@ def test_a_partial_mesh_claims_nothing_and_a_node_without_replicator_owns_nothin
         put_replication(db, doc_id, source, target, continuous=True, create_target=True)
     nodes: list[ClusterNode] = []
     try:
-        with Node(name="driver", listen="tcp://127.0.0.1:0") as driver:
+        with Node(name="driver", listen="tcp://127.0.0.1:0", connect_all=False) as driver:
             for name in ("a", "b", "c"):
-                nodes.append(ClusterNode(name, db, audit))
+                nodes.append(ClusterNode(name, db, audit, connect_all=False))
             a, b, c = nodes
             a.connect(b)
             a.connect(c)

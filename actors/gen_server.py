@@ -16,10 +16,15 @@ from actors._spawn import spawn as _spawn
 if TYPE_CHECKING:
     from actors._cell import Cell
 
-__all__ = ["GenServer", "UnexpectedMessage"]
+__all__ = ["PREVIOUS_HOLDER_WAIT", "GenServer", "UnexpectedMessage"]
 
 log = logging.getLogger("actors")
 _mrefs = itertools.count(1)
+
+#: How long the services (ioq, smoosh, couch_jobs, the replicator) registering
+#: themselves in ``init`` wait for a previous incarnation to give their name
+#: back (`GenServer.register`'s ``wait``).
+PREVIOUS_HOLDER_WAIT = 5.0
 
 
 class UnexpectedMessage(Exception):
@@ -219,17 +224,35 @@ class GenServer(Behaviour):
         runtime = self._actor_cell.runtime
         return runtime.sys_request(runtime.node_proc, "nodes", ())
 
-    def register(self, name: str) -> None:
+    def register(self, name: str, wait: float = 0.0) -> None:
         """Register this actor under ``name`` (``register(Name, self())``); the
         name is released when it dies.  A no-op when it already has that name;
         raises ``Exit(("already_registered", holder))`` when another actor holds
-        it and ``Exit(("already_named", current))`` when it has another name."""
+        it and ``Exit(("already_named", current))`` when it has another name.
+
+        ``wait`` > 0: when another actor holds the name, first wait up to that
+        many seconds for it to exit, then claim the name once more.  For a
+        service that registers itself in ``init``: when the supervisor above
+        it is killed, the supervisor's parent restarts it while the previous
+        incarnation may still be running ``terminate`` (it traps exits and
+        hears of its parent's death in mailbox order).  Erlang's start would
+        fail at once and the retries could use up the restart intensity
+        before the old one is gone; a holder's DOWN is sent only after its
+        name is released, so one more claim then succeeds."""
         cell = self._actor_cell
         if cell.name == name:
             return
         if cell.name is not None:
             raise Exit(("already_named", cell.name), f"cannot register {name!r}")
         holder = cell.claim_name(name)
+        if holder is not None and wait > 0:
+            leaving = Monitor(cell.runtime, holder)
+            try:
+                leaving.wait(wait)
+            except TimeoutError:
+                leaving.cancel()  # still held: a live second instance, not a leaving one
+            else:
+                holder = cell.claim_name(name)
         if holder is not None:
             raise Exit(("already_registered", holder), f"{name!r} is taken")
         if cell.name != name:  # killed meanwhile: the name was given back

@@ -12,6 +12,7 @@ actor's death, so a restarted successor can take it.
 from __future__ import annotations
 
 from actors import AlreadyRegistered, Exit, GenServer
+from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 __all__ = [
     "ACTIVITY_MONITOR_SUP",
@@ -38,7 +39,7 @@ def register_self(actor: GenServer, name: str) -> None:
     if actor._actor_cell.name is not None:
         raise RuntimeError(f"{actor.ref!r} is already registered as {actor._actor_cell.name!r}")
     try:
-        actor.register(name)
+        actor.register(name, wait=PREVIOUS_HOLDER_WAIT)
     except Exit as exc:
         if isinstance(exc.reason, tuple) and exc.reason[0] == "already_registered":
             raise AlreadyRegistered(("already_started", exc.reason[1]), f"name {name!r} is taken") from None

@@ -14,6 +14,7 @@ from typing import Any
 
 from actors import whereis as _whereis
 from actors._runtime import current_runtime
+from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 __all__ = ["current_node_id", "register_self", "whereis"]
 
@@ -34,4 +35,4 @@ def register_self(server: Any, name: str) -> None:
     A no-op when the actor was spawned with that name already; raises
     `actors.Exit` ``("already_registered", holder)`` when another actor holds it.
     """
-    server.register(name)
+    server.register(name, wait=PREVIOUS_HOLDER_WAIT)

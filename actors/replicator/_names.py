@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.gen_server import PREVIOUS_HOLDER_WAIT
+
 
 __all__ = ["node_name", "register_self", "whereis"]
 
@@ -33,7 +35,7 @@ def register_self(server: Any, name: str) -> None:
     A no-op when it was spawned with that name; `actors.Exit`
     ``("already_registered", holder)`` when another actor holds the name.
     """
-    server.register(name)
+    server.register(name, wait=PREVIOUS_HOLDER_WAIT)
 
 
 def node_name() -> str | None:

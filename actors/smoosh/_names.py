@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.gen_server import PREVIOUS_HOLDER_WAIT
+
 
 __all__ = [
     "ACCESS_CLEANER",
@@ -51,4 +53,4 @@ def register_self(server: Any, name: str) -> None:
     `actors.Exit` ``("already_registered", holder)`` when another actor
     holds the name.
     """
-    server.register(name)
+    server.register(name, wait=PREVIOUS_HOLDER_WAIT)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import sqlite3
+import threading
 import time
 from typing import Any
 
@@ -81,7 +82,12 @@ class RecordingJob(ReplicationJob):
     ``overlaps``.  Each run's start and end go to ``runs`` (a SIGKILLed run
     has no end).  ``options["notify"]``, when given, gets
     ``("progress", job id, through seq)`` after every batch.
+    ``options["hold_first_run"]``: the job's first run stops after its first
+    batch and waits (up to 30 s) to be killed, so a test that kills each job
+    once it started always finds it running.
     """
+
+    _first_run = False
 
     def start(self, now: float) -> None:
         super().start(now)
@@ -91,6 +97,8 @@ class RecordingJob(ReplicationJob):
         conn = runs_db(log)
         try:
             conn.execute("BEGIN IMMEDIATE")
+            self._first_run = conn.execute("SELECT COUNT(*) FROM runs WHERE job = ?",
+                                           (str(self.rep.id),)).fetchone()[0] == 0
             for (pid,) in conn.execute("SELECT pid FROM runs WHERE job = ? AND ended IS NULL",
                                        (str(self.rep.id),)).fetchall():
                 if pid != os.getpid() and _alive(pid):
@@ -118,6 +126,8 @@ class RecordingJob(ReplicationJob):
         notify = self.rep.options.get("notify")
         if notify is not None:
             notify.send(("progress", self.rep.id, self.tracker.current_through_seq[1]))
+        if self._first_run and self.rep.options.get("hold_first_run"):
+            threading.Event().wait(30.0)  # the kill the test sends ends it
 
     def finish(self, now: float) -> None:
         self._ended()

@@ -127,7 +127,8 @@ def test_killed_jobs_back_off_and_eventually_complete(node, tmp_path):
     configure(node, max_jobs=4, interval=100, backoff_interval=0.3)
     start_replicator(node, RecordingJob)
     q = subscribe(node)
-    reps = [rep(tmp_path, i, docs=300, worker_batch_size=3, worker_processes=1) for i in range(8)]
+    reps = [rep(tmp_path, i, docs=300, worker_batch_size=3, worker_processes=1, hold_first_run=True)
+            for i in range(8)]
     for r in reps:
         sched.add_job(node, r)
     killed: dict = {}
@@ -156,7 +157,7 @@ def test_killed_jobs_back_off_and_eventually_complete(node, tmp_path):
 
     wait_for(q, handle, timeout=50)
     assert sched.jobs(node) == []
-    assert len(crashed_at) >= 4, f"only {len(crashed_at)} kills landed"
+    assert len(crashed_at) == len(reps), f"only {len(crashed_at)} kills landed"
     for job_id, delay in restarted_after.items():
         assert delay >= 0.25, f"{job_id} restarted {delay:.3f}s after its crash (back-off 0.3s)"
     for r in reps:

@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 from actors import GenServer
 
+from tests.polling import take_first
+
 
 class Observer(GenServer):
     """Lives in the test process; queues every ``("smoosh", ...)`` event it gets."""
@@ -30,18 +32,15 @@ class Events:
 
     def wait(self, pred: Callable[[tuple], bool], timeout: float = 20.0) -> tuple:
         """The first event (from now on) matching ``pred``; TimeoutError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no matching smoosh event within {timeout} s; seen {self.seen[-20:]!r}")
-            try:
-                event = self.q.get(timeout=left)
-            except queue.Empty:
-                continue
+
+        def matches(event: tuple) -> bool:
             self.seen.append(event)
-            if pred(event):
-                return event
+            return pred(event)
+
+        event = take_first(self.q, matches, timeout)
+        if event is None:
+            raise TimeoutError(f"no matching smoosh event within {timeout} s; seen {self.seen[-20:]!r}")
+        return event
 
     def wait_for(self, kind: str, *args: Any, timeout: float = 20.0) -> tuple:
         """The next ``("smoosh", kind, *args, ...)`` event."""

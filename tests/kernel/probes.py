@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import queue
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from actors import ActorRef, Continue, GenServer, Stop, ignore, noreply
+from actors import ActorRef, Continue, Exit, GenServer, Stop, ignore, noreply
 
 
 def wait_held(ref: ActorRef, n: int = 1, timeout: float = 10.0) -> None:
@@ -22,6 +24,26 @@ def wait_held(ref: ActorRef, n: int = 1, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             break
     raise AssertionError(f"{ref!r} never held {n} calls")
+
+
+def held_call_reasons(ref: ActorRef, end: Callable[[], None]) -> list[Any]:
+    """Run ``end`` while a ``"hold"`` call to ``ref`` (an `Echo`) waits on
+    another thread; the reasons of the `Exit` that call failed with (empty
+    when it did not fail, or did not end within 10 s)."""
+    reasons: list[Any] = []
+
+    def caller() -> None:
+        try:
+            ref.call("hold", timeout=20)
+        except Exit as exc:
+            reasons.append(exc.reason)
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    wait_held(ref)
+    end()
+    thread.join(10)
+    return reasons
 
 
 class Echo(GenServer):

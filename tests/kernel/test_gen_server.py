@@ -8,7 +8,7 @@ import time
 import pytest
 
 from actors import ActorRef, AlreadyRegistered, CallTimeout, Crash, Exit, SpawnError
-from tests.kernel.probes import ContinueOrder, Echo, FailingInit, Ignoring, Terminating, wait_held
+from tests.kernel.probes import ContinueOrder, Echo, FailingInit, Ignoring, Terminating, held_call_reasons
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -62,23 +62,7 @@ def test_call_to_unregistered_name_fails_with_noproc(node):
 @pytest.mark.parametrize("host", PLACES)
 def test_call_fails_with_exact_reason_when_target_is_killed(node, host):
     ref = node.spawn(Echo, host=host)
-    import threading
-
-    result: list = []
-
-    def caller():
-        try:
-            ref.call("hold", timeout=20)
-        except Exit as exc:
-            result.append(exc.reason)
-
-    t = threading.Thread(target=caller)
-    t.start()
-    # the hold is registered once the server has answered a later call
-    wait_held(ref)
-    node.kill(ref)
-    t.join(10)
-    assert result == ["killed"]
+    assert held_call_reasons(ref, lambda: node.kill(ref)) == ["killed"]
 
 
 @pytest.mark.parametrize("host", PLACES)
@@ -95,22 +79,7 @@ def test_call_fails_with_crash_reason(node, host):
 @pytest.mark.parametrize("host", PLACES)
 def test_call_fails_with_normal_when_server_stops_normally(node, host):
     ref = node.spawn(Echo, host=host)
-    import threading
-
-    result: list = []
-
-    def caller():
-        try:
-            ref.call("hold", timeout=20)
-        except Exit as exc:
-            result.append(exc.reason)
-
-    t = threading.Thread(target=caller)
-    t.start()
-    wait_held(ref)
-    node.stop(ref, "normal")
-    t.join(10)
-    assert result == ["normal"]
+    assert held_call_reasons(ref, lambda: node.stop(ref, "normal")) == ["normal"]
 
 
 @pytest.mark.parametrize("host", PLACES)

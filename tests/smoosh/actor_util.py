@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import queue
+import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from actors import GenServer
@@ -84,13 +87,18 @@ def wait_proc_state(pid: int, wanted: set[str], timeout: float = 10.0) -> str | 
     return state
 
 
-def hold_exclusive_lock(path: str) -> Any:
-    """Open ``path`` and take SQLite's exclusive lock, so a VACUUM of it waits."""
-    import sqlite3
-
+@contextmanager
+def exclusive_lock(path: str) -> Iterator[None]:
+    """SQLite's exclusive lock on ``path`` for the block, so a VACUUM of it waits."""
     con = sqlite3.connect(path, isolation_level=None, timeout=10.0)
-    con.execute("BEGIN EXCLUSIVE")
-    return con
+    try:
+        con.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            con.execute("ROLLBACK")
+    finally:
+        con.close()
 
 
 def utc_hhmm(minutes: int) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import queue
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -35,7 +37,7 @@ from .actor_util import (
     Events,
     Observer,
     file_size,
-    hold_exclusive_lock,
+    exclusive_lock,
     now_minutes,
     proc_state,
     utc_hhmm,
@@ -54,6 +56,16 @@ def dirs(tmp_path):
     data.mkdir()
     state.mkdir()
     return str(data), str(state)
+
+
+@contextmanager
+def running_compaction(node, events: Events, path: str) -> Iterator[int]:
+    """db1 enqueued on ratio_dbs and its compaction started, held inside its
+    VACUUM by an exclusive lock on ``path`` until the block ends: yields the
+    job's pid (a job that is really running, not one about to start)."""
+    with exclusive_lock(path):
+        assert sync_enqueue("db1", node) is True
+        yield events.wait_for("started", "ratio_dbs", "db1")[4]
 
 
 def configure(cfg, state: str) -> None:
@@ -164,16 +176,10 @@ def test_suspend_and_resume_a_running_compaction(node, dirs):
     path = adapter.db_path("db1")
     make_db(path)
     before = file_size(path)
-    lock = hold_exclusive_lock(path)  # the VACUUM waits for this lock: a job that is running
-    try:
-        assert sync_enqueue("db1", node) is True
-        pid = events.wait_for("started", "ratio_dbs", "db1")[4]
+    with running_compaction(node, events, path) as pid:
         assert status(node)["ratio_dbs"]["active"] == 1
         suspend(node)
         assert wait_proc_state(pid, {"T"}) == "T"
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
     # Unlocked but stopped: nothing happens until resume.
     assert proc_state(pid) == "T"
     assert file_size(path) == before
@@ -216,18 +222,12 @@ def test_strict_window_suspends_and_resumes_running_job(node, dirs):
     _, adapter, events = start(node, data)
     path = adapter.db_path("db1")
     make_db(path)
-    lock = hold_exclusive_lock(path)
-    try:
-        assert sync_enqueue("db1", node) is True
-        pid = events.wait_for("started", "ratio_dbs", "db1")[4]
+    with running_compaction(node, events, path) as pid:
         # Leave the window: the running job is stopped in place.
         node.config.set("smoosh.ratio_dbs", "from", utc_hhmm(now + 120))
         node.config.set("smoosh.ratio_dbs", "to", utc_hhmm(now + 180))
         events.wait_for("suspended", "ratio_dbs")
         assert wait_proc_state(pid, {"T"}) == "T"
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
     assert proc_state(pid) == "T"
     # Enter the window again: resumed, and it finishes.
     node.config.set("smoosh.ratio_dbs", "from", utc_hhmm(now - 60))
@@ -282,17 +282,11 @@ def test_already_running_compaction_is_adopted_not_started_twice(node, dirs):
     _, adapter, events = start(node, data)
     path = adapter.db_path("db1")
     make_db(path)
-    lock = hold_exclusive_lock(path)
-    try:
-        assert sync_enqueue("db1", node) is True
-        pid = events.wait_for("started", "ratio_dbs", "db1")[4]
+    with running_compaction(node, events, path) as pid:
         # A second enqueue while it runs: not queued again, not started twice.
         sync_enqueue("db1", node)
         info = channel_ref("ratio_dbs", node).call("info")
         assert info["active"] == {"db1": pid} and info["waiting"] == {}
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
     assert events.wait_for("exited", "ratio_dbs", "db1")[4] == "normal"
     assert not any(e[1] == "started" and e[4] != pid for e in events.drain())
 

@@ -1,11 +1,15 @@
-"""Actors the distribution tests start on other nodes (importable by name on every node)."""
+"""Actors the distribution tests start on other nodes (importable by name on
+every node), and the waits the tests drive them with."""
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
+import time
 from typing import Any
 
-from actors import GenServer, Stop, noreply
+from actors import ActorRef, CallTimeout, Exit, GenServer, Stop, noreply
 
 
 class Worker(GenServer):
@@ -59,6 +63,37 @@ class Watcher(GenServer):
 
     def handle_info(self, message: Any) -> None:
         self.got.append(message)
+
+
+def watched(watcher: ActorRef, n: int, timeout: float = 10.0) -> list[Any]:
+    """What a `Watcher` received, once it holds at least ``n`` messages (or
+    what it holds after ``timeout``: the caller's asserts say what is missing).
+    Each try is a call to the watcher; bounded in time and in tries."""
+    deadline = time.monotonic() + timeout
+    got: list[Any] = watcher.call(("got",))
+    for _ in range(1_000_000):
+        if len(got) >= n or time.monotonic() >= deadline:
+            break
+        got = watcher.call(("got",))
+    return got
+
+
+def pending_call(ref: ActorRef, results: "queue.Queue[Any]") -> threading.Thread:
+    """A ``"hang"`` call to a `Worker` (never answered) in a thread; how it
+    ends goes to ``results``: the `Exit` reason, ``"timeout"`` or ``"answered"``."""
+
+    def run() -> None:
+        try:
+            ref.call("hang", timeout=30.0)
+            results.put("answered")
+        except Exit as exc:
+            results.put(exc.reason)
+        except CallTimeout:
+            results.put("timeout")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
 
 
 class NodesWatcher(GenServer):

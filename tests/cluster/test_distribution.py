@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import queue
-import threading
 import time
 from typing import Any
 
@@ -15,7 +14,7 @@ from actors import CallTimeout, Crash, Exit, Node
 from actors._cluster_key import write_new
 from actors._net import ConnectError, NetError
 
-from tests.cluster.dist_actors import Watcher, Worker
+from tests.cluster.dist_actors import Watcher, Worker, pending_call, watched
 from tests.cluster.netkit import NodeProcess
 
 def test_connect_and_nodes(node_a: Node, peer_b: NodeProcess) -> None:
@@ -87,11 +86,7 @@ def test_down_with_the_real_reason(node_a: Node, peer_b: NodeProcess) -> None:
     w2 = node_a.spawn(Worker, node="b", host="own")
     watcher.call(("monitor", w2))
     assert w2.call(("stop", "other_reason")) == "stopping"
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline:
-        got = watcher.call(("got",))
-        if got:
-            break
+    got = watched(watcher, 1, 10.0)
     assert got[0][0] == "DOWN" and got[0][2] == w2 and got[0][3] == "other_reason"
     # node.kill and node.exit reach an actor of another node
     w3 = node_a.spawn(Worker, node="b", host="shared")
@@ -114,18 +109,7 @@ def test_sigkill_of_a_node_is_noconnection_within_a_second(node_a: Node, key: st
         watcher.call(("monitor_node", "c"))
         watcher.call(("link", w))
         pending: queue.Queue[Any] = queue.Queue()
-
-        def hang() -> None:
-            try:
-                w.call("hang", timeout=20.0)
-                pending.put("answered")
-            except Exit as exc:
-                pending.put(exc.reason)
-            except CallTimeout:
-                pending.put("timeout")
-
-        thread = threading.Thread(target=hang)
-        thread.start()
+        thread = pending_call(w, pending)
         assert w.call("ping")[0] == "pong"  # the hanging call went out before this one
         killed = time.monotonic()
         peer.kill()
@@ -134,10 +118,7 @@ def test_sigkill_of_a_node_is_noconnection_within_a_second(node_a: Node, key: st
         assert pending.get(timeout=5.0) == "noconnection"
         assert time.monotonic() - killed < 1.0
         thread.join(5.0)
-        deadline = time.monotonic() + 5.0
-        got: list[Any] = []
-        while time.monotonic() < deadline and len(got) < 2:
-            got = watcher.call(("got",))
+        got = watched(watcher, 2, 5.0)
         assert ("nodedown", "c") in got
         assert ("EXIT", w, "noconnection") in got
         assert node_a.nodes() == []

@@ -21,6 +21,7 @@ from actors.ioq import api
 from actors.ioq.file_server import IO_MSG, IO_REPLY, FileServer
 from actors.ioq.request import IoTargetDown
 from actors.ioq.sup import start_ioq
+from tests.ioq.seed_requests import IO_CLASSES, SHARDS, priority
 from tests.polling import poll_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -139,21 +140,6 @@ def test_dispatch_strategies_all_answer(node, ioq2, strategy):
 
 # -- the seed's ioq_tests / ioq_server2 many_clients ---------------------------------
 
-IO_CLASSES = ["interactive", "view_update", "db_compact", "view_compact", "internal_repl", "other", "db_meta"]
-SHARDS = [
-    "shards/0-1/heroku/app928427/couchrest.1317609656.couch",
-    "shards/0-1/foo",
-    "shards/0-3/foo",
-    "shards/0-1/bar",
-    "shards/0-1/kocolosk/stats.1299297461.couch",
-    "shards/0-1/kocolosk/my/db.1299297457.couch",
-    "other",
-]
-
-
-def _priority(io_class: str, shard: str) -> tuple[Any, ...]:
-    return (io_class, shard, "_design/foo") if io_class == "view_update" else (io_class, shard)
-
 
 @pytest.mark.parametrize("enabled", ["true", "false"])
 def test_instantiate(node, ioq2, enabled):
@@ -162,7 +148,7 @@ def test_instantiate(node, ioq2, enabled):
     target = node.spawn(FakeTarget)
     with ThreadPoolExecutor(8) as pool:
         futures = {
-            pool.submit(api.call, target, ("ref", c, s), _priority(c, s)): (c, s)
+            pool.submit(api.call, target, ("ref", c, s), priority(c, s)): (c, s)
             for c in IO_CLASSES
             for s in SHARDS
         }
@@ -186,7 +172,7 @@ def test_many_clients(node, ioq2):
         for c in IO_CLASSES:
             for s in SHARDS:
                 ref = ("ref", seed, c, s)
-                assert api.call(rng.choice(targets), ref, _priority(c, s)) == ("reply", ref)
+                assert api.call(rng.choice(targets), ref, priority(c, s)) == ("reply", ref)
         return True
 
     with ThreadPoolExecutor(10) as pool:

@@ -200,22 +200,26 @@ def test_terminate_runs_on_stop(node):
     assert q.get_nowait() == ("terminated", "shutdown")
 
 
-def test_terminate_does_not_run_on_kill(node):
+def _down_without_terminate(node, trap: bool, end) -> tuple:
+    """Spawn a `Terminating` (trapping exits or not), ``end(ref)`` it and
+    return its DOWN ``(ref, reason)``; its terminate must not have run."""
     q: queue.Queue = queue.Queue()
-    ref = node.spawn(Terminating, q, True)
+    ref = node.spawn(Terminating, q, trap)
     mon = node.monitor(ref)
-    node.kill(ref)
-    assert mon.wait(5) == (ref, "killed")
+    end(ref)
+    down = mon.wait(5)
     assert q.empty()
+    return ref, down
+
+
+def test_terminate_does_not_run_on_kill(node):
+    ref, down = _down_without_terminate(node, True, node.kill)
+    assert down == (ref, "killed")
 
 
 def test_terminate_does_not_run_on_exit_signal_when_not_trapping(node):
-    q: queue.Queue = queue.Queue()
-    ref = node.spawn(Terminating, q, False)
-    mon = node.monitor(ref)
-    node.exit(ref, "because")
-    assert mon.wait(5) == (ref, "because")
-    assert q.empty()
+    ref, down = _down_without_terminate(node, False, lambda r: node.exit(r, "because"))
+    assert down == (ref, "because")
 
 
 def test_exit_signal_to_trapping_actor_becomes_message(node):
@@ -227,12 +231,8 @@ def test_exit_signal_to_trapping_actor_becomes_message(node):
 
 
 def test_exit_kill_is_untrappable(node):
-    q: queue.Queue = queue.Queue()
-    ref = node.spawn(Terminating, q, True)
-    mon = node.monitor(ref)
-    node.exit(ref, "kill")
-    assert mon.wait(5) == (ref, "killed")
-    assert q.empty()
+    ref, down = _down_without_terminate(node, True, lambda r: node.exit(r, "kill"))
+    assert down == (ref, "killed")
 
 
 def test_refs_are_picklable_equal_and_never_reused(node):

@@ -21,28 +21,17 @@ def probe(node, trap=False):
     return node.spawn(Probe, q, trap), q
 
 
-def linked_pair(node, host):
-    """Two `Echo`s, ``a`` on ``host`` and ``b`` in a host of its own, ``b`` linked to ``a``."""
+@pytest.mark.parametrize("host", PLACES)
+@pytest.mark.parametrize("dying", ["linked_to", "linker"])
+def test_abnormal_exit_kills_linked_non_trapping_actor_with_same_reason(node, host, dying):
+    """Either end's abnormal exit kills the other: links are two-way."""
     a = node.spawn(Echo, host=host)
     b = node.spawn(Echo, host="own")
     assert b.call(("link", a)) == "ok"
-    return a, b
-
-
-@pytest.mark.parametrize("host", PLACES)
-def test_abnormal_exit_kills_linked_non_trapping_actor_with_same_reason(node, host):
-    a, b = linked_pair(node, host)
-    mb = node.monitor(b)
-    node.exit(a, "boom")
-    assert mb.wait(5) == (b, "boom")
-
-
-@pytest.mark.parametrize("host", PLACES)
-def test_links_are_two_way(node, host):
-    a, b = linked_pair(node, host)
-    ma = node.monitor(a)
-    node.exit(b, "boom")
-    assert ma.wait(5) == (a, "boom")
+    dead, other = (a, b) if dying == "linked_to" else (b, a)
+    mon = node.monitor(other)
+    node.exit(dead, "boom")
+    assert mon.wait(5) == (other, "boom")
 
 
 @pytest.mark.parametrize("host", PLACES)

@@ -7,6 +7,7 @@ import os
 import queue
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from actors import ActorRef, CallTimeout, Exit, GenServer, Stop, noreply
@@ -94,6 +95,33 @@ def pending_call(ref: ActorRef, results: "queue.Queue[Any]") -> threading.Thread
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+@dataclass
+class WatchedWorker:
+    """A `Worker` on another node, watched every way this node can: a
+    monitor, a node monitor, a `Watcher` linked to it that monitors its node,
+    and a call hanging in it (its outcome goes to ``results``)."""
+
+    worker: ActorRef
+    mon: Any
+    nodemon: Any
+    watcher: ActorRef
+    results: "queue.Queue[Any]"
+    thread: threading.Thread
+
+    @classmethod
+    def start(cls, node: Any, peer: str, *args: Any) -> "WatchedWorker":
+        worker = node.spawn(Worker, *args, node=peer, host="own")
+        mon = node.monitor(worker)
+        nodemon = node.monitor_node(peer)
+        watcher = node.spawn(Watcher, host="own")
+        watcher.call(("monitor_node", peer))
+        watcher.call(("link", worker))
+        results: queue.Queue[Any] = queue.Queue()
+        thread = pending_call(worker, results)
+        assert worker.call("ping")[0] == "pong"  # the hanging call went out before this one
+        return cls(worker, mon, nodemon, watcher, results, thread)
 
 
 class NodesWatcher(GenServer):

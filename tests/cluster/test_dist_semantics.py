@@ -6,7 +6,6 @@ resurrection on SIGCONT), connecting twice, a foreign key, and asyncio calls."""
 from __future__ import annotations
 
 import asyncio
-import queue
 import signal
 import time
 from typing import Any
@@ -17,7 +16,7 @@ import actors
 from actors import CallTimeout, ConnectError, Exit, Node
 from actors._cluster_key import write_new
 
-from tests.cluster.dist_actors import Watcher, Worker, pending_call, watched
+from tests.cluster.dist_actors import WatchedWorker, Watcher, Worker, watched
 from tests.cluster.netkit import NodeProcess
 
 TICK = 2.0  # net_ticktime of the SIGSTOP test: low, so the test is short, yet above a loaded machine's stalls
@@ -87,25 +86,18 @@ def test_a_stopped_node_is_down_after_net_ticktime_and_never_comes_back(key: str
     try:
         with Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key, net_ticktime=TICK) as node_a:
             node_a.connect(b.address)
-            w = node_a.spawn(Worker, "w", node="b", host="own")
+            ww = WatchedWorker.start(node_a, "b", "w")
+            w = ww.worker
             assert w.call("ping")[:2] == ("pong", "w")
-            mon = node_a.monitor(w)
-            nodemon = node_a.monitor_node("b")
-            watcher = node_a.spawn(Watcher, host="own")
-            watcher.call(("monitor_node", "b"))
-            watcher.call(("link", w))
-            results: queue.Queue[Any] = queue.Queue()
-            thread = pending_call(w, results)
-            assert w.call("ping")[0] == "pong"  # the hanging call went out before this one
             stopped = time.monotonic()
             b.signal(signal.SIGSTOP)
-            assert nodemon.wait(10.0 + 4 * TICK) == ("nodedown", "b")
+            assert ww.nodemon.wait(10.0 + 4 * TICK) == ("nodedown", "b")
             # Not before silence of about net_ticktime (ticks go every ticktime/4).
             assert time.monotonic() - stopped >= 0.7 * TICK
-            assert mon.wait(5.0) == (w, "noconnection")
-            assert results.get(timeout=5.0) == "noconnection"
-            thread.join(5.0)
-            got = watched(watcher, 2)
+            assert ww.mon.wait(5.0) == (w, "noconnection")
+            assert ww.results.get(timeout=5.0) == "noconnection"
+            ww.thread.join(5.0)
+            got = watched(ww.watcher, 2)
             assert ("nodedown", "b") in got and ("EXIT", w, "noconnection") in got
             assert node_a.nodes() == []
 

@@ -10,7 +10,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from actors import ActorRef, CallTimeout, Exit, GenServer, Stop, noreply
+from actors import ActorRef, GenServer, Stop, noreply
+
+from tests.kernel.probes import call_in_thread
 
 
 class Worker(GenServer):
@@ -79,24 +81,6 @@ def watched(watcher: ActorRef, n: int, timeout: float = 10.0) -> list[Any]:
     return got
 
 
-def pending_call(ref: ActorRef, results: "queue.Queue[Any]") -> threading.Thread:
-    """A ``"hang"`` call to a `Worker` (never answered) in a thread; how it
-    ends goes to ``results``: the `Exit` reason, ``"timeout"`` or ``"answered"``."""
-
-    def run() -> None:
-        try:
-            ref.call("hang", timeout=30.0)
-            results.put("answered")
-        except Exit as exc:
-            results.put(exc.reason)
-        except CallTimeout:
-            results.put("timeout")
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 @dataclass
 class WatchedWorker:
     """A `Worker` on another node, watched every way this node can: a
@@ -119,7 +103,7 @@ class WatchedWorker:
         watcher.call(("monitor_node", peer))
         watcher.call(("link", worker))
         results: queue.Queue[Any] = queue.Queue()
-        thread = pending_call(worker, results)
+        thread = call_in_thread(worker, "hang", 30.0, results)  # never answered
         assert worker.call("ping")[0] == "pong"  # the hanging call went out before this one
         return cls(worker, mon, nodemon, watcher, results, thread)
 

@@ -2,7 +2,6 @@
 
 import heapq
 import random
-import time
 from dataclasses import replace
 
 import pytest

@@ -43,6 +43,7 @@ from _common import environment, percentile, write_json  # noqa: E402
 
 from actors import GenServer, Node  # noqa: E402
 from actors.couch_jobs.local_postgres import start_server  # noqa: E402
+from tests.polling import take_first  # noqa: E402
 
 
 class Collector(GenServer):
@@ -92,14 +93,10 @@ class BenchWorker(GenServer):
 
 
 def _expect(q: "queue.Queue[Any]", tag: str, timeout: float) -> tuple[Any, ...]:
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"no {tag!r} message within {timeout}s")
-        message = q.get(timeout=remaining)
-        if message[0] == tag:
-            return message
+    message = take_first(q, lambda m: m[0] == tag, timeout)
+    if message is None:
+        raise TimeoutError(f"no {tag!r} message within {timeout}s")
+    return message
 
 
 def bench_add(jobs: Any, n: int) -> dict[str, float]:

@@ -53,6 +53,8 @@ from actors.smoosh import (  # noqa: E402
     sync_enqueue,
 )
 
+from tests.polling import take_first  # noqa: E402
+
 QUIET = {"checkpoint_interval": 3600.0, "check_window_interval": 3600.0, "status_interval": 3600.0}
 
 
@@ -65,17 +67,10 @@ class _Observer(GenServer):
 
 
 def _wait(q: "queue.Queue[Any]", kind: str, channel: str | None = None, timeout: float = 60.0) -> tuple[float, tuple]:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"no {kind} event within {timeout} s")
-        try:
-            at, event = q.get(timeout=left)
-        except queue.Empty:
-            continue
-        if event[1] == kind and (channel is None or event[2] == channel):
-            return at, event
+    found = take_first(q, lambda item: item[1][1] == kind and (channel is None or item[1][2] == channel), timeout)
+    if found is None:
+        raise TimeoutError(f"no {kind} event within {timeout} s")
+    return found
 
 
 def _config(node: Node, state: str, wait_secs: str) -> None:

@@ -89,21 +89,25 @@ def test_uncaught_exception_with_open_node_exits() -> None:
     assert _group_gone(proc.pid)
 
 
-def test_sigterm_to_the_process_group_cleans_up() -> None:
+def _signal_the_group(sig: int) -> tuple[subprocess.Popen[str], str, str]:
+    """A program with an open node, sent ``sig`` to its whole process group
+    once the node is up: the finished process, its rundir and its stderr."""
     proc, rundir = _start(after="sys.stdin.read()")
     assert os.path.exists(os.path.join(rundir, "node.json"))
-    os.killpg(proc.pid, signal.SIGTERM)
+    os.killpg(proc.pid, sig)
     _out, err = _finish(proc)
+    return proc, rundir, err
+
+
+def test_sigterm_to_the_process_group_cleans_up() -> None:
+    proc, rundir, err = _signal_the_group(signal.SIGTERM)
     assert proc.returncode == 143, err
     assert not os.path.exists(rundir), os.listdir(rundir)
     assert _group_gone(proc.pid)
 
 
 def test_sigint_to_the_process_group_cleans_up() -> None:
-    proc, rundir = _start(after="sys.stdin.read()")
-    assert os.path.exists(os.path.join(rundir, "node.json"))
-    os.killpg(proc.pid, signal.SIGINT)
-    _out, err = _finish(proc)
+    proc, rundir, err = _signal_the_group(signal.SIGINT)
     assert proc.returncode in (130, -signal.SIGINT), err
     assert "KeyboardInterrupt" in err
     assert not os.path.exists(rundir)

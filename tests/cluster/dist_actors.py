@@ -1,11 +1,18 @@
-"""Actors the distribution tests start on other nodes (importable by name on every node)."""
+"""Actors the distribution tests start on other nodes (importable by name on
+every node), and the waits the tests drive them with."""
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
 from typing import Any
 
-from actors import GenServer, Stop, noreply
+from actors import ActorRef, GenServer, Stop, noreply
+
+from tests.kernel.probes import call_in_thread
 
 
 class Worker(GenServer):
@@ -59,6 +66,46 @@ class Watcher(GenServer):
 
     def handle_info(self, message: Any) -> None:
         self.got.append(message)
+
+
+def watched(watcher: ActorRef, n: int, timeout: float = 10.0) -> list[Any]:
+    """What a `Watcher` received, once it holds at least ``n`` messages (or
+    what it holds after ``timeout``: the caller's asserts say what is missing).
+    Each try is a call to the watcher; bounded in time and in tries."""
+    deadline = time.monotonic() + timeout
+    got: list[Any] = watcher.call(("got",))
+    for _ in range(1_000_000):
+        if len(got) >= n or time.monotonic() >= deadline:
+            break
+        got = watcher.call(("got",))
+    return got
+
+
+@dataclass
+class WatchedWorker:
+    """A `Worker` on another node, watched every way this node can: a
+    monitor, a node monitor, a `Watcher` linked to it that monitors its node,
+    and a call hanging in it (its outcome goes to ``results``)."""
+
+    worker: ActorRef
+    mon: Any
+    nodemon: Any
+    watcher: ActorRef
+    results: "queue.Queue[Any]"
+    thread: threading.Thread
+
+    @classmethod
+    def start(cls, node: Any, peer: str, *args: Any) -> "WatchedWorker":
+        worker = node.spawn(Worker, *args, node=peer, host="own")
+        mon = node.monitor(worker)
+        nodemon = node.monitor_node(peer)
+        watcher = node.spawn(Watcher, host="own")
+        watcher.call(("monitor_node", peer))
+        watcher.call(("link", worker))
+        results: queue.Queue[Any] = queue.Queue()
+        thread = call_in_thread(worker, "hang", 30.0, results)  # never answered
+        assert worker.call("ping")[0] == "pong"  # the hanging call went out before this one
+        return cls(worker, mon, nodemon, watcher, results, thread)
 
 
 class NodesWatcher(GenServer):

@@ -15,10 +15,7 @@ import sys
 from actors._cluster_key import load
 from actors._net import ConnectError, NetError, NetLink
 
-
-def say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+from tests.cluster.peer_loop import connect_command, say, serve
 
 
 def main() -> int:
@@ -41,19 +38,10 @@ def main() -> int:
                    on_up=lambda n, i: say(f"UP {n} {i}"), on_down=lambda n, i, r: say(f"DOWN {n} {i} {r}"))
     with link:
         say(f"ADDR {link.address} {link.incarnation}")
+        connect = connect_command(link.connect, 5.0, ConnectError)
         if args.connect:
-            try:
-                say(f"CONNECTED {link.connect(args.connect, timeout=5.0)}")
-            except ConnectError as exc:
-                say(f"CONNECT_FAILED {exc}")
-        for line in sys.stdin:  # commands from the test, one per line
-            if line.startswith("connect "):
-                try:
-                    say(f"CONNECTED {link.connect(line.split()[1], timeout=5.0)}")
-                except ConnectError as exc:
-                    say(f"CONNECT_FAILED {exc}")
-            elif line.startswith("stats"):
-                say(f"STATS {sorted(link.stats().items())}")
+            connect([args.connect])
+        serve({"connect": connect, "stats": lambda words: say(f"STATS {sorted(link.stats().items())}")})
     return 0
 
 

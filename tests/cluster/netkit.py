@@ -14,6 +14,8 @@ from typing import Any
 from actors._cluster_key import ClusterKey
 from actors._net import NetLink
 
+from tests.polling import take_first
+
 ENV = dict(os.environ, PYTHONPATH=os.getcwd())
 PEER = os.path.join(os.path.dirname(__file__), "net_peer.py")
 NODE_PEER = os.path.join(os.path.dirname(__file__), "node_peer.py")
@@ -38,17 +40,10 @@ class Recorder:
 
     def expect(self, kind: str, timeout: float = 10.0) -> tuple[Any, ...]:
         """The next event of ``kind``, skipping others; fails after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no {kind} event within {timeout} s")
-            try:
-                event = self.events.get(timeout=left)
-            except queue.Empty:
-                raise AssertionError(f"no {kind} event within {timeout} s") from None
-            if event[0] == kind:
-                return event
+        event = take_first(self.events, lambda e: e[0] == kind, timeout)
+        if event is None:
+            raise AssertionError(f"no {kind} event within {timeout} s")
+        return event
 
 
 def make_link(name: str, key: ClusterKey | None, rec: Recorder, **kw: Any) -> NetLink:
@@ -86,19 +81,14 @@ class LineProcess:
         self.lines.put("EOF")
 
     def expect(self, prefix: str, timeout: float = 10.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"{self.what} printed no {prefix} within {timeout} s")
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                raise AssertionError(f"{self.what} printed no {prefix} within {timeout} s") from None
-            if line.startswith(prefix):
-                return line
-            if line == "EOF":
-                raise AssertionError(f"{self.what} exited before printing {prefix}")
+        """The next line starting with ``prefix``, skipping others; fails after
+        ``timeout`` or when the process exits first."""
+        line = take_first(self.lines, lambda ln: ln.startswith(prefix) or ln == "EOF", timeout)
+        if line is None:
+            raise AssertionError(f"{self.what} printed no {prefix} within {timeout} s")
+        if not line.startswith(prefix):
+            raise AssertionError(f"{self.what} exited before printing {prefix}")
+        return line
 
     def command(self, line: str) -> None:
         assert self.proc.stdin is not None

@@ -22,11 +22,7 @@ from actors._net import NetError
 from actors.couch_jobs import app
 
 from tests.cluster.dist_actors import Worker
-
-
-def say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+from tests.cluster.peer_loop import connect_command, say, serve
 
 
 def main() -> int:
@@ -40,36 +36,36 @@ def main() -> int:
     couch_jobs_started = False
     with Node(name=args.name, listen=f"tcp://127.0.0.1:{args.port}", cluster_key=args.key,
               net_ticktime=args.ticktime, seeds=args.seed) as node:
+
+        def spawn(words: list[str]) -> None:
+            node.spawn(Worker, words[0], name=words[0], host="own")
+            say(f"SPAWNED {words[0]}")
+
+        def wait_down(words: list[str]) -> None:
+            try:
+                say(f"DOWN {node.monitor_node(words[0]).wait(10.0)[0]}")
+            except TimeoutError:
+                say("DOWN timeout")
+
+        def start_couch_jobs(words: list[str]) -> None:
+            nonlocal couch_jobs_started
+            for setting in words[1:]:
+                key, _, value = setting.partition("=")
+                node.config.set("couch_jobs", key, value)
+            app.start(node, words[0])
+            couch_jobs_started = True
+            say("COUCH_JOBS started")
+
         say(f"ADDR {node.address}")
         try:
-            for line in sys.stdin:
-                words = line.split()
-                if not words:
-                    continue
-                if words[0] == "connect":
-                    try:
-                        say(f"CONNECTED {node.connect(words[1], timeout=5.0)}")
-                    except NetError as exc:
-                        say(f"CONNECT_FAILED {exc}")
-                elif words[0] == "spawn":
-                    node.spawn(Worker, words[1], name=words[1], host="own")
-                    say(f"SPAWNED {words[1]}")
-                elif words[0] == "wait_for":
-                    say(f"WAITED {node.wait_for_node(words[1], timeout=10.0)}")
-                elif words[0] == "wait_down":
-                    try:
-                        say(f"DOWN {node.monitor_node(words[1]).wait(10.0)[0]}")
-                    except TimeoutError:
-                        say("DOWN timeout")
-                elif words[0] == "nodes":
-                    say(f"NODES {','.join(node.nodes())}")
-                elif words[0] == "couch_jobs":
-                    for setting in words[2:]:
-                        key, _, value = setting.partition("=")
-                        node.config.set("couch_jobs", key, value)
-                    app.start(node, words[1])
-                    couch_jobs_started = True
-                    say("COUCH_JOBS started")
+            serve({
+                "connect": connect_command(node.connect, 5.0, NetError),
+                "spawn": spawn,
+                "wait_for": lambda words: say(f"WAITED {node.wait_for_node(words[0], timeout=10.0)}"),
+                "wait_down": wait_down,
+                "nodes": lambda words: say(f"NODES {','.join(node.nodes())}"),
+                "couch_jobs": start_couch_jobs,
+            })
         finally:
             if couch_jobs_started:
                 app.stop(node)

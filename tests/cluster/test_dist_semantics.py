@@ -6,9 +6,7 @@ resurrection on SIGCONT), connecting twice, a foreign key, and asyncio calls."""
 from __future__ import annotations
 
 import asyncio
-import queue
 import signal
-import threading
 import time
 from typing import Any
 
@@ -18,36 +16,10 @@ import actors
 from actors import CallTimeout, ConnectError, Exit, Node
 from actors._cluster_key import write_new
 
-from tests.cluster.dist_actors import Watcher, Worker
+from tests.cluster.dist_actors import WatchedWorker, Watcher, Worker, watched
 from tests.cluster.netkit import NodeProcess
 
 TICK = 2.0  # net_ticktime of the SIGSTOP test: low, so the test is short, yet above a loaded machine's stalls
-
-
-def _got(watcher: actors.ActorRef, n: int, timeout: float = 10.0) -> list[Any]:
-    """What the watcher received, once it holds at least ``n`` messages."""
-    deadline = time.monotonic() + timeout
-    got: list[Any] = watcher.call(("got",))
-    while len(got) < n and time.monotonic() < deadline:
-        got = watcher.call(("got",))
-    return got
-
-
-def _pending_call(ref: actors.ActorRef, results: "queue.Queue[Any]") -> threading.Thread:
-    """A call that never gets an answer, in a thread; its outcome goes to ``results``."""
-
-    def run() -> None:
-        try:
-            ref.call("hang", timeout=30.0)
-            results.put("answered")
-        except Exit as exc:
-            results.put(exc.reason)
-        except CallTimeout:
-            results.put("timeout")
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_connect_error_and_net_error_are_public() -> None:
@@ -88,10 +60,10 @@ def test_a_restarted_node_reconnects_and_refs_to_its_old_incarnation_stay_dead(n
             assert node_a.monitor(ref).wait(2.0) == (ref, "noconnection")
         watcher = node_a.spawn(Watcher, host="own")
         watcher.call(("monitor", old_in_node))
-        got = _got(watcher, 1)
+        got = watched(watcher, 1)
         assert got[0][0] == "DOWN" and got[0][2] == old_in_node and got[0][3] == "noconnection"
         watcher.call(("link", old))  # trapping exits: the failed link is an EXIT message
-        assert _got(watcher, 2)[1] == ("EXIT", old, "noconnection")
+        assert watched(watcher, 2)[1] == ("EXIT", old, "noconnection")
         old_in_node.cast("to-old")  # same proc in the new incarnation: must not land there
         old_in_node.send("to-old")
         new_in_node.cast("to-new")
@@ -114,25 +86,18 @@ def test_a_stopped_node_is_down_after_net_ticktime_and_never_comes_back(key: str
     try:
         with Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key, net_ticktime=TICK) as node_a:
             node_a.connect(b.address)
-            w = node_a.spawn(Worker, "w", node="b", host="own")
+            ww = WatchedWorker.start(node_a, "b", "w")
+            w = ww.worker
             assert w.call("ping")[:2] == ("pong", "w")
-            mon = node_a.monitor(w)
-            nodemon = node_a.monitor_node("b")
-            watcher = node_a.spawn(Watcher, host="own")
-            watcher.call(("monitor_node", "b"))
-            watcher.call(("link", w))
-            results: queue.Queue[Any] = queue.Queue()
-            thread = _pending_call(w, results)
-            assert w.call("ping")[0] == "pong"  # the hanging call went out before this one
             stopped = time.monotonic()
             b.signal(signal.SIGSTOP)
-            assert nodemon.wait(10.0 + 4 * TICK) == ("nodedown", "b")
+            assert ww.nodemon.wait(10.0 + 4 * TICK) == ("nodedown", "b")
             # Not before silence of about net_ticktime (ticks go every ticktime/4).
             assert time.monotonic() - stopped >= 0.7 * TICK
-            assert mon.wait(5.0) == (w, "noconnection")
-            assert results.get(timeout=5.0) == "noconnection"
-            thread.join(5.0)
-            got = _got(watcher, 2)
+            assert ww.mon.wait(5.0) == (w, "noconnection")
+            assert ww.results.get(timeout=5.0) == "noconnection"
+            ww.thread.join(5.0)
+            got = watched(ww.watcher, 2)
             assert ("nodedown", "b") in got and ("EXIT", w, "noconnection") in got
             assert node_a.nodes() == []
 

@@ -4,8 +4,6 @@ connected over tcp with CurveZMQ, with a real key made by keygen."""
 from __future__ import annotations
 
 import os
-import queue
-import threading
 import time
 from typing import Any
 
@@ -15,7 +13,7 @@ from actors import CallTimeout, Crash, Exit, Node
 from actors._cluster_key import write_new
 from actors._net import ConnectError, NetError
 
-from tests.cluster.dist_actors import Watcher, Worker
+from tests.cluster.dist_actors import WatchedWorker, Watcher, Worker, watched
 from tests.cluster.netkit import NodeProcess
 
 def test_connect_and_nodes(node_a: Node, peer_b: NodeProcess) -> None:
@@ -87,11 +85,7 @@ def test_down_with_the_real_reason(node_a: Node, peer_b: NodeProcess) -> None:
     w2 = node_a.spawn(Worker, node="b", host="own")
     watcher.call(("monitor", w2))
     assert w2.call(("stop", "other_reason")) == "stopping"
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline:
-        got = watcher.call(("got",))
-        if got:
-            break
+    got = watched(watcher, 1, 10.0)
     assert got[0][0] == "DOWN" and got[0][2] == w2 and got[0][3] == "other_reason"
     # node.kill and node.exit reach an actor of another node
     w3 = node_a.spawn(Worker, node="b", host="shared")
@@ -107,37 +101,16 @@ def test_sigkill_of_a_node_is_noconnection_within_a_second(node_a: Node, key: st
     peer = NodeProcess("c", key)
     try:
         node_a.connect(peer.address)
-        w = node_a.spawn(Worker, node="c", host="own")
-        mon = node_a.monitor(w)
-        nodemon = node_a.monitor_node("c")
-        watcher = node_a.spawn(Watcher, host="own")
-        watcher.call(("monitor_node", "c"))
-        watcher.call(("link", w))
-        pending: queue.Queue[Any] = queue.Queue()
-
-        def hang() -> None:
-            try:
-                w.call("hang", timeout=20.0)
-                pending.put("answered")
-            except Exit as exc:
-                pending.put(exc.reason)
-            except CallTimeout:
-                pending.put("timeout")
-
-        thread = threading.Thread(target=hang)
-        thread.start()
-        assert w.call("ping")[0] == "pong"  # the hanging call went out before this one
+        ww = WatchedWorker.start(node_a, "c")
+        w = ww.worker
         killed = time.monotonic()
         peer.kill()
-        assert mon.wait(5.0) == (w, "noconnection")
-        assert nodemon.wait(5.0) == ("nodedown", "c")
-        assert pending.get(timeout=5.0) == "noconnection"
+        assert ww.mon.wait(5.0) == (w, "noconnection")
+        assert ww.nodemon.wait(5.0) == ("nodedown", "c")
+        assert ww.results.get(timeout=5.0) == "noconnection"
         assert time.monotonic() - killed < 1.0
-        thread.join(5.0)
-        deadline = time.monotonic() + 5.0
-        got: list[Any] = []
-        while time.monotonic() < deadline and len(got) < 2:
-            got = watcher.call(("got",))
+        ww.thread.join(5.0)
+        got = watched(ww.watcher, 2, 5.0)
         assert ("nodedown", "c") in got
         assert ("EXIT", w, "noconnection") in got
         assert node_a.nodes() == []

@@ -14,7 +14,10 @@ from typing import Any
 
 import actors.couch_jobs as couch_jobs
 from actors import ActorRef, GenServer
-from actors.couch_jobs import PostgresTransaction, process
+from actors.couch_jobs import process
+
+from tests.couch_jobs.finished_log import finish_logged
+from tests.polling import take_first
 
 
 class Collector(GenServer):
@@ -25,6 +28,15 @@ class Collector(GenServer):
 
     def handle_info(self, message: Any) -> None:
         self.q.put(message)
+
+
+def collected(q: "queue.Queue[Any]", tag: str, timeout: float, who: set[int] | None = None) -> tuple[Any, ...]:
+    """The next message a `Collector` queued tagged ``tag`` (from a worker in
+    ``who``, when given), others skipped; fails after ``timeout`` s."""
+    message = take_first(q, lambda m: m[0] == tag and (who is None or m[1] in who), timeout)
+    if message is None:
+        raise AssertionError(f"no {tag!r} message within {timeout}s")
+    return message
 
 
 class Worker(GenServer):
@@ -89,13 +101,7 @@ class Worker(GenServer):
                 job, data = self.jobs.accept(self.type, timeout=idle_timeout)
             except couch_jobs.NotFound:
                 break
-            with self.jobs.transaction() as tx:
-                tx.execute(
-                    "INSERT INTO finished_log (job_id, worker) VALUES "
-                    + ("(%s, %s)" if isinstance(tx, PostgresTransaction) else "(?, ?)"),
-                    (job.id, self.no),
-                )
-                self.jobs.finish(tx, job, {**data, "by": self.no})
+            finish_logged(self.jobs, job, data, self.no)
             done += 1
             collector.send(("finished", self.no, job.id))
         collector.send(("done", self.no, done))
@@ -116,13 +122,7 @@ class Worker(GenServer):
                 collector.send(("store_error", self.no, str(exc)))
                 continue
             try:
-                with self.jobs.transaction() as tx:
-                    tx.execute(
-                        "INSERT INTO finished_log (job_id, worker) VALUES "
-                        + ("(%s, %s)" if isinstance(tx, PostgresTransaction) else "(?, ?)"),
-                        (job.id, self.no),
-                    )
-                    self.jobs.finish(tx, job, {**data, "by": self.no})
+                finish_logged(self.jobs, job, data, self.no)
             except couch_jobs.Halt:
                 collector.send(("halted", self.no, job.id))
                 continue

@@ -13,34 +13,12 @@ import pytest
 import actors.couch_jobs as couch_jobs
 from actors.couch_jobs import Halt
 from tests.couch_jobs.actor_fixtures import start_tree
-from tests.couch_jobs.actor_workers import Collector, Worker
+from tests.couch_jobs.actor_workers import Collector, Worker, collected
+from tests.couch_jobs.finished_log import create_finished_log, finish_counts
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TYPE = ("mp", 2)
-
-
-def _expect(q: "queue.Queue[Any]", tag: str, timeout: float) -> tuple[Any, ...]:
-    """The next message tagged ``tag`` (others are skipped), within ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"no {tag!r} message within {timeout}s")
-        message = q.get(timeout=remaining)
-        if message[0] == tag:
-            return message
-
-
-def _log_table(jobs) -> None:
-    with jobs.transaction() as tx:
-        tx.execute("CREATE TABLE finished_log (job_id TEXT NOT NULL, worker INTEGER NOT NULL)")
-
-
-def _finish_counts(jobs) -> dict[str, int]:
-    with jobs.transaction(write=False) as tx:
-        rows = tx.execute("SELECT job_id, count(*) FROM finished_log GROUP BY job_id").fetchall()
-    return dict(rows)
 
 
 @pytest.fixture
@@ -55,7 +33,7 @@ N_WORKERS = 4
 def test_worker_processes_finish_1000_jobs_exactly_once(tree):
     node, jobs = tree["node"], tree["jobs"]
     jobs.set_type_timeout(TYPE, 60)
-    _log_table(jobs)
+    create_finished_log(jobs)
     q: "queue.Queue[Any]" = queue.Queue()
     collector = node.spawn(Collector, q)
     workers = [node.spawn(Worker, TYPE, i, host=f"w{i}") for i in range(N_WORKERS)]
@@ -63,7 +41,7 @@ def test_worker_processes_finish_1000_jobs_exactly_once(tree):
     for w in workers:
         w.cast(("run", collector, N_JOBS + 1, 2.0))
     for _ in workers:
-        _expect(q, "running", 30)
+        collected(q, "running", 30)
     # add while the workers already wait, 100 jobs per transaction
     for batch in range(0, N_JOBS, 100):
         with jobs.transaction() as tx:
@@ -71,11 +49,11 @@ def test_worker_processes_finish_1000_jobs_exactly_once(tree):
                 jobs.add(tx, TYPE, f"job-{k:04d}", {"k": k})
     done = {}
     for _ in workers:
-        _, no, count = _expect(q, "done", 90)
+        _, no, count = collected(q, "done", 90)
         done[no] = count
     assert sum(done.values()) == N_JOBS
     assert sum(1 for c in done.values() if c > 0) >= 2, done  # the work was shared
-    counts = _finish_counts(jobs)
+    counts = finish_counts(jobs)
     assert len(counts) == N_JOBS and set(counts.values()) == {1}
     states = jobs.get_jobs(TYPE)
     assert len(states) == N_JOBS
@@ -86,31 +64,31 @@ def test_killed_worker_host_job_is_rerun_by_the_activity_monitor(tree):
     node, jobs = tree["node"], tree["jobs"]
     jobs.set_type_timeout(TYPE, 1)
     couch_jobs.server.force_check_types()  # the real activity monitor for TYPE runs now
-    _log_table(jobs)
+    create_finished_log(jobs)
     q: "queue.Queue[Any]" = queue.Queue()
     collector = node.spawn(Collector, q)
     victim = node.spawn(Worker, TYPE, 0, host="victim")
     jobs.add(None, TYPE, "victim-job", {"v": 1})
     t_accept = time.monotonic()
     victim.cast(("accept_and_hold", collector))
-    _, _, dead_job, pid = _expect(q, "held", 30)
+    _, _, dead_job, pid = collected(q, "held", 30)
     assert pid == victim.os_pid != os.getpid()
 
     rescuer = node.spawn(Worker, TYPE, 1, host="rescuer")
     rescuer.cast(("run", collector, 1, 30.0))
-    _expect(q, "running", 30)
+    collected(q, "running", 30)
     down = node.monitor(victim)
     os.kill(pid, signal.SIGKILL)
     assert down.wait(10)[1] == "killed"
     assert jobs.get_job_state(None, TYPE, "victim-job") == "running"
 
     # Re-enqueued after about a timeout or two, then accepted by the rescuer.
-    assert _expect(q, "finished", 30) == ("finished", 1, "victim-job")
+    assert collected(q, "finished", 30) == ("finished", 1, "victim-job")
     assert time.monotonic() - t_accept >= 1.0  # not before a whole timeout without updates
-    assert _expect(q, "done", 30) == ("done", 1, 1)
+    assert collected(q, "done", 30) == ("done", 1, 1)
     with pytest.raises(Halt):
         jobs.update(None, dead_job)
-    assert _finish_counts(jobs) == {"victim-job": 1}
+    assert finish_counts(jobs) == {"victim-job": 1}
     job = jobs.get_job(TYPE, "victim-job")
     assert (job.state, job.data) == ("finished", {"v": 1, "by": 1})
 
@@ -132,13 +110,13 @@ def test_accept_wakes_up_across_processes_without_recheck(slow_recheck_tree):
     worker = node.spawn(Worker, TYPE, 0, host="sleeper")
     for round_no in range(5):
         worker.cast(("accept_async", collector, 30.0))
-        _expect(q, "accepting", 30)
+        collected(q, "accepting", 30)
         t0 = time.monotonic()
         jobs.add(None, TYPE, f"wake-{round_no}", {})
         # Without a wake-up the worker would wait for the 60 s re-check: half
         # of it tells the two apart even on a heavily loaded machine (a 5 s and
         # 10 s bound failed once at load 10).
-        _, _, job_id, _ = _expect(q, "accepted", 30)
+        _, _, job_id, _ = collected(q, "accepted", 30)
         latency = time.monotonic() - t0
         assert job_id == f"wake-{round_no}"
         assert latency < 30.0, latency
@@ -169,8 +147,8 @@ def test_wakeups_survive_a_hub_restart(slow_recheck_tree):
     else:
         raise AssertionError("the process agents did not subscribe to the restarted hub")
     worker.cast(("accept_async", collector, 30.0))
-    _expect(q, "accepting", 30)
+    collected(q, "accepting", 30)
     t0 = time.monotonic()
     jobs.add(None, TYPE, "after-restart", {})
-    assert _expect(q, "accepted", 10)[2] == "after-restart"
+    assert collected(q, "accepted", 10)[2] == "after-restart"
     assert time.monotonic() - t0 < 5.0

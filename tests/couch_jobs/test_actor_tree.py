@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import actors.couch_jobs as couch_jobs
-from actors.couch_jobs import Halt, NotFound
+from actors.couch_jobs import Halt
 from actors.couch_jobs.server import get_notifier_server
 from tests.couch_jobs.actor_fixtures import (
     activity_monitors,
@@ -20,6 +20,7 @@ from tests.couch_jobs.actor_fixtures import (
     wait_restored,
 )
 from tests.couch_jobs.actor_workers import Worker
+from tests.couch_jobs.seed_cases import subscribe_case, subscribe_wait_multiple_case
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -69,162 +70,54 @@ def test_dead_notifier_restarts_jobs_server(ctx):
     assert len(activity_monitors(node)) == 2
 
 
+def kill_with_bad_messages(node, pick, info: str = "a_bad_message") -> None:
+    """The seed's bad-message checks on one actor of the tree, ``pick(node)``
+    picked afresh each time: a bad cast, a bad call (answered first, as the
+    seed's ``{stop, R, Reply, St}``) and a bad info message each make it exit
+    with that reason, the tree brings the server back, and the app restarts."""
+    for way, message, reason in (
+        ("cast", "bad_cast", ("bad_cast", "bad_cast")),
+        ("call", "bad_call", ("bad_call", "bad_call")),
+        ("send", info, ("bad_info", info)),
+    ):
+        target, server_before = pick(node), server(node)
+        down = node.monitor(target)
+        if way == "call":
+            assert target.call(message) == reason
+        else:
+            getattr(target, way)(message)
+        assert down.wait(10)[1] == reason, way
+        wait_restored(node, server_before)
+        restart_app(node)
+
+
 def test_bad_messages_restart_couch_jobs_server(ctx):
     node = ctx["node"]
-    # couch_jobs_server dies on a bad cast
-    server1 = server(node)
-    down = node.monitor(server1)
-    server1.cast("bad_cast")
-    assert down.wait(10)[1] == ("bad_cast", "bad_cast")
-    wait_restored(node, server1)
-    restart_app(node)
-
-    # ... on a bad call (answering it first, as the seed's {stop, R, Reply, St})
-    server2 = server(node)
-    down = node.monitor(server2)
-    assert server2.call("bad_call") == ("bad_call", "bad_call")
-    assert down.wait(10)[1] == ("bad_call", "bad_call")
-    wait_restored(node, server2)
-    restart_app(node)
-
-    # ... and on a bad info message
-    server3 = server(node)
-    down = node.monitor(server3)
-    server3.send("a_random_message")
-    assert down.wait(10)[1] == ("bad_info", "a_random_message")
-    wait_restored(node, server3)
-    restart_app(node)
+    kill_with_bad_messages(node, server, info="a_random_message")
     assert len(notifiers(node)) == 2
 
 
 def test_bad_messages_restart_notifier(ctx):
     node = ctx["node"]
     couch_jobs.server.force_check_types()
-    # bad cast kills the notifier
-    n1 = notifiers(node)[0]
-    s1 = server(node)
-    down = node.monitor(n1)
-    n1.cast("bad_cast")
-    assert down.wait(10)[1] == ("bad_cast", "bad_cast")
-    wait_restored(node, s1)
-    restart_app(node)
-
-    # bad calls kill the notifier
-    n2 = notifiers(node)[0]
-    s2 = server(node)
-    down = node.monitor(n2)
-    assert n2.call("bad_call") == ("bad_call", "bad_call")
-    assert down.wait(10)[1] == ("bad_call", "bad_call")
-    wait_restored(node, s2)
-    restart_app(node)
-
-    # bad info message kills the notifier
-    n3 = notifiers(node)[0]
-    s3 = server(node)
-    down = node.monitor(n3)
-    n3.send("a_bad_message")
-    assert down.wait(10)[1] == ("bad_info", "a_bad_message")
-    wait_restored(node, s3)
-    restart_app(node)
+    kill_with_bad_messages(node, lambda n: notifiers(n)[0])
     assert len(notifiers(node)) == 2
 
 
 def test_bad_messages_restart_activity_monitor(ctx):
     node = ctx["node"]
     couch_jobs.server.force_check_types()
-    m1 = activity_monitors(node)[0]
-    s1 = server(node)
-    down = node.monitor(m1)
-    m1.cast("bad_cast")
-    assert down.wait(10)[1] == ("bad_cast", "bad_cast")
-    wait_restored(node, s1)
-    restart_app(node)
-
-    m2 = activity_monitors(node)[0]
-    s2 = server(node)
-    down = node.monitor(m2)
-    assert m2.call("bad_call") == ("bad_call", "bad_call")
-    assert down.wait(10)[1] == ("bad_call", "bad_call")
-    wait_restored(node, s2)
-    restart_app(node)
-
-    m3 = activity_monitors(node)[0]
-    s3 = server(node)
-    down = node.monitor(m3)
-    m3.send("a_bad_message")
-    assert down.wait(10)[1] == ("bad_info", "a_bad_message")
-    wait_restored(node, s3)
-    restart_app(node)
+    kill_with_bad_messages(node, lambda n: activity_monitors(n)[0])
     assert len(activity_monitors(node)) == 2
 
 
 def test_subscribe(ctx):
-    t, j = ctx["t1"], ctx["j1"]
-    couch_jobs.add(None, t, j, {"z": 1})
-
-    with pytest.raises(NotFound):
-        couch_jobs.subscribe("xyz", j)
-    with pytest.raises(NotFound):
-        couch_jobs.subscribe(t, "j5")
-
-    sub_res0 = couch_jobs.subscribe(t, j)
-    sub0, state, data = sub_res0
-    assert (state, data) == ("pending", {"z": 1})
-    assert couch_jobs.subscribe(t, j) == sub_res0
-    couch_jobs.unsubscribe(sub0)
-
-    sub, state, data = couch_jobs.subscribe(t, j)
-    assert (state, data) == ("pending", {"z": 1})
-
-    job, _ = couch_jobs.accept(t)
-    assert couch_jobs.wait(sub, timeout=5) == (t, j, "running", {"z": 1})
-
-    # intermediate `running` updates
-    couch_jobs.update(None, job, {"z": 2})
-    assert couch_jobs.wait(sub, timeout=5) == (t, j, "running", {"z": 2})
-
-    couch_jobs.finish(None, job, {"z": 3})
-    assert couch_jobs.wait(sub, "finished", timeout=5) == (t, j, "finished", {"z": 3})
-    assert couch_jobs.wait(sub, timeout=0.05) is None
-
-    assert couch_jobs.subscribe(t, j) == (None, "finished", {"z": 3})
-    couch_jobs.remove(None, t, j)
-    with pytest.raises(NotFound):
-        couch_jobs.subscribe(t, j)
+    subscribe_case(ctx)
 
 
 def test_subscribe_wait_multiple(ctx):
-    t, j1, j2 = ctx["t1"], ctx["j1"], ctx["j2"]
-    couch_jobs.add(None, t, j1, {})
-    couch_jobs.add(None, t, j2, {})
-    s1, state1, _ = couch_jobs.subscribe(t, j1)
-    s2, state2, _ = couch_jobs.subscribe(t, j2)
-    assert state1 == state2 == "pending"
-    subs = [s1, s2]
-
-    pjob1, _ = couch_jobs.accept(t)
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-    assert couch_jobs.wait(subs, timeout=0.05) is None
-
-    pjob2, _ = couch_jobs.accept(t)
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-    assert couch_jobs.wait(subs, timeout=0.05) is None
-
-    couch_jobs.update(None, pjob1, {"q": 5})
-    couch_jobs.update(None, pjob2, {"r": 6})
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-
-    couch_jobs.finish(None, pjob1)
-    event = couch_jobs.wait(subs, "finished", timeout=5)
-    assert event.state == "finished" and event.data == {"q": 5}
-    assert couch_jobs.wait(subs, "finished", timeout=0.05) is None
-
-    # unsubscribe discards the finished event already on its way
-    couch_jobs.finish(None, pjob2)
-    couch_jobs.unsubscribe(s1)
-    couch_jobs.unsubscribe(s2)
-    assert couch_jobs.wait(subs, "finished", timeout=0.2) is None
+    # a finished event in flight crosses actors here: watch longer for it
+    subscribe_wait_multiple_case(ctx, unsubscribed_quiet=0.2)
 
 
 @pytest.mark.timeout(30)

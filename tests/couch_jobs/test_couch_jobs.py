@@ -17,7 +17,6 @@ from types import SimpleNamespace
 import pytest
 
 import actors.couch_jobs as couch_jobs
-from actors.couch_jobs import Subscription
 from actors.couch_jobs import (
     ActivityMonitorLogic,
     Halt,
@@ -27,7 +26,7 @@ from actors.couch_jobs import (
     TypeDiscovery,
 )
 
-TX = None
+from tests.couch_jobs.seed_cases import TX, subscribe_case, subscribe_wait_multiple_case
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -289,89 +288,11 @@ def test_accept_no_schedule(ctx):
 
 
 def test_subscribe(ctx):
-    t, j = ctx["t1"], ctx["j1"]
-    couch_jobs.add(TX, t, j, {"z": 1})
-
-    with pytest.raises(NotFound):
-        couch_jobs.subscribe("xyz", j)
-    with pytest.raises(NotFound):
-        couch_jobs.subscribe(t, "j5")
-
-    sub_res0 = couch_jobs.subscribe(t, j)
-    sub_id0, state, data = sub_res0
-    assert (state, data) == ("pending", {"z": 1})
-    assert isinstance(sub_id0, Subscription)
-    assert (sub_id0.type, sub_id0.id) == (t, j)
-
-    sub_res1 = couch_jobs.subscribe(t, j)
-    assert sub_res1 == sub_res0
-
-    assert couch_jobs.unsubscribe(sub_id0) is None
-
-    sub_id, state, data = couch_jobs.subscribe(t, j)
-    assert (state, data) == ("pending", {"z": 1})
-    assert sub_id != sub_id0
-
-    job, _ = couch_jobs.accept(t, timeout=5)
-    assert couch_jobs.wait(sub_id, timeout=5) == (t, j, "running", {"z": 1})
-
-    # Make sure we get intermediate `running` updates
-    couch_jobs.update(TX, job, {"z": 2})
-    assert couch_jobs.wait(sub_id, timeout=5) == (t, j, "running", {"z": 2})
-
-    assert couch_jobs.finish(TX, job, {"z": 3}) is None
-    assert couch_jobs.wait(sub_id, "finished", 5) == (t, j, "finished", {"z": 3})
-
-    assert couch_jobs.wait(sub_id, timeout=0.05) is None
-
-    assert couch_jobs.subscribe(t, j) == (None, "finished", {"z": 3})
-
-    assert couch_jobs.remove(TX, t, j) is None
-    with pytest.raises(NotFound):
-        couch_jobs.subscribe(t, j)
+    subscribe_case(ctx)
 
 
 def test_subscribe_wait_multiple(ctx):
-    t, j1, j2 = ctx["t1"], ctx["j1"], ctx["j2"]
-    couch_jobs.add(TX, t, j1, {})
-    couch_jobs.add(TX, t, j2, {})
-
-    s1, state1, data1 = couch_jobs.subscribe(t, j1)
-    s2, state2, data2 = couch_jobs.subscribe(t, j2)
-    assert (state1, data1, state2, data2) == ("pending", {}, "pending", {})
-
-    subs = [s1, s2]
-
-    # Accept one job. Only one running update is expected. PJob1 and PJob2
-    # do not necessarily correspond to Job1 and Job2.
-    pjob1, _ = couch_jobs.accept(t, timeout=5)
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-    assert couch_jobs.wait(subs, timeout=0.05) is None
-
-    # Accept another job. Expect another update.
-    pjob2, _ = couch_jobs.accept(t, timeout=5)
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-    assert couch_jobs.wait(subs, timeout=0.05) is None
-
-    couch_jobs.update(TX, pjob1, {"q": 5})
-    couch_jobs.update(TX, pjob2, {"r": 6})
-
-    # Each job was updated once, expect two running updates.
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-    assert couch_jobs.wait(subs, timeout=5).state == "running"
-
-    # Finish one job. Expect one finished update only.
-    assert couch_jobs.finish(TX, pjob1) is None
-    event = couch_jobs.wait(subs, "finished", 5)
-    assert (event.state, event.data) == ("finished", {"q": 5})
-    assert couch_jobs.wait(subs, "finished", 0.05) is None
-
-    # Finish another job. However, unsubscribe should flush the
-    # the message and we should not get it.
-    assert couch_jobs.finish(TX, pjob2) is None
-    assert couch_jobs.unsubscribe(s1) is None
-    assert couch_jobs.unsubscribe(s2) is None
-    assert couch_jobs.wait(subs, "finished", 0.05) is None
+    subscribe_wait_multiple_case(ctx)
 
 
 def test_unsubscribe_discards_delivered_notifications(ctx):

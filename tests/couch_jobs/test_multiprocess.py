@@ -10,6 +10,8 @@ import pytest
 
 from actors.couch_jobs import ActivityMonitorLogic, CouchJobs, Halt, NotFound
 
+from tests.couch_jobs.finished_log import create_finished_log, finish_counts, finish_logged
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TYPE = ("mp", 1)
@@ -26,9 +28,7 @@ def _worker(path: str, worker_no: int, results) -> None:
                 job, data = jobs.accept(TYPE, timeout=3.0)
             except NotFound:
                 break
-            with jobs.transaction() as tx:
-                tx.execute("INSERT INTO finished_log (job_id, worker) VALUES (?, ?)", (job.id, worker_no))
-                jobs.finish(tx, job, {**data, "by": worker_no})
+            finish_logged(jobs, job, data, worker_no)
             count += 1
     results.put((worker_no, count))
 
@@ -45,8 +45,7 @@ def test_workers_in_processes_finish_each_job_exactly_once(tmp_path):
     ctx = multiprocess.get_context("fork")
     with CouchJobs(path) as jobs:
         jobs.set_type_timeout(TYPE, 60)
-        with jobs.transaction() as tx:
-            tx.execute("CREATE TABLE finished_log (job_id TEXT NOT NULL, worker INTEGER NOT NULL)")
+        create_finished_log(jobs)
         results = ctx.Queue()
         procs = [ctx.Process(target=_worker, args=(path, i, results)) for i in range(N_WORKERS)]
         try:
@@ -65,10 +64,9 @@ def test_workers_in_processes_finish_each_job_exactly_once(tmp_path):
             _stop(procs)
 
         assert sum(counts.values()) == N_JOBS
-        with jobs.transaction(write=False) as tx:
-            rows = tx.execute("SELECT job_id, count(*) FROM finished_log GROUP BY job_id").fetchall()
-        assert len(rows) == N_JOBS
-        assert all(n == 1 for _, n in rows)
+        counts = finish_counts(jobs)
+        assert len(counts) == N_JOBS
+        assert all(n == 1 for n in counts.values())
         states = jobs.get_jobs(TYPE)
         assert len(states) == N_JOBS
         assert all(state == "finished" for _, _, state, _ in states)

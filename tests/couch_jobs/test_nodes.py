@@ -8,7 +8,6 @@ CouchDB nodes."""
 from __future__ import annotations
 
 import queue
-import time
 from typing import Any
 
 import pytest
@@ -23,7 +22,8 @@ from actors import Node  # noqa: E402
 from actors.couch_jobs import CouchJobs  # noqa: E402
 from actors.couch_jobs.naming import SERVER_NAME  # noqa: E402
 from tests.cluster.netkit import NodeProcess  # noqa: E402
-from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
+from tests.couch_jobs.actor_workers import Collector, Worker, collected  # noqa: E402
+from tests.couch_jobs.finished_log import create_finished_log, finishers  # noqa: E402
 from tests.couch_jobs.node_workers import KeepingHolder  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -35,24 +35,12 @@ SETTINGS = ("activity_monitor_max_jitter_msec=100 type_check_period_msec=500 typ
             "pg_connect_timeout_msec=2000")
 
 
-def _expect(q: "queue.Queue[Any]", tag: str, timeout: float, who: set[int] | None = None) -> tuple[Any, ...]:
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"no {tag!r} message within {timeout}s")
-        message = q.get(timeout=remaining)
-        if message[0] == tag and (who is None or message[1] in who):
-            return message
-
-
 def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_url: str, key: str) -> None:
     jobs = CouchJobs(pg_url)
     b = c = None
     try:
         jobs.set_type_timeout(TYPE, 1)
-        with jobs.transaction() as tx:
-            tx.execute("CREATE TABLE finished_log (job_id TEXT NOT NULL, worker INTEGER NOT NULL)")
+        create_finished_log(jobs)
         jobs.add(None, TYPE, "held-job", {})
         b, c = NodeProcess("b", key), NodeProcess("c", key)
         for peer in (b, c):
@@ -71,7 +59,7 @@ def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_u
             # 0.2 s, type timeout 1 s): only c's death can free it.
             holder = node_a.spawn(KeepingHolder, TYPE, 99, node="c", host="own")
             holder.cast(("accept_and_keep", collector))
-            _, _, held_job, _ = _expect(q, "held", 30)
+            _, _, held_job, _ = collected(q, "held", 30)
             assert held_job.id == "held-job"
 
             workers = {1: node_a.spawn(Worker, TYPE, 1, node="b", host="own"),
@@ -81,30 +69,26 @@ def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_u
             for w in workers.values():
                 w.cast(("run_resilient", collector, N_JOBS + 1, IDLE, 0))
             for _ in workers:
-                _expect(q, "running", 30)
+                collected(q, "running", 30)
             # Still c's after twice the 1 s type timeout: its updates keep it.
-            while _expect(q, "kept", 30)[2] < 10:
+            while collected(q, "kept", 30)[2] < 10:
                 pass
             assert jobs.get_job_state(None, TYPE, "held-job") == "running"
             with jobs.transaction() as tx:  # added on node a
                 for k in range(N_JOBS):
                     jobs.add(tx, TYPE, f"job-{k:03d}", {"k": k})
 
-            _expect(q, "finished", 30, who={3})  # c is working too
-            _expect(q, "finished", 30, who={1, 2})
+            collected(q, "finished", 30, who={3})  # c is working too
+            collected(q, "finished", 30, who={1, 2})
             c_down = node_a.monitor_node("c")
             c.kill()
             assert c_down.wait(5.0) == ("nodedown", "c")
 
             done = {}
             while len(done) < 2:
-                message = _expect(q, "done", 60, who={1, 2})
+                message = collected(q, "done", 60, who={1, 2})
                 done[message[1]] = message[2]
-        with jobs.transaction(write=False) as tx:
-            rows = tx.execute("SELECT job_id, worker FROM finished_log").fetchall()
-        by_job: dict[str, list[int]] = {}
-        for job_id, worker in rows:
-            by_job.setdefault(job_id, []).append(worker)
+        by_job = finishers(jobs)
         assert len(by_job) == N_JOBS + 1, sorted(by_job)
         assert all(len(ws) == 1 for ws in by_job.values()), {j: ws for j, ws in by_job.items() if len(ws) > 1}
         assert by_job["held-job"][0] in (1, 2)  # taken over on b after c died holding it

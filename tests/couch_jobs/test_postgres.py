@@ -29,33 +29,12 @@ from actors.couch_jobs import CouchJobs, PostgresStore, StoreUnavailable, app, o
 from actors.couch_jobs.naming import SERVER_NAME, TOP_SUP  # noqa: E402
 from actors.couch_jobs.store_postgres import _MIGRATIONS, SCHEMA_VERSION, redact  # noqa: E402
 from tests.couch_jobs.actor_fixtures import start_tree  # noqa: E402
-from tests.couch_jobs.actor_workers import Collector, Worker  # noqa: E402
+from tests.couch_jobs.actor_workers import Collector, Worker, collected  # noqa: E402
+from tests.couch_jobs.finished_log import create_finished_log, finish_counts  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TYPE = "pgjob"
-
-
-def _expect(q: "queue.Queue[Any]", tag: str, timeout: float) -> tuple[Any, ...]:
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"no {tag!r} message within {timeout}s")
-        message = q.get(timeout=remaining)
-        if message[0] == tag:
-            return message
-
-
-def _log_table(jobs: CouchJobs) -> None:
-    with jobs.transaction() as tx:
-        tx.execute("CREATE TABLE finished_log (job_id TEXT NOT NULL, worker INTEGER NOT NULL)")
-
-
-def _finish_counts(jobs: CouchJobs) -> dict[str, int]:
-    with jobs.transaction(write=False) as tx:
-        rows = tx.execute("SELECT job_id, count(*) FROM finished_log GROUP BY job_id").fetchall()
-    return dict(rows)
 
 
 # -- schema and URLs ------------------------------------------------------------
@@ -210,7 +189,7 @@ def test_exactly_once_with_worker_processes_killed(pg_tree):
     n_jobs = 150
     jobs.set_type_timeout(TYPE, 1)
     couch_jobs.server.force_check_types()
-    _log_table(jobs)
+    create_finished_log(jobs)
     q: "queue.Queue[Any]" = queue.Queue()
     collector = node.spawn(Collector, q)
     rng = random.Random(1234)
@@ -218,13 +197,13 @@ def test_exactly_once_with_worker_processes_killed(pg_tree):
     holder = node.spawn(Worker, TYPE, 99, host="holder")
     jobs.add(None, TYPE, "held-job", {})
     holder.cast(("accept_and_hold", collector))
-    _, _, held_job, _ = _expect(q, "held", 30)
+    _, _, held_job, _ = collected(q, "held", 30)
 
     workers = {i: node.spawn(Worker, TYPE, i, host=f"pw{i}") for i in range(4)}
     for w in workers.values():
         w.cast(("run_resilient", collector, n_jobs + 1, 3.0, 0))
     for _ in workers:
-        _expect(q, "running", 30)
+        collected(q, "running", 30)
     with jobs.transaction() as tx:
         for k in range(n_jobs):
             jobs.add(tx, TYPE, f"job-{k:03d}", {"k": k})
@@ -232,7 +211,7 @@ def test_exactly_once_with_worker_processes_killed(pg_tree):
     next_no = len(workers)
     for _ in range(3):  # kill a random worker at three moments, start a replacement
         for _ in range(10):
-            _expect(q, "finished", 30)
+            collected(q, "finished", 30)
         victim = workers.pop(rng.choice(sorted(workers)))
         down = node.monitor(victim)
         os.kill(victim.os_pid, signal.SIGKILL)
@@ -246,20 +225,20 @@ def test_exactly_once_with_worker_processes_killed(pg_tree):
         message = q.get(timeout=60)
         if message[0] == "done":
             live.discard(message[1])
-    counts = _finish_counts(jobs)
+    counts = finish_counts(jobs)
     assert len(counts) == n_jobs + 1 and set(counts.values()) == {1}, counts
     assert {state for _, _, state, _ in jobs.get_jobs(TYPE)} == {"finished"}
     # The stalled holder's finish comes after its lock was taken over: refused.
     with pytest.raises(couch_jobs.Halt):
         jobs.finish(None, held_job)
-    assert _finish_counts(jobs)["held-job"] == 1
+    assert finish_counts(jobs)["held-job"] == 1
 
 
 def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
     node, jobs = pg_tree["node"], pg_tree["jobs"]
     jobs.set_type_timeout(TYPE, 2)
     couch_jobs.server.force_check_types()
-    _log_table(jobs)
+    create_finished_log(jobs)
     sup, server = node.whereis(TOP_SUP), node.whereis(SERVER_NAME)
     q: "queue.Queue[Any]" = queue.Queue()
     collector = node.spawn(Collector, q)
@@ -267,13 +246,13 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
     for w in workers:
         w.cast(("run_resilient", collector, 10_000, 15.0, 10_000))
     for _ in workers:
-        _expect(q, "running", 30)
+        collected(q, "running", 30)
     acked = []
     for k in range(40):
         jobs.add(None, TYPE, f"before-{k}", {})
         acked.append(f"before-{k}")
     for _ in range(5):
-        _expect(q, "finished", 30)
+        collected(q, "finished", 30)
 
     pg_cluster.stop()
     try:
@@ -282,7 +261,7 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
         assert repr(jobs.store.location)[1:-1] in str(info.value)
         assert "is unavailable" in str(info.value)
         for _ in workers:  # each worker saw the same clear error, and lives on
-            assert "is unavailable" in _expect(q, "store_error", 30)[2]
+            assert "is unavailable" in collected(q, "store_error", 30)[2]
     finally:
         pg_cluster.start()
 
@@ -298,14 +277,14 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
     assert k == 40
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        counts = _finish_counts(jobs)
+        counts = finish_counts(jobs)
         if set(acked) <= set(counts):
             break
         try:
             q.get(timeout=1.0)  # paced by the workers' messages
         except queue.Empty:
             pass
-    counts = _finish_counts(jobs)
+    counts = finish_counts(jobs)
     assert set(acked) <= set(counts), sorted(set(acked) - set(counts))
     assert set(counts.values()) == {1}
     # The tree rode it out: same top supervisor and server, no restart storm.

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from actors.ioq import api
 from actors.ioq.file_server import IO_MSG, IO_REPLY, FileServer
 from actors.ioq.request import IoTargetDown
 from actors.ioq.sup import start_ioq
+from tests.ioq.seed_requests import IO_CLASSES, SHARDS, priority
 from tests.polling import poll_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -67,6 +70,28 @@ class FakeTarget(GenServer):
 
 def _wait_for(check, what: str) -> Any:
     return poll_until(check, what)
+
+
+@contextmanager
+def held_backlog(node, *streams: list[tuple[Any, str]], workers: int = 24) -> Iterator[ActorRef]:
+    """A held `FakeTarget` with one interactive request in flight and the
+    ``(message, io_class)`` requests of ``streams`` (taken in turn, one of
+    each at a time) queued behind it at ioq_server_1; the block runs with all
+    of them queued, then the target opens and every request must be answered.
+    Yields the target (its ``stats`` say the order it served them in)."""
+    target = node.spawn(FakeTarget, True)
+    with ThreadPoolExecutor(workers) as pool:
+        first = pool.submit(api.call, target, ("first",), ("interactive", SHARD))
+        _wait_for(lambda: target.call("stats")["held"] == 1, "the first request in flight")
+        futures = [pool.submit(api.call, target, msg, (io_class, SHARD))
+                   for turn in zip(*streams) for msg, io_class in turn]
+        _wait_for(lambda: _queued() == len(futures), f"a backlog of {len(futures)}")
+        try:
+            yield target
+        finally:  # a failed check in the block must not leave the pool waiting on held calls
+            target.call("open")
+        for fut in [first, *futures]:
+            fut.result(timeout=10)
 
 
 def _queued(name: str = "ioq_server_1") -> int:
@@ -139,21 +164,6 @@ def test_dispatch_strategies_all_answer(node, ioq2, strategy):
 
 # -- the seed's ioq_tests / ioq_server2 many_clients ---------------------------------
 
-IO_CLASSES = ["interactive", "view_update", "db_compact", "view_compact", "internal_repl", "other", "db_meta"]
-SHARDS = [
-    "shards/0-1/heroku/app928427/couchrest.1317609656.couch",
-    "shards/0-1/foo",
-    "shards/0-3/foo",
-    "shards/0-1/bar",
-    "shards/0-1/kocolosk/stats.1299297461.couch",
-    "shards/0-1/kocolosk/my/db.1299297457.couch",
-    "other",
-]
-
-
-def _priority(io_class: str, shard: str) -> tuple[Any, ...]:
-    return (io_class, shard, "_design/foo") if io_class == "view_update" else (io_class, shard)
-
 
 @pytest.mark.parametrize("enabled", ["true", "false"])
 def test_instantiate(node, ioq2, enabled):
@@ -162,7 +172,7 @@ def test_instantiate(node, ioq2, enabled):
     target = node.spawn(FakeTarget)
     with ThreadPoolExecutor(8) as pool:
         futures = {
-            pool.submit(api.call, target, ("ref", c, s), _priority(c, s)): (c, s)
+            pool.submit(api.call, target, ("ref", c, s), priority(c, s)): (c, s)
             for c in IO_CLASSES
             for s in SHARDS
         }
@@ -186,7 +196,7 @@ def test_many_clients(node, ioq2):
         for c in IO_CLASSES:
             for s in SHARDS:
                 ref = ("ref", seed, c, s)
-                assert api.call(rng.choice(targets), ref, _priority(c, s)) == ("reply", ref)
+                assert api.call(rng.choice(targets), ref, priority(c, s)) == ("reply", ref)
         return True
 
     with ThreadPoolExecutor(10) as pool:
@@ -265,19 +275,9 @@ def test_a_killed_server_host_is_restarted_by_ioq_sup(node, ioq2):
 
 def test_interactive_is_served_before_compaction_under_backlog(node, ioq2):
     node.config.set("ioq2", "dispatch_strategy", "single_server")
-    target = node.spawn(FakeTarget, True)
-    with ThreadPoolExecutor(24) as pool:
-        first = pool.submit(api.call, target, ("first",), ("interactive", SHARD))
-        _wait_for(lambda: target.call("stats")["held"] == 1, "the first request in flight")
-        futures = []
-        for i in range(10):
-            futures.append(pool.submit(api.call, target, ("compact", i), ("db_compact", SHARD)))
-            futures.append(pool.submit(api.call, target, ("read", i), ("interactive", SHARD)))
-        _wait_for(lambda: _queued() == 20, "a backlog of 20")
-        target.call("open")
-        first.result(timeout=10)
-        for fut in futures:
-            fut.result(timeout=10)
+    with held_backlog(node, [(("compact", i), "db_compact") for i in range(10)],
+                      [(("read", i), "interactive") for i in range(10)]) as target:
+        pass
     served = target.call("stats")["served"]
     kinds = [m[0] for m in served[1:]]
     assert kinds == ["read"] * 10 + ["compact"] * 10
@@ -288,17 +288,9 @@ def test_raising_compaction_priority_puts_it_first(node, ioq2):
     node.config.set("ioq2.classes", "db_compact", "10000")
     _wait_for(lambda: api.get_state()["class_p"] and dict(api.get_state()["class_p"])["db_compact"] == 10000.0,
               "the class priority to arrive")
-    target = node.spawn(FakeTarget, True)
-    with ThreadPoolExecutor(24) as pool:
-        first = pool.submit(api.call, target, ("first",), ("interactive", SHARD))
-        _wait_for(lambda: target.call("stats")["held"] == 1, "the first request in flight")
-        futures = [pool.submit(api.call, target, (kind, i), (cls, SHARD))
-                   for i in range(5) for kind, cls in (("read", "interactive"), ("compact", "db_compact"))]
-        _wait_for(lambda: _queued() == 10, "a backlog of 10")
-        target.call("open")
-        first.result(timeout=10)
-        for fut in futures:
-            fut.result(timeout=10)
+    with held_backlog(node, [(("read", i), "interactive") for i in range(5)],
+                      [(("compact", i), "db_compact") for i in range(5)]) as target:
+        pass
     kinds = [m[0] for m in target.call("stats")["served"][1:]]
     assert kinds == ["compact"] * 5 + ["read"] * 5
 
@@ -328,18 +320,10 @@ def test_set_concurrency_returns_the_old_total_and_validates(node, ioq2):
 
 def test_queue_depths_sum_over_servers(node, ioq2):
     node.config.set("ioq2", "dispatch_strategy", "single_server")
-    target = node.spawn(FakeTarget, True)
-    with ThreadPoolExecutor(8) as pool:
-        first = pool.submit(api.call, target, ("first",), ("interactive", SHARD))
-        _wait_for(lambda: target.call("stats")["held"] == 1, "the first request in flight")
-        rest = [pool.submit(api.call, target, (c, i), (c, SHARD))
-                for i, c in enumerate(["db_compact", "internal_repl", "low", "db_update", "interactive"])]
-        _wait_for(lambda: _queued() == 5, "five queued")
+    classes = ["db_compact", "internal_repl", "low", "db_update", "interactive"]
+    with held_backlog(node, [((c, i), c) for i, c in enumerate(classes)], workers=8):
         depths = api.get_queue_depths()
         assert depths == {"compaction": 1, "replication": 1, "low": 1, "channels": {"foo": [1, 1, 0]}}
-        target.call("open")
-        for fut in [first, *rest]:
-            fut.result(timeout=10)
     assert api.get_queue_depths()["compaction"] == 0
 
 

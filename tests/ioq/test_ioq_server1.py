@@ -22,6 +22,8 @@ from actors.ioq.server1_state import (
 )
 from actors.stats import Stats
 
+from tests.ioq.seed_requests import IO_CLASSES as ALL_IO_CLASSES, SHARDS, priority
+
 pytestmark = pytest.mark.timeout(30)
 
 QP = [("a", 0.5), ("b", 0.2), ("c", 0.3)]
@@ -50,22 +52,7 @@ def test_sort_queues_edge_cases():
 
 # -- ioq_tests: every class and shard through IOQ1 ------------------------------
 
-IO_CLASSES = ["interactive", "view_update", "db_compact", "view_compact", "internal_repl", "other"]
-SHARDS = [
-    "shards/0-1/heroku/app928427/couchrest.1317609656.couch",
-    "shards/0-1/foo",
-    "shards/0-3/foo",
-    "shards/0-1/bar",
-    "shards/0-1/kocolosk/stats.1299297461.couch",
-    "shards/0-1/kocolosk/my/db.1299297457.couch",
-    "other",
-]
-
-
-def priority(io_class, shard):
-    if io_class == "view_update":
-        return (io_class, shard, "_design/foo")
-    return (io_class, shard)
+IO_CLASSES = [c for c in ALL_IO_CLASSES if c != "db_meta"]
 
 
 def test_instantiate():

@@ -2,7 +2,6 @@
 
 import heapq
 import random
-import time
 from dataclasses import replace
 
 import pytest
@@ -13,6 +12,8 @@ from actors.ioq.ioq_config import DEFAULT_CLASS_PRIORITIES, DEFAULT_CONCURRENCY,
 from actors.ioq.request import IoqRequest, IoTargetDown, add_request_dimensions
 from actors.ioq.server2_state import Ioq2State, total_concurrency
 from actors.stats import Stats
+
+from tests.ioq.seed_requests import IO_CLASSES, SHARDS, priority
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -139,23 +140,6 @@ def test_queue_depths_of_a_server():
 
 
 # -- all_test_ / instantiate ----------------------------------------------------
-
-IO_CLASSES = ["interactive", "view_update", "db_compact", "view_compact", "internal_repl", "other", "db_meta"]
-SHARDS = [
-    "shards/0-1/heroku/app928427/couchrest.1317609656.couch",
-    "shards/0-1/foo",
-    "shards/0-3/foo",
-    "shards/0-1/bar",
-    "shards/0-1/kocolosk/stats.1299297461.couch",
-    "shards/0-1/kocolosk/my/db.1299297457.couch",
-    "other",
-]
-
-
-def priority(io_class, shard):
-    if io_class == "view_update":
-        return (io_class, shard, "_design/foo")
-    return (io_class, shard)
 
 
 def fake_server(msg):

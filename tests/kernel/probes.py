@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import queue
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from actors import ActorRef, Continue, GenServer, Stop, ignore, noreply
+from actors import ActorRef, CallTimeout, Continue, Exit, GenServer, Stop, ignore, noreply
 
 
 def wait_held(ref: ActorRef, n: int = 1, timeout: float = 10.0) -> None:
@@ -22,6 +24,37 @@ def wait_held(ref: ActorRef, n: int = 1, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             break
     raise AssertionError(f"{ref!r} never held {n} calls")
+
+
+def call_in_thread(ref: ActorRef, request: Any, timeout: float, results: "queue.Queue[Any]") -> threading.Thread:
+    """``ref.call(request)`` on a thread of its own (started, returned); how
+    it ended goes to ``results``: ``"answered"``, the `Exit` reason, or
+    ``"timeout"``."""
+
+    def run() -> None:
+        try:
+            ref.call(request, timeout=timeout)
+            results.put("answered")
+        except Exit as exc:
+            results.put(exc.reason)
+        except CallTimeout:
+            results.put("timeout")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def held_call_reasons(ref: ActorRef, end: Callable[[], None]) -> list[Any]:
+    """Run ``end`` while a ``"hold"`` call to ``ref`` (an `Echo`) waits on
+    another thread; how that call ended (see `call_in_thread`), or nothing
+    when it had not ended within 10 s."""
+    results: queue.Queue[Any] = queue.Queue()
+    thread = call_in_thread(ref, "hold", 20, results)
+    wait_held(ref)
+    end()
+    thread.join(10)
+    return [results.get_nowait() for _ in range(results.qsize())]
 
 
 class Echo(GenServer):

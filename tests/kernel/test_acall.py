@@ -12,6 +12,7 @@ import asyncio
 import os
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -115,34 +116,32 @@ def test_dead_target_fails_with_noproc(node):
     asyncio.run(main())
 
 
-def test_actor_killed_while_calls_pending_fails_them_with_its_reason(node):
-    ref = node.spawn(Echo, host="own")
+def _held_acalls_after(node: Any, ref: Any, end: Callable[[], None]) -> list[Any]:
+    """What twenty ``"hold"`` acalls to ``ref`` ended with when ``end()`` ran
+    while all were held; none may be left pending in the runtime."""
     rt = node._rt
 
-    async def main() -> None:
+    async def main() -> list[Any]:
         calls = [asyncio.ensure_future(ref.acall("hold", timeout=30.0)) for _ in range(20)]
         await _held(ref, 20)
-        node.kill(ref)
-        results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10.0)
-        assert all(isinstance(r, Exit) for r in results), results
+        end()
+        return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10.0)
 
-    asyncio.run(main())
+    results = asyncio.run(main())
     assert not rt.pending
+    return results
+
+
+def test_actor_killed_while_calls_pending_fails_them_with_its_reason(node):
+    ref = node.spawn(Echo, host="own")
+    results = _held_acalls_after(node, ref, lambda: node.kill(ref))
+    assert all(isinstance(r, Exit) for r in results), results
 
 
 def test_host_killed_while_calls_pending_fails_them(node):
     ref = node.spawn(Echo, host="own")
-    rt = node._rt
-
-    async def main() -> None:
-        calls = [asyncio.ensure_future(ref.acall("hold", timeout=30.0)) for _ in range(20)]
-        await _held(ref, 20)
-        os.kill(ref.os_pid, signal.SIGKILL)
-        results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10.0)
-        assert all(isinstance(r, Exit) for r in results), results
-
-    asyncio.run(main())
-    assert not rt.pending
+    results = _held_acalls_after(node, ref, lambda: os.kill(ref.os_pid, signal.SIGKILL))
+    assert all(isinstance(r, Exit) for r in results), results
 
 
 def test_cancelling_the_awaiting_task_withdraws_the_call(node):

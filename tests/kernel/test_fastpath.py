@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import zmq
 
-from actors import CallTimeout, Exit
+from actors import CallTimeout
 from actors._runtime import CAST_BATCH
-from tests.kernel.probes import Echo, Probe, Scripted, wait_held
+from tests.kernel.probes import Echo, Probe, Scripted, held_call_reasons
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -223,17 +223,4 @@ def test_reply_channels_live_in_the_runtime_dir_and_go_with_the_node(node):
 
 def test_caller_waiting_on_its_channel_hears_of_the_hosts_death(node):
     b = node.spawn(Echo, host="own")
-    outcome: list[Any] = []
-
-    def caller() -> None:
-        try:
-            b.call("hold", timeout=20)
-        except Exit as exc:
-            outcome.append(exc.reason)
-
-    t = threading.Thread(target=caller)
-    t.start()
-    wait_held(b)
-    os.kill(b.os_pid, 9)
-    t.join(10)
-    assert outcome == ["killed"]
+    assert held_call_reasons(b, lambda: os.kill(b.os_pid, 9)) == ["killed"]

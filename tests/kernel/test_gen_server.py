@@ -8,7 +8,7 @@ import time
 import pytest
 
 from actors import ActorRef, AlreadyRegistered, CallTimeout, Crash, Exit, SpawnError
-from tests.kernel.probes import ContinueOrder, Echo, FailingInit, Ignoring, Terminating, wait_held
+from tests.kernel.probes import ContinueOrder, Echo, FailingInit, Ignoring, Terminating, held_call_reasons
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -62,23 +62,7 @@ def test_call_to_unregistered_name_fails_with_noproc(node):
 @pytest.mark.parametrize("host", PLACES)
 def test_call_fails_with_exact_reason_when_target_is_killed(node, host):
     ref = node.spawn(Echo, host=host)
-    import threading
-
-    result: list = []
-
-    def caller():
-        try:
-            ref.call("hold", timeout=20)
-        except Exit as exc:
-            result.append(exc.reason)
-
-    t = threading.Thread(target=caller)
-    t.start()
-    # the hold is registered once the server has answered a later call
-    wait_held(ref)
-    node.kill(ref)
-    t.join(10)
-    assert result == ["killed"]
+    assert held_call_reasons(ref, lambda: node.kill(ref)) == ["killed"]
 
 
 @pytest.mark.parametrize("host", PLACES)
@@ -95,22 +79,7 @@ def test_call_fails_with_crash_reason(node, host):
 @pytest.mark.parametrize("host", PLACES)
 def test_call_fails_with_normal_when_server_stops_normally(node, host):
     ref = node.spawn(Echo, host=host)
-    import threading
-
-    result: list = []
-
-    def caller():
-        try:
-            ref.call("hold", timeout=20)
-        except Exit as exc:
-            result.append(exc.reason)
-
-    t = threading.Thread(target=caller)
-    t.start()
-    wait_held(ref)
-    node.stop(ref, "normal")
-    t.join(10)
-    assert result == ["normal"]
+    assert held_call_reasons(ref, lambda: node.stop(ref, "normal")) == ["normal"]
 
 
 @pytest.mark.parametrize("host", PLACES)
@@ -231,22 +200,26 @@ def test_terminate_runs_on_stop(node):
     assert q.get_nowait() == ("terminated", "shutdown")
 
 
-def test_terminate_does_not_run_on_kill(node):
+def _down_without_terminate(node, trap: bool, end) -> tuple:
+    """Spawn a `Terminating` (trapping exits or not), ``end(ref)`` it and
+    return its DOWN ``(ref, reason)``; its terminate must not have run."""
     q: queue.Queue = queue.Queue()
-    ref = node.spawn(Terminating, q, True)
+    ref = node.spawn(Terminating, q, trap)
     mon = node.monitor(ref)
-    node.kill(ref)
-    assert mon.wait(5) == (ref, "killed")
+    end(ref)
+    down = mon.wait(5)
     assert q.empty()
+    return ref, down
+
+
+def test_terminate_does_not_run_on_kill(node):
+    ref, down = _down_without_terminate(node, True, node.kill)
+    assert down == (ref, "killed")
 
 
 def test_terminate_does_not_run_on_exit_signal_when_not_trapping(node):
-    q: queue.Queue = queue.Queue()
-    ref = node.spawn(Terminating, q, False)
-    mon = node.monitor(ref)
-    node.exit(ref, "because")
-    assert mon.wait(5) == (ref, "because")
-    assert q.empty()
+    ref, down = _down_without_terminate(node, False, lambda r: node.exit(r, "because"))
+    assert down == (ref, "because")
 
 
 def test_exit_signal_to_trapping_actor_becomes_message(node):
@@ -258,12 +231,8 @@ def test_exit_signal_to_trapping_actor_becomes_message(node):
 
 
 def test_exit_kill_is_untrappable(node):
-    q: queue.Queue = queue.Queue()
-    ref = node.spawn(Terminating, q, True)
-    mon = node.monitor(ref)
-    node.exit(ref, "kill")
-    assert mon.wait(5) == (ref, "killed")
-    assert q.empty()
+    ref, down = _down_without_terminate(node, True, lambda r: node.exit(r, "kill"))
+    assert down == (ref, "killed")
 
 
 def test_refs_are_picklable_equal_and_never_reused(node):

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from actors import Exit
-from tests.kernel.probes import Echo, Probe, wait_held
+from tests.kernel.probes import Echo, Probe, held_call_reasons
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -22,23 +22,16 @@ def probe(node, trap=False):
 
 
 @pytest.mark.parametrize("host", PLACES)
-def test_abnormal_exit_kills_linked_non_trapping_actor_with_same_reason(node, host):
+@pytest.mark.parametrize("dying", ["linked_to", "linker"])
+def test_abnormal_exit_kills_linked_non_trapping_actor_with_same_reason(node, host, dying):
+    """Either end's abnormal exit kills the other: links are two-way."""
     a = node.spawn(Echo, host=host)
     b = node.spawn(Echo, host="own")
     assert b.call(("link", a)) == "ok"
-    mb = node.monitor(b)
-    node.exit(a, "boom")
-    assert mb.wait(5) == (b, "boom")
-
-
-@pytest.mark.parametrize("host", PLACES)
-def test_links_are_two_way(node, host):
-    a = node.spawn(Echo, host=host)
-    b = node.spawn(Echo, host="own")
-    assert b.call(("link", a)) == "ok"
-    ma = node.monitor(a)
-    node.exit(b, "boom")
-    assert ma.wait(5) == (a, "boom")
+    dead, other = (a, b) if dying == "linked_to" else (b, a)
+    mon = node.monitor(other)
+    node.exit(dead, "boom")
+    assert mon.wait(5) == (other, "boom")
 
 
 @pytest.mark.parametrize("host", PLACES)
@@ -126,22 +119,7 @@ def test_sigkill_of_host_delivers_down_and_exit_for_every_actor_there(node):
 
 def test_sigkill_fails_pending_calls(node):
     a = node.spawn(Echo, host="own")
-    import threading
-
-    result: list = []
-
-    def caller():
-        try:
-            a.call("hold", timeout=20)
-        except Exit as exc:
-            result.append(exc.reason)
-
-    t = threading.Thread(target=caller)
-    t.start()
-    wait_held(a)
-    os.kill(a.os_pid, signal.SIGKILL)
-    t.join(10)
-    assert result == ["killed"]
+    assert held_call_reasons(a, lambda: os.kill(a.os_pid, signal.SIGKILL)) == ["killed"]
     with pytest.raises(Exit) as info:
         a.call("again")
     assert info.value.reason == "noproc"

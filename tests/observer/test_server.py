@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -20,6 +22,27 @@ from tests.couch_jobs.pg import HOW_TO_GET
 from tests.observer.conftest import get, row, small_tree, snapshot, wait_picture
 
 pytestmark = pytest.mark.integration
+
+
+@contextmanager
+def observe_command(node: Node) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``python -m actors observe`` attached to ``node`` in its own process, and
+    the token URL it printed; terminated when the block ends."""
+    proc = subprocess.Popen([sys.executable, "-m", "actors", "observe", node.rundir, "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        url = ""
+        for _ in range(5):  # a header line, then the URL
+            line = proc.stdout.readline()
+            if line.startswith("open "):
+                url = line.split()[1]
+                break
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+        yield proc, url
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def test_every_path_needs_the_token(observer: Any) -> None:
@@ -97,17 +120,7 @@ def test_actions_only_target_what_the_node_listed(observer: Any) -> None:
 def test_observe_command_attaches_to_a_running_node(tmp_path: Any) -> None:
     with Node() as node:
         small_tree(node)
-        env = {**os.environ, "PYTHONPATH": os.getcwd()}
-        proc = subprocess.Popen([sys.executable, "-m", "actors", "observe", node.rundir, "--port", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        try:
-            url = ""
-            for _ in range(5):  # a header line, then the URL
-                line = proc.stdout.readline()
-                if line.startswith("open "):
-                    url = line.split()[1]
-                    break
-            assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+        with observe_command(node) as (proc, url):
             status, body = get(url.replace("/?token=", "/api/snapshot?token="))
             assert status == 200
             picture = json.loads(body)
@@ -122,9 +135,6 @@ def test_observe_command_attaches_to_a_running_node(tmp_path: Any) -> None:
                 json.dumps({"actor": alpha["actor"]}).encode())
             assert status == 200 and json.loads(raw)["ok"]
             assert monitor.wait(10)[1] == "killed"
-        finally:
-            proc.terminate()
-            proc.wait(10)
         assert proc.returncode is not None
 
 
@@ -225,23 +235,10 @@ def test_observe_command_reads_couch_jobs_counts_from_either_store(store_url: st
             for i in range(3):
                 jobs.add(None, "obs_type", f"j{i}", {})
             jobs.accept("obs_type")
-            proc = subprocess.Popen([sys.executable, "-m", "actors", "observe", node.rundir, "--port", "0"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    env={**os.environ, "PYTHONPATH": os.getcwd()})
-            try:
-                url = ""
-                for _ in range(5):  # a header line, then the URL
-                    line = proc.stdout.readline()
-                    if line.startswith("open "):
-                        url = line.split()[1]
-                        break
-                assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+            with observe_command(node) as (_proc, url):
                 status, body = get(url.replace("/?token=", "/api/snapshot?token="))
                 assert status == 200
                 panel = json.loads(body)["panels"]["couch_jobs"]
                 assert panel == {"types": [{"type": "obs_type", "pending": 2, "running": 1}]}
-            finally:
-                proc.terminate()
-                proc.wait(10)
         finally:
             couch_jobs.stop(node)

@@ -18,12 +18,8 @@ from actors import Node
 from actors._net import NetError
 from actors.replicator import cluster_status, start_replicator
 
+from tests.cluster.peer_loop import connect_command, say, serve
 from tests.replicator.cluster_kit import AUDIT_ENV, NODE_ENV, AuditedJob, NodesAudit
-
-
-def say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
 
 
 def main() -> int:
@@ -45,20 +41,16 @@ def main() -> int:
     with Node(config, name=args.name, listen="tcp://127.0.0.1:0", connect_all=args.connect_all) as node:
         node.spawn(NodesAudit)
         say(f"ADDR {node.address}")
-        for line in sys.stdin:
-            words = line.split()
-            if not words:
-                continue
-            if words[0] == "connect":
-                try:
-                    say(f"CONNECTED {node.connect(words[1], timeout=10.0)}")
-                except NetError as exc:
-                    say(f"CONNECT_FAILED {exc}")
-            elif words[0] == "start":
-                start_replicator(node, AuditedJob, job_host="own")
-                say("STARTED")
-            elif words[0] == "status":
-                say("STATUS " + json.dumps(cluster_status(node), default=str))
+
+        def start(words: list[str]) -> None:
+            start_replicator(node, AuditedJob, job_host="own")
+            say("STARTED")
+
+        serve({
+            "connect": connect_command(node.connect, 10.0, NetError),
+            "start": start,
+            "status": lambda words: say("STATUS " + json.dumps(cluster_status(node), default=str)),
+        })
     return 0
 
 

@@ -214,12 +214,19 @@ def test_missing_source_is_reported_then_recovers_after_back_off(node, tmp_path)
 # -- continuous jobs, checkpoints, resume --------------------------------------------------------
 
 
-def test_continuous_job_follows_changes_checkpoints_on_stop_and_resumes(node, tmp_path):
-    configure(node, max_jobs=5, interval=5000)
-    start_replicator(node, RecordingJob)
+def start_probed(node, interval: int):
+    """The replicator running `RecordingJob`s (max_jobs 5, scheduler interval
+    ``interval`` ms): its top supervisor, its events subscribed (a queue), and
+    a `Probe` with the queue the jobs report their progress to."""
+    configure(node, max_jobs=5, interval=interval)
+    top = start_replicator(node, RecordingJob)
     q = subscribe(node)
     progress: queue.Queue = queue.Queue()
-    probe = node.spawn(Probe, progress)
+    return top, q, progress, node.spawn(Probe, progress)
+
+
+def test_continuous_job_follows_changes_checkpoints_on_stop_and_resumes(node, tmp_path):
+    _, q, progress, probe = start_probed(node, interval=5000)
     r = rep(tmp_path, 0, docs=10, continuous=True, notify=probe, checkpoint_interval=60000,
             changes_poll_interval=50)
     sched.add_job(node, r)
@@ -243,11 +250,7 @@ def test_continuous_job_follows_changes_checkpoints_on_stop_and_resumes(node, tm
 
 
 def test_periodic_checkpoints_are_recorded_on_both_sides(node, tmp_path):
-    configure(node, max_jobs=5, interval=5000)
-    start_replicator(node, RecordingJob)
-    q = subscribe(node)
-    progress: queue.Queue = queue.Queue()
-    probe = node.spawn(Probe, progress)
+    _, q, progress, probe = start_probed(node, interval=5000)
     r = rep(tmp_path, 0, docs=10, continuous=True, notify=probe, checkpoint_interval=50)
     sched.add_job(node, r)
     wait_for(progress, lambda e: e[2] == 10)
@@ -358,11 +361,7 @@ def test_tree_in_its_own_host_answers_reads_from_other_processes(node, tmp_path)
 
 
 def test_scheduler_death_restarts_the_tree_and_stops_orphaned_jobs(node, tmp_path):
-    configure(node, max_jobs=5, interval=60000)
-    top = start_replicator(node, RecordingJob)
-    q = subscribe(node)
-    progress: queue.Queue = queue.Queue()
-    probe = node.spawn(Probe, progress)
+    top, q, progress, probe = start_probed(node, interval=60000)
     for i in range(2):
         sched.add_job(node, rep(tmp_path, i, continuous=True, notify=probe, checkpoint_interval=60000))
     refs = [e[3] for e in wait_for(q, lambda e: e[1] == "started" and e[2] == "job1") if e[1] == "started"]

@@ -141,17 +141,10 @@ def test_t_max_churn_does_not_throttle_initial_start():
     assert h.run_stop_count() == (2, 0)
 
 
-def test_t_excess_oneshot_only_jobs():
-    h = Harness([oneshot_running(1), oneshot_running(2)])
-    assert h.run_stop_count() == (2, 0)
-    h.reschedule(1)
-    assert h.run_stop_count() == (1, 1)
-    h.reschedule(0)
-    assert h.run_stop_count() == (0, 2)
-
-
-def test_t_excess_continuous_only_jobs():
-    h = Harness([continuous_running(1), continuous_running(2)])
+@pytest.mark.parametrize("running", [oneshot_running, continuous_running], ids=["oneshot", "continuous"])
+def test_t_excess_only_jobs(running):
+    """The seed's t_excess_oneshot_only_jobs and t_excess_continuous_only_jobs."""
+    h = Harness([running(1), running(2)])
     assert h.run_stop_count() == (2, 0)
     h.reschedule(1)
     assert h.run_stop_count() == (1, 1)

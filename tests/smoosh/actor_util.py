@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import queue
+import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from actors import GenServer
+
+from tests.polling import take_first
 
 
 class Observer(GenServer):
@@ -30,18 +35,15 @@ class Events:
 
     def wait(self, pred: Callable[[tuple], bool], timeout: float = 20.0) -> tuple:
         """The first event (from now on) matching ``pred``; TimeoutError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no matching smoosh event within {timeout} s; seen {self.seen[-20:]!r}")
-            try:
-                event = self.q.get(timeout=left)
-            except queue.Empty:
-                continue
+
+        def matches(event: tuple) -> bool:
             self.seen.append(event)
-            if pred(event):
-                return event
+            return pred(event)
+
+        event = take_first(self.q, matches, timeout)
+        if event is None:
+            raise TimeoutError(f"no matching smoosh event within {timeout} s; seen {self.seen[-20:]!r}")
+        return event
 
     def wait_for(self, kind: str, *args: Any, timeout: float = 20.0) -> tuple:
         """The next ``("smoosh", kind, *args, ...)`` event."""
@@ -85,13 +87,18 @@ def wait_proc_state(pid: int, wanted: set[str], timeout: float = 10.0) -> str | 
     return state
 
 
-def hold_exclusive_lock(path: str) -> Any:
-    """Open ``path`` and take SQLite's exclusive lock, so a VACUUM of it waits."""
-    import sqlite3
-
+@contextmanager
+def exclusive_lock(path: str) -> Iterator[None]:
+    """SQLite's exclusive lock on ``path`` for the block, so a VACUUM of it waits."""
     con = sqlite3.connect(path, isolation_level=None, timeout=10.0)
-    con.execute("BEGIN EXCLUSIVE")
-    return con
+    try:
+        con.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            con.execute("ROLLBACK")
+    finally:
+        con.close()
 
 
 def utc_hhmm(minutes: int) -> str:

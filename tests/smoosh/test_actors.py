@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import queue
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -35,7 +37,7 @@ from .actor_util import (
     Events,
     Observer,
     file_size,
-    hold_exclusive_lock,
+    exclusive_lock,
     now_minutes,
     proc_state,
     utc_hhmm,
@@ -56,6 +58,16 @@ def dirs(tmp_path):
     return str(data), str(state)
 
 
+@contextmanager
+def running_compaction(node, events: Events, path: str) -> Iterator[int]:
+    """db1 enqueued on ratio_dbs and its compaction started, held inside its
+    VACUUM by an exclusive lock on ``path`` until the block ends: yields the
+    job's pid (a job that is really running, not one about to start)."""
+    with exclusive_lock(path):
+        assert sync_enqueue("db1", node) is True
+        yield events.wait_for("started", "ratio_dbs", "db1")[4]
+
+
 def configure(cfg, state: str) -> None:
     """The seed's setup/0: persistence on, ratio_dbs min_size 1 and min_priority 1."""
     cfg.set("smoosh", "persist", "true")
@@ -64,6 +76,16 @@ def configure(cfg, state: str) -> None:
     cfg.set("smoosh", "wait_secs", "0")
     cfg.set("smoosh.ratio_dbs", "min_size", "1")
     cfg.set("smoosh.ratio_dbs", "min_priority", "1")
+
+
+def launch(node, dirs, settings=(), overrides=None):
+    """The seed's setup on ``dirs`` (data, state): `configure`, then each
+    ``(section, key, value)`` of ``settings``, then `start`."""
+    data, state = dirs
+    configure(node.config, state)
+    for section, key, value in settings:
+        node.config.set(section, key, value)
+    return start(node, data, overrides)
 
 
 def start(node, data: str, overrides=None):
@@ -87,9 +109,7 @@ def wait_channels(node, n: int) -> dict:
 
 
 def test_t_default_channels(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    start(node, data)
+    launch(node, dirs)
     # 3 default ratios + 3 default views + 1 index cleanup = 7
     assert list(status(node)) == SEVEN
     for name in SEVEN:
@@ -98,9 +118,7 @@ def test_t_default_channels(node, dirs):
 
 
 def test_t_channels_recreated_on_crash(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    _, _, events = start(node, data)
+    _, _, events = launch(node, dirs)
     flush(node)
     old = channel_ref("ratio_dbs", node)
     node.kill(old)
@@ -114,9 +132,7 @@ def test_t_channels_recreated_on_crash(node, dirs):
 
 
 def test_t_can_create_and_delete_channels(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    _, _, events = start(node, data)
+    _, _, events = launch(node, dirs)
     flush(node)
     node.config.set("smoosh", "db_channels", "mychan1")
     node.config.set("smoosh", "view_channels", "mychan2")
@@ -135,9 +151,7 @@ def test_t_can_create_and_delete_channels(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_t_db_is_enqueued_and_compacted_on_disk(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs)
     path = adapter.db_path("db1")
     grow_db(path, rows=2500)
     delete_rows(path)  # the seed deletes doc1
@@ -158,22 +172,14 @@ def test_t_db_is_enqueued_and_compacted_on_disk(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_suspend_and_resume_a_running_compaction(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs)
     path = adapter.db_path("db1")
     make_db(path)
     before = file_size(path)
-    lock = hold_exclusive_lock(path)  # the VACUUM waits for this lock: a job that is running
-    try:
-        assert sync_enqueue("db1", node) is True
-        pid = events.wait_for("started", "ratio_dbs", "db1")[4]
+    with running_compaction(node, events, path) as pid:
         assert status(node)["ratio_dbs"]["active"] == 1
         suspend(node)
         assert wait_proc_state(pid, {"T"}) == "T"
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
     # Unlocked but stopped: nothing happens until resume.
     assert proc_state(pid) == "T"
     assert file_size(path) == before
@@ -184,12 +190,11 @@ def test_suspend_and_resume_a_running_compaction(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_window_checks(node, dirs):
-    data, state = dirs
     now = now_minutes()
-    configure(node.config, state)
-    node.config.set("smoosh.ratio_dbs", "from", utc_hhmm(now + 120))
-    node.config.set("smoosh.ratio_dbs", "to", utc_hhmm(now + 180))
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs, settings=[
+        ("smoosh.ratio_dbs", "from", utc_hhmm(now + 120)),
+        ("smoosh.ratio_dbs", "to", utc_hhmm(now + 180)),
+    ])
     path = adapter.db_path("db1")
     make_db(path)
     before = file_size(path)
@@ -209,25 +214,16 @@ def test_window_checks(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_strict_window_suspends_and_resumes_running_job(node, dirs):
-    data, state = dirs
     now = now_minutes()
-    configure(node.config, state)
-    node.config.set("smoosh.ratio_dbs", "strict_window", "true")
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs, settings=[("smoosh.ratio_dbs", "strict_window", "true")])
     path = adapter.db_path("db1")
     make_db(path)
-    lock = hold_exclusive_lock(path)
-    try:
-        assert sync_enqueue("db1", node) is True
-        pid = events.wait_for("started", "ratio_dbs", "db1")[4]
+    with running_compaction(node, events, path) as pid:
         # Leave the window: the running job is stopped in place.
         node.config.set("smoosh.ratio_dbs", "from", utc_hhmm(now + 120))
         node.config.set("smoosh.ratio_dbs", "to", utc_hhmm(now + 180))
         events.wait_for("suspended", "ratio_dbs")
         assert wait_proc_state(pid, {"T"}) == "T"
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
     assert proc_state(pid) == "T"
     # Enter the window again: resumed, and it finishes.
     node.config.set("smoosh.ratio_dbs", "from", utc_hhmm(now - 60))
@@ -253,9 +249,7 @@ def _restore_page(path: str, page: int, original: bytes, page_size: int = 4096) 
 
 @pytest.mark.timeout(60)
 def test_failed_compaction_is_re_enqueued_after_delay(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    _, adapter, events = start(node, data, overrides={"re_enqueue_delay": 0.3})
+    _, adapter, events = launch(node, dirs, overrides={"re_enqueue_delay": 0.3})
     path = adapter.db_path("db1")
     make_db(path)
     before = file_size(path)
@@ -276,23 +270,14 @@ def test_failed_compaction_is_re_enqueued_after_delay(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_already_running_compaction_is_adopted_not_started_twice(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    node.config.set("smoosh.ratio_dbs", "concurrency", "2")
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs, settings=[("smoosh.ratio_dbs", "concurrency", "2")])
     path = adapter.db_path("db1")
     make_db(path)
-    lock = hold_exclusive_lock(path)
-    try:
-        assert sync_enqueue("db1", node) is True
-        pid = events.wait_for("started", "ratio_dbs", "db1")[4]
+    with running_compaction(node, events, path) as pid:
         # A second enqueue while it runs: not queued again, not started twice.
         sync_enqueue("db1", node)
         info = channel_ref("ratio_dbs", node).call("info")
         assert info["active"] == {"db1": pid} and info["waiting"] == {}
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
     assert events.wait_for("exited", "ratio_dbs", "db1")[4] == "normal"
     assert not any(e[1] == "started" and e[4] != pid for e in events.drain())
 
@@ -337,10 +322,9 @@ def test_checkpoint_and_resume_after_node_restart(dirs):
 
 @pytest.mark.timeout(60)
 def test_periodic_checkpoint_written_off_the_channel(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    node.config.set("smoosh", "wait_secs", "3600")
-    _, adapter, events = start(node, data, overrides={"checkpoint_interval": 0.2})
+    _, state = dirs
+    _, adapter, events = launch(node, dirs, settings=[("smoosh", "wait_secs", "3600")],
+                                overrides={"checkpoint_interval": 0.2})
     make_db(adapter.db_path("db1"), rows=300)
     assert sync_enqueue("db1", node) is True
     events.wait(lambda e: e[1] == "checkpointed" and e[2] == "ratio_dbs")
@@ -370,9 +354,7 @@ def test_misconfigured_state_dir_reported_once(node, dirs, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_helpers_restarted_when_they_die(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs)
     helpers = server_ref(node).call("helpers")
     node.kill(helpers["access_cleaner"])
     events.wait_for("helper_restarted", "access_cleaner")
@@ -395,9 +377,7 @@ def test_helpers_restarted_when_they_die(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_server_crash_restarts_tree(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    sup, _, events = start(node, data)
+    sup, _, events = launch(node, dirs)
     old = server_ref(node)
     node.kill(old)
     for _ in SEVEN:
@@ -410,21 +390,17 @@ def test_server_crash_restarts_tree(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_directory_watcher_enqueues_changed_dbs(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    node.config.set("smoosh", "watch_interval", "0.05")
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs, settings=[("smoosh", "watch_interval", "0.05")])
     make_db(adapter.db_path("db1"))
     assert events.wait_for("exited", "ratio_dbs", "db1")[4] == "normal"
 
 
 @pytest.mark.timeout(60)
 def test_view_compaction_and_index_cleanup(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    node.config.set("smoosh.ratio_views", "min_size", "1")
-    node.config.set("smoosh.ratio_views", "min_priority", "1")
-    _, adapter, events = start(node, data)
+    _, adapter, events = launch(node, dirs, settings=[
+        ("smoosh.ratio_views", "min_size", "1"),
+        ("smoosh.ratio_views", "min_priority", "1"),
+    ])
     make_db(adapter.db_path("db1"), rows=300)
     index = adapter.register_index("db1", "by_name")
     make_db(index, rows=600)
@@ -440,9 +416,7 @@ def test_view_compaction_and_index_cleanup(node, dirs):
 
 
 def test_bad_keys_rejected_in_the_caller(node, dirs):
-    data, state = dirs
-    configure(node.config, state)
-    start(node, data)
+    launch(node, dirs)
     with pytest.raises(ValueError):
         sync_enqueue(("a", "b", "c"), node)
     with pytest.raises(ValueError):

@@ -125,10 +125,10 @@ class Model:
         return high
 
 
-@settings(max_examples=150, deadline=None)
-@given(ops)
-def test_queue_matches_model(operations):
-    q, m = PriorityQueue(), Model()
+def in_step(q, m, operations):
+    """Apply each of ``operations`` to the queue ``q`` and the model ``m`` alike;
+    they must hold the same entries after each.  Yields after each step, for the
+    caller's own checks."""
     for op in operations:
         if op[0] == "in":
             q.insert(op[1], op[2], op[3])
@@ -137,6 +137,14 @@ def test_queue_matches_model(operations):
             assert q.out() == m.out()
         assert len(q) == len(m.entries)
         assert q.to_map() == {k: p for k, (p, _s) in m.entries.items()}
+        yield
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops)
+def test_queue_matches_model(operations):
+    q, m = PriorityQueue(), Model()
+    for _ in in_step(q, m, operations):
         info = q.info()
         if m.entries:
             assert info["min"] == min(p for p, _ in m.entries.values())
@@ -161,14 +169,7 @@ def check_against_model(operations):
     Returns how many times the heaps were rebuilt.
     """
     q, m = CountingQueue(), Model()
-    for op in operations:
-        if op[0] == "in":
-            q.insert(op[1], op[2], op[3])
-            m.insert(op[1], op[2], op[3])
-        else:
-            assert q.out() == m.out()
-        assert len(q) == len(m.entries)
-        assert q.to_map() == {k: p for k, (p, _s) in m.entries.items()}
+    for _ in in_step(q, m, operations):
         # garbage stays bounded: the heaps are rebuilt past 2 * live + 64
         assert len(q._max_heap) <= 2 * len(q) + 65 and len(q._min_heap) <= 2 * len(q) + 65
     while m.entries:  # drain: every key comes out in the model's order

@@ -1,4 +1,4 @@
-"""The SQL both job stores run: `StoreTx` once, over any DB-API connection.
+"""The SQL both job stores run: `StoreTx` once, over a connection with ``execute``.
 
 SQLite (`store_sqlite`) and PostgreSQL (`store_postgres`) keep the same
 tables and ask them the same questions, so the queries live here, written
@@ -45,7 +45,7 @@ def _record(row: tuple[Any, ...]) -> JobRecord:
 
 @functools.lru_cache(maxsize=256)
 def _with_param(sql: str, param: str) -> str:
-    """A shared statement with the backend's parameter marker (there are a few dozen)."""
+    """A shared statement with the backend's parameter marker (the statements are a fixed, small set)."""
     return sql.replace("?", param)
 
 

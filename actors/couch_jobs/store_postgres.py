@@ -363,9 +363,14 @@ class PostgresStore(SQLStore):
     # -- listeners on every machine ----------------------------------------
 
     def add_change_listener(self, listener: CommitListener) -> None:
-        """Call ``listener(types)`` for commits in any process on any machine (LISTEN/NOTIFY)."""
+        """Call ``listener(types)`` for commits in any process on any machine (LISTEN/NOTIFY).
+
+        A closed store starts no listener: `close` would not stop it.
+        """
         with self._lock:
             self._change_listeners.append(listener)
+            if self._closed:
+                return
             if self._listen_thread is None or not self._listen_thread.is_alive():
                 self._listen_stop.clear()
                 self._listen_thread = threading.Thread(

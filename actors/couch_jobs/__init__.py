@@ -58,7 +58,8 @@ from .notifier import Notifier, TypeMonitor
 from .process import use
 from .client import force_check_types, get_notifier_server
 from .server import JobsServer
-from .store import JobRecord, SQLiteStore, SQLiteTransaction, Store, StoreTx
+from .store import JobRecord, Store, StoreTx
+from .store_sqlite import SQLiteStore, SQLiteTransaction
 from .store_postgres import PostgresStore, PostgresTransaction
 from .stores import open_store
 from .sup import ActivityMonitorSup, CouchJobsSup, NotifierSup

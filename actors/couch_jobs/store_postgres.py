@@ -3,8 +3,11 @@
 The seed keeps jobs in FoundationDB so that every node of a cluster sees one
 transactional store.  This is the store a deployment across machines uses
 (SQLite stays the embedded default).  psycopg 3 with a `psycopg_pool`
-connection pool, no ORM; the same `Store`/`StoreTx` protocols as SQLite, so
-everything above works unchanged.
+connection pool, no ORM; the same `Store`/`StoreTx` protocols and the same
+queries (`store_sql`) as SQLite, so everything above works unchanged.  What
+is PostgreSQL's own is here: the pool, row locks and SKIP LOCKED claims,
+the activity SEQUENCE and per-backend counters, LISTEN/NOTIFY, schema
+migrations, and mapping connection errors to `StoreUnavailable`.
 
 How the seed's guarantees are kept without FoundationDB:
 
@@ -43,7 +46,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -54,8 +57,9 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
     psycopg_pool = None  # type: ignore[assignment]
 
-from .errors import StoreClosed, StoreReadOnly, StoreUnavailable
-from .store import CommitListener, JobRecord
+from .errors import StoreUnavailable
+from .store import CommitListener
+from .store_sql import SQLStore, SQLTransaction
 
 __all__ = ["NOTIFY_CHANNEL", "SCHEMA_VERSION", "PostgresStore", "PostgresTransaction", "redact"]
 
@@ -110,8 +114,6 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 #: Advisory lock key under which migrations run (any fixed 64-bit value).
 _MIGRATION_LOCK = 0x636F7563686A6F62  # "couchjob"
 
-_JOB_COLUMNS = "type, id, state, seq, jlock, sched_time, resubmit, data"
-
 
 def redact(url: str) -> str:
     """``url`` without its password (safe for logs and error messages)."""
@@ -129,143 +131,40 @@ def redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def _record(row: tuple[Any, ...]) -> JobRecord:
-    type_key, job_id, state, seq, jlock, sched_time, resubmit, data = row
-    return JobRecord(type_key, job_id, state, seq, jlock, int(sched_time), bool(resubmit), data)
-
-
-class PostgresTransaction:
+class PostgresTransaction(SQLTransaction):
     """One open PostgreSQL transaction; also what host code uses for its own tables."""
 
+    param = "%s"  # SQLite's is "?"
+    row_lock = " FOR UPDATE"  # two writers of one job queue on its row (READ COMMITTED)
     claim_limit = 1  # SKIP LOCKED: each worker claims the first row nobody holds
-    param = "%s"  # the parameter marker of execute (SQLite's is "?")
-
-    def __init__(self, store: "PostgresStore", connection: psycopg.Connection, write: bool) -> None:
-        self.store = store
-        self.connection = connection
-        self.write = write
-        self._touched: set[str] = set()
-        self._after_commit: list[Callable[[], None]] = []
-
-    # -- host access -------------------------------------------------------
 
     def execute(self, sql: str, params: Any = None) -> psycopg.Cursor:
         return self.connection.execute(sql, params)
 
-    def on_commit(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` after this transaction commits (only for transactions couch_jobs opened)."""
-        self._after_commit.append(callback)
-
     def touch(self, type_key: str) -> None:
         if type_key not in self._touched:
-            self._touched.add(type_key)
             # Delivered by PostgreSQL at commit, to every listener on every machine.
             self.connection.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, type_key))
-
-    @property
-    def touched(self) -> frozenset[str]:
-        return frozenset(self._touched)
-
-    # -- jobs --------------------------------------------------------------
-
-    def get_job(self, type_key: str, job_id: str) -> JobRecord | None:
-        lock = " FOR UPDATE" if self.write else ""
-        row = self.connection.execute(
-            f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = %s AND id = %s{lock}",
-            (type_key, job_id),
-        ).fetchone()
-        return None if row is None else _record(row)
-
-    def put_job(self, record: JobRecord) -> None:
-        self.connection.execute(
-            f"INSERT INTO couch_jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (type, id) DO UPDATE SET state = EXCLUDED.state, seq = EXCLUDED.seq, "
-            "jlock = EXCLUDED.jlock, sched_time = EXCLUDED.sched_time, "
-            "resubmit = EXCLUDED.resubmit, data = EXCLUDED.data",
-            (
-                record.type,
-                record.id,
-                record.state,
-                record.seq,
-                record.jlock,
-                record.sched_time,
-                record.resubmit,
-                record.data,
-            ),
-        )
-
-    def delete_job(self, type_key: str, job_id: str) -> None:
-        self.connection.execute(
-            "DELETE FROM couch_jobs WHERE type = %s AND id = %s", (type_key, job_id)
-        )
-
-    def list_jobs(self, type_key: str | None = None) -> list[JobRecord]:
-        if type_key is None:
-            rows = self.connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM couch_jobs ORDER BY type, id"
-            ).fetchall()
-        else:
-            rows = self.connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = %s ORDER BY id", (type_key,)
-            ).fetchall()
-        return [_record(row) for row in rows]
-
-    def count_jobs(self) -> list[tuple[str, str, int]]:
-        rows = self.connection.execute(
-            "SELECT type, state, count(*) FROM couch_jobs GROUP BY type, state ORDER BY type, state"
-        ).fetchall()
-        return [(t, state, int(n)) for t, state, n in rows]
-
-    def running_jobs(
-        self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
-    ) -> list[JobRecord]:
-        lo = -1 if min_seq is None else min_seq
-        hi = (1 << 63) - 1 if max_seq is None else max_seq
-        rows = self.connection.execute(
-            f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = %s AND state = 'running' "
-            "AND seq BETWEEN %s AND %s ORDER BY seq",
-            (type_key, lo, hi),
-        ).fetchall()
-        return [_record(row) for row in rows]
-
-    # -- pending queue -----------------------------------------------------
-
-    def add_pending(self, type_key: str, sched_time: int, job_id: str) -> None:
-        self.connection.execute(
-            "INSERT INTO couch_jobs_pending (type, sched_time, id) VALUES (%s, %s, %s) "
-            "ON CONFLICT DO NOTHING",
-            (type_key, sched_time, job_id),
-        )
-
-    def remove_pending(self, type_key: str, sched_time: int, job_id: str) -> None:
-        self.connection.execute(
-            "DELETE FROM couch_jobs_pending WHERE type = %s AND sched_time = %s AND id = %s",
-            (type_key, sched_time, job_id),
-        )
+        super().touch(type_key)
 
     def pending_range(
         self, type_key: str, min_sched_time: int, max_sched_time: int, limit: int
     ) -> list[tuple[int, str]]:
-        if self.write:
-            # Claim: lock the pending row and its job, skipping rows that another
-            # accept (or a resubmit/remove of that job) holds -- never wait, never
-            # hand one job to two workers.
-            rows = self.connection.execute(
-                "SELECT p.sched_time, p.id FROM couch_jobs_pending p "
-                "JOIN couch_jobs j ON j.type = p.type AND j.id = p.id "
-                "WHERE p.type = %s AND p.sched_time BETWEEN %s AND %s "
-                "ORDER BY p.sched_time, p.id LIMIT %s FOR UPDATE SKIP LOCKED",
-                (type_key, min_sched_time, max_sched_time, limit),
-            ).fetchall()
-        else:
-            rows = self.connection.execute(
-                "SELECT sched_time, id FROM couch_jobs_pending WHERE type = %s "
-                "AND sched_time BETWEEN %s AND %s ORDER BY sched_time, id LIMIT %s",
-                (type_key, min_sched_time, max_sched_time, limit),
-            ).fetchall()
+        if not self.write:
+            return super().pending_range(type_key, min_sched_time, max_sched_time, limit)
+        # Claim: lock the pending row and its job, skipping rows that another
+        # accept (or a resubmit/remove of that job) holds -- never wait, never
+        # hand one job to two workers.
+        rows = self.connection.execute(
+            "SELECT p.sched_time, p.id FROM couch_jobs_pending p "
+            "JOIN couch_jobs j ON j.type = p.type AND j.id = p.id "
+            "WHERE p.type = %s AND p.sched_time BETWEEN %s AND %s "
+            "ORDER BY p.sched_time, p.id LIMIT %s FOR UPDATE SKIP LOCKED",
+            (type_key, min_sched_time, max_sched_time, limit),
+        ).fetchall()
         return [(int(s), i) for s, i in rows]
 
-    # -- activity ----------------------------------------------------------
+    # -- activity: a SEQUENCE, and one counter per (type, backend) ------------
 
     def bump_type_activity(self, type_key: str) -> int:
         # One round trip: count the activity on this backend's own row (no
@@ -280,12 +179,6 @@ class PostgresTransaction:
         ).fetchone()
         return int(value)
 
-    def get_type_activity(self, type_key: str) -> int | None:
-        (value,) = self.connection.execute(
-            "SELECT sum(seq) FROM couch_jobs_type_activity WHERE type = %s", (type_key,)
-        ).fetchone()
-        return None if value is None else int(value)
-
     def set_type_activity(self, type_key: str, seq: int) -> None:
         self.connection.execute("DELETE FROM couch_jobs_type_activity WHERE type = %s", (type_key,))
         self.connection.execute(
@@ -293,37 +186,12 @@ class PostgresTransaction:
             (type_key, seq),
         )
 
-    # -- type timeouts -----------------------------------------------------
-
-    def get_type_timeout(self, type_key: str) -> float | None:
-        row = self.connection.execute(
-            "SELECT timeout FROM couch_jobs_type_timeouts WHERE type = %s", (type_key,)
-        ).fetchone()
-        return None if row is None else _number(row[0])
-
-    def set_type_timeout(self, type_key: str, timeout: float) -> None:
-        self.connection.execute(
-            "INSERT INTO couch_jobs_type_timeouts (type, timeout) VALUES (%s, %s) "
-            "ON CONFLICT (type) DO UPDATE SET timeout = EXCLUDED.timeout",
-            (type_key, timeout),
-        )
-
-    def clear_type_timeout(self, type_key: str) -> None:
-        self.connection.execute("DELETE FROM couch_jobs_type_timeouts WHERE type = %s", (type_key,))
-
-    def list_type_timeouts(self) -> dict[str, float]:
-        rows = self.connection.execute(
-            "SELECT type, timeout FROM couch_jobs_type_timeouts ORDER BY type"
-        ).fetchall()
-        return {t: _number(v) for t, v in rows}
+    def _seconds(self, stored: float) -> float:
+        """Whole timeouts come back as ints, as SQLite returns what was stored."""
+        return int(stored) if float(stored).is_integer() else float(stored)
 
 
-def _number(value: float) -> float:
-    """Whole timeouts come back as ints, as SQLite returns what was stored."""
-    return int(value) if float(value).is_integer() else float(value)
-
-
-class PostgresStore:
+class PostgresStore(SQLStore):
     """couch_jobs's tables in one PostgreSQL database, through a connection pool.
 
     ``url`` is a libpq URL (``postgresql://user:password@host:5432/db``, or
@@ -351,15 +219,11 @@ class PostgresStore:
             raise ValueError(f"pool_size must be at least 1, got {pool_size!r}")
         if not connect_timeout > 0:
             raise ValueError(f"connect_timeout must be positive seconds, got {connect_timeout!r}")
+        super().__init__(redact(url), read_only)
         self.url = url
-        self.location = redact(url)
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
-        self.read_only = read_only
-        self._lock = threading.Lock()
-        self._listeners: list[CommitListener] = []
         self._change_listeners: list[CommitListener] = []
-        self._closed = False
         self._pool: psycopg_pool.ConnectionPool | None = None
         self._pool_pid: int | None = None
         self._listen_thread: threading.Thread | None = None
@@ -375,13 +239,6 @@ class PostgresStore:
             self._check_schema()
         else:
             self._migrate()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def __repr__(self) -> str:
-        return f"PostgresStore({self.location!r})"
 
     # -- errors ------------------------------------------------------------
 
@@ -399,14 +256,14 @@ class PostgresStore:
 
     def _get_pool(self) -> psycopg_pool.ConnectionPool:
         if self._closed:
-            raise StoreClosed(f"couch_jobs store {self.location!r} is closed")
+            raise self._closed_error()
         pid = os.getpid()
         pool = self._pool
         if pool is not None and self._pool_pid == pid:
             return pool
         with self._lock:
             if self._closed:
-                raise StoreClosed(f"couch_jobs store {self.location!r} is closed")
+                raise self._closed_error()
             if self._pool is None or self._pool_pid != pid:
                 self._pool = psycopg_pool.ConnectionPool(
                     self.url,
@@ -434,7 +291,7 @@ class PostgresStore:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             raise self._unavailable(exc) from None
         except psycopg_pool.PoolClosed:
-            raise StoreClosed(f"couch_jobs store {self.location!r} is closed") from None
+            raise self._closed_error() from None
 
     def _migrate(self) -> None:
         try:
@@ -490,15 +347,11 @@ class PostgresStore:
         return None
 
     @contextlib.contextmanager
-    def transaction(self, write: bool = True) -> Iterator[PostgresTransaction]:
-        """A transaction (READ COMMITTED; writers lock the rows they change).
+    def _begin(self, write: bool) -> Iterator[PostgresTransaction]:
+        """A pooled connection in a transaction (READ COMMITTED; writers lock the rows they change).
 
-        Commits when the block ends, rolls back if it raises.  After the
-        commit the commit listeners hear which job types changed; listeners
-        in every process hear it through NOTIFY as well.
+        Commit listeners in every process also hear of the commit, through NOTIFY.
         """
-        if write and self.read_only:
-            raise StoreReadOnly(f"couch_jobs store {self.location!r} was opened read-only")
         with self._connection() as conn:
             tx = PostgresTransaction(self, conn, write)
             with conn.transaction():
@@ -506,32 +359,18 @@ class PostgresStore:
                     # The server then refuses any write this transaction attempts.
                     conn.execute("SET TRANSACTION READ ONLY")
                 yield tx
-        touched = tx.touched
-        callbacks: list[Callable[[], None]] = []
-        if touched:
-            callbacks.extend(lambda f=f: f(touched) for f in list(self._listeners))
-        callbacks.extend(tx._after_commit)
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception:
-                _log.exception("couch_jobs commit callback %r failed", callback)
 
-    # -- listeners ---------------------------------------------------------
-
-    def add_commit_listener(self, listener: CommitListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
-
-    def remove_commit_listener(self, listener: CommitListener) -> None:
-        with self._lock:
-            with contextlib.suppress(ValueError):
-                self._listeners.remove(listener)
+    # -- listeners on every machine ----------------------------------------
 
     def add_change_listener(self, listener: CommitListener) -> None:
-        """Call ``listener(types)`` for commits in any process on any machine (LISTEN/NOTIFY)."""
+        """Call ``listener(types)`` for commits in any process on any machine (LISTEN/NOTIFY).
+
+        A closed store starts no listener: `close` would not stop it.
+        """
         with self._lock:
             self._change_listeners.append(listener)
+            if self._closed:
+                return
             if self._listen_thread is None or not self._listen_thread.is_alive():
                 self._listen_stop.clear()
                 self._listen_thread = threading.Thread(

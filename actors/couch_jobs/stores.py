@@ -14,7 +14,8 @@ import os
 from typing import Any
 
 from .errors import StoreUnavailable
-from .store import SQLiteStore, Store
+from .store import Store
+from .store_sqlite import SQLiteStore
 from .store_postgres import PostgresStore, redact
 
 __all__ = ["is_url", "open_store", "redact"]

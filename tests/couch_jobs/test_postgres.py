@@ -94,6 +94,18 @@ def test_the_url_chooses_the_store(pg_url, tmp_path):
         open_store("sqlite://relative.db")
 
 
+def test_a_closed_store_starts_no_listener_thread(pg_url):
+    """A change listener added after close must not start a LISTEN thread nobody stops."""
+    def listeners() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "couch_jobs-pg-listen"}
+
+    store = PostgresStore(pg_url)
+    store.close()
+    before = listeners()
+    store.add_change_listener(lambda types: None)
+    assert listeners() - before == set()
+
+
 def test_redact_hides_only_the_password():
     assert redact("postgresql://bob:s3cret@db.example:5432/jobs") == (
         "postgresql://bob:***@db.example:5432/jobs"

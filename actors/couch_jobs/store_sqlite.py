@@ -1,0 +1,269 @@
+"""The SQLite job store: one database file shared by every OS process of a node.
+
+The default store.  WAL mode lets readers run beside the single writer,
+``BEGIN IMMEDIATE`` makes every writing transaction take the write lock up
+front (so two workers racing to accept the same job are serialised by
+SQLite, not by luck), and a busy timeout makes a writer wait its turn
+instead of failing.  The queries are `store_sql`'s; what is SQLite's own is
+here: connections per thread and process, the write lock, the schema, one
+counter for activity sequences, and wake-ups through commit listeners (the
+process agents carry them to other processes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import StoreUnavailable
+from .store_sql import SQLStore, SQLTransaction
+
+__all__ = ["SQLiteStore", "SQLiteTransaction"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS couch_jobs (
+    type TEXT NOT NULL,
+    id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'finished')),
+    seq INTEGER,
+    jlock TEXT,
+    sched_time INTEGER NOT NULL,
+    resubmit INTEGER NOT NULL DEFAULT 0,
+    data TEXT NOT NULL,
+    PRIMARY KEY (type, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS couch_jobs_activity
+    ON couch_jobs (type, seq) WHERE state = 'running';
+CREATE TABLE IF NOT EXISTS couch_jobs_pending (
+    type TEXT NOT NULL,
+    sched_time INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    PRIMARY KEY (type, sched_time, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS couch_jobs_type_timeouts (
+    type TEXT PRIMARY KEY,
+    timeout NOT NULL
+);
+CREATE TABLE IF NOT EXISTS couch_jobs_type_activity (
+    type TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS couch_jobs_counters (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO couch_jobs_counters (name, value) VALUES ('activity_seq', 0);
+"""
+
+
+class SQLiteTransaction(SQLTransaction):
+    """One open SQLite transaction; also what host code uses for its own tables.
+
+    ``execute`` runs any SQL on the same connection, so a caller can change
+    its own tables and a job in one atomic commit (the seed's
+    ``use_fabric_transaction_object`` case).
+    """
+
+    param = "?"  # PostgreSQL's is "%s"
+    claim_limit = 1024  # the seed's RANGE_LIMIT: the write lock already serialises accepts
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.connection.execute(sql, params)
+
+    # -- activity: one counter, one row per type ----------------------------
+
+    def bump_type_activity(self, type_key: str) -> int:
+        seq = self.next_sequence()
+        self.set_type_activity(type_key, seq)
+        return seq
+
+    def next_sequence(self) -> int:
+        (value,) = self.connection.execute(
+            "UPDATE couch_jobs_counters SET value = value + 1 "
+            "WHERE name = 'activity_seq' RETURNING value"
+        ).fetchone()
+        return int(value)
+
+    def set_type_activity(self, type_key: str, seq: int) -> None:
+        self.connection.execute(
+            "INSERT OR REPLACE INTO couch_jobs_type_activity (type, seq) VALUES (?, ?)",
+            (type_key, seq),
+        )
+
+
+class _Conn:
+    """A connection and whether a transaction is using it (guarded by the store's lock)."""
+
+    __slots__ = ("connection", "pid", "busy")
+
+    def __init__(self, connection: sqlite3.Connection, pid: int) -> None:
+        self.connection = connection
+        self.pid = pid
+        self.busy = False
+
+
+class SQLiteStore(SQLStore):
+    """The node's jobs database: one file, one connection per thread per process.
+
+    Connections are opened lazily and remembered per (process, thread), so an
+    instance inherited across ``fork`` never reuses the parent's connection.
+    ``synchronous=NORMAL`` in WAL mode loses nothing a committed transaction
+    wrote when a process dies; pass ``synchronous="FULL"`` to survive power
+    loss as well.
+
+    Closing is safe while other threads use the store: a connection is
+    closed only when no transaction is using it (an idle one at once, a busy
+    one by its own thread when its transaction ends), and every transaction
+    begun after `close` raises `StoreClosed`.  Closing a sqlite3 connection
+    another thread is executing on crashes the interpreter, so this rule is
+    what keeps a late actor from taking the process down.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        read_only: bool = False,
+    ) -> None:
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
+        if busy_timeout <= 0:
+            raise ValueError(f"busy_timeout must be positive seconds, got {busy_timeout!r}")
+        super().__init__(os.fspath(path), read_only)
+        self.path = self.location
+        self.busy_timeout = busy_timeout
+        self.synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._idle = threading.Condition(self._lock)
+        self._connections: list[_Conn] = []
+        if read_only:
+            try:  # fail now, not at the first read, when there is no store to read
+                with self._use() as conn:
+                    conn.execute("SELECT 1 FROM couch_jobs LIMIT 1").fetchall()
+            except sqlite3.Error as exc:
+                self.close()
+                raise StoreUnavailable(f"couch_jobs store {self.path!r} cannot be read: {exc}") from None
+            return
+        with self._use() as conn:
+            conn.executescript(_SCHEMA)
+
+    # -- connections -------------------------------------------------------
+
+    def _open(self, pid: int) -> _Conn:
+        if self.read_only:
+            # mode=ro: this process can never write the file, whatever it runs.
+            conn = sqlite3.connect(
+                f"file:{urllib.parse.quote(self.path)}?mode=ro",
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            return _Conn(conn, pid)
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        except BaseException:
+            conn.close()
+            raise
+        return _Conn(conn, pid)
+
+    def _acquire(self) -> _Conn:
+        """This thread's connection, marked busy; `StoreClosed` once closed."""
+        pid = os.getpid()
+        entry: _Conn | None = getattr(self._local, "entry", None)
+        if entry is None or entry.pid != pid:
+            if self._closed:
+                raise self._closed_error()
+            entry = self._open(pid)
+            with self._lock:
+                if self._closed:
+                    entry.connection.close()
+                    raise self._closed_error()
+                self._connections.append(entry)
+            self._local.entry = entry
+        with self._lock:
+            if self._closed:
+                raise self._closed_error()
+            if entry.busy:
+                raise RuntimeError(
+                    "a couch_jobs transaction is already open in this thread; "
+                    "pass it as the tx argument instead of opening another"
+                )
+            entry.busy = True
+        return entry
+
+    def _release(self, entry: _Conn) -> None:
+        with self._lock:
+            entry.busy = False
+            close_now = self._closed
+            if close_now and entry in self._connections:
+                self._connections.remove(entry)
+            self._idle.notify_all()
+        if close_now:
+            entry.connection.close()
+
+    @contextlib.contextmanager
+    def _use(self) -> Iterator[sqlite3.Connection]:
+        entry = self._acquire()
+        try:
+            yield entry.connection
+        finally:
+            self._release(entry)
+
+    @contextlib.contextmanager
+    def _begin(self, write: bool) -> Iterator[SQLiteTransaction]:
+        """This thread's connection in a transaction; ``write`` takes the write lock at BEGIN (``BEGIN IMMEDIATE``)."""
+        with self._use() as conn:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            tx = SQLiteTransaction(self, conn, write)
+            try:
+                yield tx
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Close the store in this process; other processes keep theirs.
+
+        New transactions are refused at once (`StoreClosed`); transactions
+        already running get up to ``timeout`` seconds to end (an actor the
+        tree just stopped may still be finishing its last callback).  Idle
+        connections close here; one still busy after the wait closes when its
+        transaction ends, in its own thread.  Idempotent.
+        """
+        pid = os.getpid()
+        current = getattr(self._local, "entry", None)
+        with self._lock:
+            self._closed = True
+
+            def others_busy() -> bool:
+                return any(c.busy and c.pid == pid and c is not current for c in self._connections)
+
+            self._idle.wait_for(lambda: not others_busy(), timeout)
+            idle = [c for c in self._connections if c.pid == pid and not c.busy]
+            self._connections = [c for c in self._connections if c not in idle]
+        for entry in idle:
+            entry.connection.close()

@@ -73,8 +73,8 @@ class Worker(GenServer):
     def handle_cast(self, request: Any) -> None:
         op = request[0]
         if op == "run":
-            _, collector, max_jobs, idle_timeout = request
-            self.run(collector, max_jobs, idle_timeout)
+            _, collector, max_jobs, idle_timeout, *gate = request
+            self.run(collector, max_jobs, idle_timeout, gate[0] if gate else None)
         elif op == "accept_async":
             _, collector, timeout = request
             collector.send(("accepting", self.no))
@@ -93,7 +93,10 @@ class Worker(GenServer):
         else:
             raise ValueError(f"unknown cast {request!r}")
 
-    def run(self, collector: ActorRef, max_jobs: int, idle_timeout: float) -> None:
+    def run(self, collector: ActorRef, max_jobs: int, idle_timeout: float, gate: ActorRef | None = None) -> None:
+        """Accept and finish up to ``max_jobs``; with a ``gate`` (`tests.kernel.probes.Gate`),
+        hold the first job accepted until the gate opens, so a test can see every
+        worker holding one job at the same time."""
         done = 0
         collector.send(("running", self.no))
         for _ in range(max_jobs):
@@ -101,6 +104,9 @@ class Worker(GenServer):
                 job, data = self.jobs.accept(self.type, timeout=idle_timeout)
             except couch_jobs.NotFound:
                 break
+            if gate is not None and done == 0:
+                collector.send(("holding", self.no))
+                gate.call("wait", timeout=60.0)
             finish_logged(self.jobs, job, data, self.no)
             done += 1
             collector.send(("finished", self.no, job.id))

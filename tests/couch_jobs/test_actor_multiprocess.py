@@ -15,6 +15,7 @@ from actors.couch_jobs import Halt
 from tests.couch_jobs.actor_fixtures import start_tree
 from tests.couch_jobs.actor_workers import Collector, Worker, collected
 from tests.couch_jobs.finished_log import create_finished_log, finish_counts
+from tests.kernel.probes import Gate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -36,10 +37,11 @@ def test_worker_processes_finish_1000_jobs_exactly_once(tree):
     create_finished_log(jobs)
     q: "queue.Queue[Any]" = queue.Queue()
     collector = node.spawn(Collector, q)
+    gate = node.spawn(Gate, queue.Queue())
     workers = [node.spawn(Worker, TYPE, i, host=f"w{i}") for i in range(N_WORKERS)]
     assert len({w.os_pid for w in workers} | {os.getpid()}) == N_WORKERS + 1
     for w in workers:
-        w.cast(("run", collector, N_JOBS + 1, 2.0))
+        w.cast(("run", collector, N_JOBS + 1, 2.0, gate))
     for _ in workers:
         collected(q, "running", 30)
     # add while the workers already wait, 100 jobs per transaction
@@ -47,12 +49,17 @@ def test_worker_processes_finish_1000_jobs_exactly_once(tree):
         with jobs.transaction() as tx:
             for k in range(batch, batch + 100):
                 jobs.add(tx, TYPE, f"job-{k:04d}", {"k": k})
+    # Each worker holds its first job until all do: the work is shared by every
+    # process, which SQLite's lock alone would not promise (one can win it each time).
+    holding = {collected(q, "holding", 60)[1] for _ in workers}
+    assert holding == set(range(N_WORKERS))
+    gate.call("open")
     done = {}
     for _ in workers:
         _, no, count = collected(q, "done", 90)
         done[no] = count
     assert sum(done.values()) == N_JOBS
-    assert sum(1 for c in done.values() if c > 0) >= 2, done  # the work was shared
+    assert all(c > 0 for c in done.values()), done
     counts = finish_counts(jobs)
     assert len(counts) == N_JOBS and set(counts.values()) == {1}
     states = jobs.get_jobs(TYPE)

@@ -267,3 +267,27 @@ class Scripted(GenServer):
     def handle_info(self, message: Any) -> None:
         if self.report is not None:
             self.report.send(("seen", message))
+
+
+class Gate(GenServer):
+    """Holds ``"wait"`` calls until ``"open"``; tells the test a call is held."""
+
+    def init(self, q: "queue.Queue[Any]") -> None:
+        self.q = q
+        self.waiting: list[Any] = []
+        self.opened = False
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "wait":
+            if self.opened:
+                return "open"
+            self.waiting.append(from_)
+            self.q.put("held")
+            return noreply
+        if request == "open":
+            self.opened = True
+            for waiter in self.waiting:
+                self.reply(waiter, "open")
+            self.waiting.clear()
+            return "ok"
+        raise ValueError(request)

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from actors import GenServer, noreply
+from actors import GenServer
 from actors.replicator import DocStore, Rep, ReplicationJob
 
 
@@ -26,30 +26,6 @@ class Probe(GenServer):
 
     def handle_info(self, message: Any) -> None:
         self.q.put(message)
-
-
-class Gate(GenServer):
-    """Holds ``"wait"`` calls until ``"open"``; tells the test a call is held."""
-
-    def init(self, q: "queue.Queue[Any]") -> None:
-        self.q = q
-        self.waiting: list[Any] = []
-        self.opened = False
-
-    def handle_call(self, request: Any, from_: Any) -> Any:
-        if request == "wait":
-            if self.opened:
-                return "open"
-            self.waiting.append(from_)
-            self.q.put("held")
-            return noreply
-        if request == "open":
-            self.opened = True
-            for waiter in self.waiting:
-                self.reply(waiter, "open")
-            self.waiting.clear()
-            return "ok"
-        raise ValueError(request)
 
 
 def _alive(pid: int) -> bool:

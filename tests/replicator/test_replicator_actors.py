@@ -24,7 +24,8 @@ from actors.replicator.records import STARTING
 from actors.replicator.scheduler_sup import SCHEDULER_SUP
 from actors.replicator.sup import start_replicator
 from supervision import which_children
-from tests.replicator.actor_jobs import CountingJob, Gate, GatedJob, Probe, RecordingJob, make_source, runs_db
+from tests.kernel.probes import Gate
+from tests.replicator.actor_jobs import CountingJob, GatedJob, Probe, RecordingJob, make_source, runs_db
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     for g in sorted(set(cpu["ioq2"]) | set(cpu["bypass"])):
         a = statistics.median(cpu["ioq2"].get(g) or [0.0])
         b = statistics.median(cpu["bypass"].get(g) or [0.0])
-        print(f"{g:<32} {a:8.1f} {b:8.1f} {a - b:+8.1f}")
+        if a >= 0.05 or b >= 0.05:  # groups that did nothing measurable are left out
+            print(f"{g:<32} {a:8.1f} {b:8.1f} {a - b:+8.1f}")
     totals = {m: sum(statistics.median(v) for g, v in cpu[m].items() if g != "client calling threads") for m in cpu}
     print(f"{'all threads':<32} {totals['ioq2']:8.1f} {totals['bypass']:8.1f} {totals['ioq2'] - totals['bypass']:+8.1f}")
     pairs = [a / b for a, b in zip(rps["ioq2"], rps["bypass"])]

@@ -1,4 +1,4 @@
-"""Fixtures of the distribution tests: node a in this process, node b in its own."""
+"""Fixtures of the distribution tests: node a in this process, nodes b and c in their own."""
 
 from __future__ import annotations
 
@@ -8,13 +8,22 @@ from actors import Node
 from tests.cluster.netkit import NodeProcess
 
 
-@pytest.fixture
-def peer_b(key: str):
-    proc = NodeProcess("b", key)
+def _node_process(name: str, key: str):
+    proc = NodeProcess(name, key)
     try:
         yield proc
     finally:
         proc.close()
+
+
+@pytest.fixture
+def peer_b(key: str):
+    yield from _node_process("b", key)
+
+
+@pytest.fixture
+def peer_c(key: str):
+    yield from _node_process("c", key)
 
 
 @pytest.fixture

@@ -9,18 +9,8 @@ from __future__ import annotations
 import pytest
 
 from actors import Node
-from tests.cluster.netkit import NodeProcess
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture
-def peer_c(key: str):
-    proc = NodeProcess("c", key)
-    try:
-        yield proc
-    finally:
-        proc.close()
 
 
 def test_joining_one_node_connects_to_the_nodes_it_knows(key, peer_b, peer_c):

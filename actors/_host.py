@@ -112,8 +112,9 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # Spares boot at SCHED_IDLE until placed (actors._sched); one placed
     # while still booting is put back here, as the node does not know its
     # pid yet (and once more by the node when it is up, in case the child
-    # had not lowered itself yet when this ran).  The zygote itself stays at the normal priority, so a fresh
-    # fork or that request never waits behind a spare's boot.
+    # had not lowered itself yet when this ran).  The zygote itself stays
+    # at the normal priority, so a fresh fork or that request never waits
+    # behind a spare's boot.
     normal = _sched.current()
     idle: dict[str, int] = {}  # proc -> pid, spares forked at SCHED_IDLE
     children: dict[int, int] = {}  # pidfd -> pid

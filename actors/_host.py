@@ -15,7 +15,6 @@ closed), removing the runtime directory; hosts die with the zygote through
 from __future__ import annotations
 
 import ctypes
-import logging
 import os
 import pickle
 import select

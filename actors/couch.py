@@ -42,6 +42,14 @@ from typing import Any, Mapping
 import supervision
 from actors import ActorRef, Exit, Node
 from actors.config import Config
+from actors.couch_jobs import api, process
+from actors.couch_jobs.process import DATABASE_PATH_KEY, STORE_KEY
+from actors.couch_jobs.sup import CouchJobsSup
+from actors.ioq.api import num_servers
+from actors.ioq.sup import IoqSup
+from actors.replicator import ReplicationJob, ReplicatorSup
+from actors.smoosh import SQLiteAdapter
+from actors.smoosh.sup import SmooshSup
 from supervision import ChildSpec, SupFlags
 
 __all__ = [
@@ -133,10 +141,6 @@ def app_children(
     replicator_job_host: str | None = "own",
 ) -> list[ChildSpec]:
     """The child specs of ``couch_sup``, one per service, in start order."""
-    from actors.couch_jobs.sup import CouchJobsSup
-    from actors.ioq.sup import IoqSup
-    from actors.replicator import ReplicationJob, ReplicatorSup
-    from actors.smoosh.sup import SmooshSup
 
     return [
         ChildSpec(SUBSYSTEMS["ioq"], (IoqSup, (ioq_count, ioq_pin)), type="supervisor", name=SUBSYSTEMS["ioq"]),
@@ -194,8 +198,6 @@ class App:
 
 
 def _close_couch_jobs() -> None:
-    from actors.couch_jobs import api, process
-
     jobs = api._default
     process.detach()
     api.set_default(None)
@@ -222,10 +224,6 @@ def start_app(
     demo: `ServerSettings` overrides and an observer ref for smoosh, and a
     job class for the replicator.
     """
-    from actors.couch_jobs import process
-    from actors.couch_jobs.process import DATABASE_PATH_KEY, STORE_KEY
-    from actors.ioq.api import num_servers
-    from actors.smoosh import SQLiteAdapter
 
     _apply(node, load_config(config))
     for key, value in COUCH_DEFAULTS.items():

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import cloudpickle
 import multiprocess
+from multiprocess import util as _mp_util
 
 from actors import _lifecycle
 from actors import _sched
@@ -463,18 +464,16 @@ class Node:
             self._zygote.start()
         else:
             # spawn passes only listed fds: hand over the read end explicitly.
-            from multiprocess import util
-
-            orig = util.spawnv_passfds
+            orig = _mp_util.spawnv_passfds
 
             def passfds(path: str, argv: list[str], fds: Any) -> int:
                 return orig(path, argv, [*fds, read_fd])
 
-            util.spawnv_passfds = passfds
+            _mp_util.spawnv_passfds = passfds
             try:
                 self._zygote.start()
             finally:
-                util.spawnv_passfds = orig
+                _mp_util.spawnv_passfds = orig
         os.close(read_fd)
 
     def _install_handlers(self) -> None:

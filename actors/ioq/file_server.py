@@ -31,7 +31,7 @@ import os
 import threading
 from typing import Any
 
-from actors import ActorRef, GenServer
+from actors import ActorRef, Exit, GenServer
 
 from .file_target import FileTarget, FileTargetError
 from .request import IoTargetDown
@@ -91,8 +91,6 @@ def file_call(ref: Any, msg: Any, timeout: float | None = 60.0) -> Any:
     Raises the IO error the file reported, or `IoTargetDown` with the exit
     reason when the file actor is dead or dies before answering.
     """
-    from actors import Exit
-
     try:
         reply = ref.call(msg, timeout)
     except Exit as exc:

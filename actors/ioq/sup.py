@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from actors import config as _config
 from actors.config import Config
 from supervision import ChildSpec, SupFlags, Supervisor, start_supervisor
 
@@ -71,8 +72,6 @@ class IoqSup(Supervisor):
     """``ioq_sup`` as a class, for embedding in a larger tree."""
 
     def init(self, count: int | None = None, pin: bool = True) -> tuple[SupFlags, list[ChildSpec]]:
-        from actors import config as _config
-
         n = count if count is not None else num_servers(_config.current())
         return SupFlags("one_for_one", 5, 10), ioq_sup_children(n, pin=pin)
 
@@ -83,8 +82,6 @@ def start_ioq(node_or_actor: Any, *, config: Config | None = None, count: int | 
         if config is None:
             config = getattr(node_or_actor, "config", None)
         if config is None:
-            from actors import config as _config
-
             config = _config.current()
         count = num_servers(config)
     return start_supervisor(

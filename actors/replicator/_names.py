@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors._runtime import current_runtime
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 
@@ -19,8 +20,6 @@ __all__ = ["node_name", "register_self", "whereis"]
 
 
 def _runtime() -> Any:
-    from actors._runtime import current_runtime
-
     return current_runtime()
 
 

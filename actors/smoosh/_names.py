@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors._runtime import current_runtime
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 
@@ -37,8 +38,6 @@ def channel_name(channel: str) -> str:
 
 
 def _runtime() -> Any:
-    from actors._runtime import current_runtime
-
     return current_runtime()
 
 

@@ -22,6 +22,7 @@ Exit status: 0 done, 1 failed (the reason on stderr), 2 bad arguments,
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import shutil
@@ -35,8 +36,6 @@ PR_SET_PDEATHSIG = 1
 
 def _die_with_parent() -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
     except (OSError, AttributeError):  # not Linux: the watcher thread remains

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.config import Config, ConfigError
+from actors.smoosh.policy import parse_time
 
 __all__ = [
     "BUILT_IN_CLEANUP_CHANNELS",
@@ -73,8 +74,6 @@ def _count(cfg: Config, section: str, key: str, default: int, minimum: int) -> i
 
 
 def _time(cfg: Config, section: str, key: str, default: int) -> int:
-    from actors.smoosh.policy import parse_time
-
     raw = cfg.get(section, key)
     if raw is None:
         return default

@@ -20,6 +20,8 @@ from collections import Counter
 from typing import Any
 
 from actors import ActorRef, CallTimeout, Exit, Node
+from actors.ioq import FileServer, IoTargetDown, call
+from supervision import ChildSpec
 
 from .base import Check, Driver
 
@@ -45,9 +47,6 @@ def make_files(directory: str, count: int, size: int, seed: int | None) -> list[
 
 def file_specs(paths: list[str], host: str = "demo_files") -> list[Any]:
     """Supervisor child specs: one `FileServer` per path, registered as ``demo_file_<i>``."""
-    from actors.ioq import FileServer
-    from supervision import ChildSpec
-
     return [ChildSpec(FILE_NAME.format(i), (FileServer, (path, False)), host=host, name=FILE_NAME.format(i))
             for i, path in enumerate(paths)]
 
@@ -79,8 +78,6 @@ class IoqReaders(Driver):
         return ref
 
     def tick(self, index: int) -> None:
-        from actors.ioq import IoTargetDown, call
-
         rng = self._rngs[index]
         i = rng.randrange(len(self.files))
         data = self.files[i][1]

@@ -23,8 +23,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import actors.couch_jobs as couch_jobs
 from actors import Continue, GenServer, Node
 from actors import stats as _stats
+from actors.couch_jobs import Halt, NotFound, force_check_types, process
+from supervision import ChildSpec
 
 from .base import Check, Driver, wait_until
 
@@ -38,8 +41,6 @@ class JobWorker(GenServer):
     """Accepts and finishes ``job_type`` jobs, one per message, in whatever process it runs."""
 
     def init(self, job_type: Any, worker_no: int, accept_timeout: float = 0.5) -> Any:
-        from actors.couch_jobs import process
-
         self.jobs = process.use(self)
         self.type = job_type
         self.no = worker_no
@@ -57,8 +58,6 @@ class JobWorker(GenServer):
             raise ValueError(f"JobWorker: unknown cast {request!r}")
 
     def _work(self) -> None:
-        from actors.couch_jobs import Halt, NotFound
-
         try:
             job, data = self.jobs.accept(self.type, timeout=self.accept_timeout)
         except NotFound:
@@ -83,8 +82,6 @@ class JobWorker(GenServer):
 
 def worker_specs(count: int, job_type: Any = JOB_TYPE) -> list[Any]:
     """One `JobWorker` per host process ``jobs<i>``."""
-    from supervision import ChildSpec
-
     return [ChildSpec(f"job_worker_{i}", (JobWorker, (job_type, i)), host=f"jobs{i}") for i in range(count)]
 
 
@@ -106,9 +103,6 @@ class JobsDriver(Driver):
         self._next = 0
 
     def setup(self) -> None:
-        import actors.couch_jobs as couch_jobs
-        from actors.couch_jobs import force_check_types
-
         couch_jobs.set_type_timeout(self.type, self.type_timeout)
         with couch_jobs.transaction() as tx:
             tx.execute(f"CREATE TABLE IF NOT EXISTS {LOG_TABLE} "
@@ -116,8 +110,6 @@ class JobsDriver(Driver):
         force_check_types()
 
     def tick(self, index: int) -> None:
-        import actors.couch_jobs as couch_jobs
-
         ids = [f"job-{self._next + k:06d}" for k in range(self.batch)]
         with couch_jobs.transaction() as tx:
             for n, job_id in enumerate(ids):
@@ -127,8 +119,6 @@ class JobsDriver(Driver):
             self.added.extend(ids)
 
     def states(self) -> Counter:
-        import actors.couch_jobs as couch_jobs
-
         return Counter(str(state) for _t, _id, state, _d in couch_jobs.get_jobs(self.type))
 
     def settle(self, deadline: float) -> bool:
@@ -136,8 +126,6 @@ class JobsDriver(Driver):
         return wait_until(lambda: self.states().get("finished", 0) >= len(self.added), deadline, 0.25)
 
     def check(self) -> Check:
-        import actors.couch_jobs as couch_jobs
-
         states = {job_id: str(state) for _t, job_id, state, _d in couch_jobs.get_jobs(self.type)}
         with couch_jobs.transaction(write=False) as tx:
             rows = tx.execute(f"SELECT job_id, count(*), count(DISTINCT pid) FROM {LOG_TABLE} "

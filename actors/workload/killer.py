@@ -24,7 +24,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from actors import ActorRef, Node
+import supervision as sv
+from actors import ActorRef, CallTimeout, Exit, Node
 
 from .base import Driver
 
@@ -105,9 +106,6 @@ class Killer(Driver):
 
 def supervised_workers(top: ActorRef, timeout: float = 2.0, limit: int = 10_000) -> list[tuple[str, ActorRef]]:
     """``(child id, ref)`` of every running worker under ``top`` (bounded walk)."""
-    import supervision as sv
-    from actors import CallTimeout, Exit
-
     out: list[tuple[str, ActorRef]] = []
     frontier: list[tuple[ActorRef, str]] = [(top, str(top.name or top.id))]
     for _ in range(limit):

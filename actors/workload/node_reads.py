@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import CallTimeout, Exit, GenServer, Node
+from actors.ioq import IoTargetDown, call
 from supervision import ChildSpec
 
 from .base import Check, Driver
@@ -58,8 +59,6 @@ class NodeReader(GenServer):
         raise ValueError(f"NodeReader: unknown call {request!r}")
 
     def _read(self) -> None:
-        from actors.ioq import IoTargetDown, call
-
         i = self.rng.randrange(len(self.data))
         data = self.data[i]
         length = self.rng.randint(1, self.max_len)

@@ -21,6 +21,8 @@ import time
 from typing import Any
 
 from actors import CallTimeout, Exit, Node
+from actors.replicator import DatabaseNotFound, DocStore, Rep
+from actors.replicator import scheduler as sched
 
 from .base import Check, Driver
 
@@ -48,8 +50,6 @@ class Replications(Driver):
         self._doc_no = 0
 
     def setup(self) -> None:
-        from actors.replicator import DocStore, Rep
-
         os.makedirs(self.directory, exist_ok=True)
         for i in range(self.n_jobs):
             store = DocStore(os.path.join(self.directory, f"source{i}.db"), create=True)
@@ -66,7 +66,6 @@ class Replications(Driver):
 
     def add_all(self) -> None:
         """Give every job to the scheduler (subclasses place them on other nodes)."""
-        from actors.replicator import scheduler as sched
 
         for rep in self.reps:
             sched.add_job(self.node, rep)
@@ -92,7 +91,6 @@ class Replications(Driver):
 
     def readd_missing(self) -> int:
         """Add again the jobs the scheduler no longer has (it restarted empty)."""
-        from actors.replicator import scheduler as sched
 
         try:
             known = {j["id"] for j in sched.jobs(self.node, timeout=5.0)}
@@ -112,7 +110,6 @@ class Replications(Driver):
 
     def missing(self) -> list[int]:
         """Per job, how many documents its target lacks (or holds at an older revision)."""
-        from actors.replicator import DatabaseNotFound, DocStore
 
         out = []
         for i, rep in enumerate(self.reps):
@@ -137,8 +134,6 @@ class Replications(Driver):
             time.sleep(0.3)  # polling targets on disk until a deadline, not synchronising actors
 
     def running(self) -> tuple[int, int]:
-        from actors.replicator import scheduler as sched
-
         rows = sched.jobs(self.node, timeout=1.0)
         return sum(1 for j in rows if j.get("pid") is not None), len(rows)
 

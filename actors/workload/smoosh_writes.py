@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors import CallTimeout, Exit, GenServer, Node
+from actors.smoosh import channel_ref, handle_db_event, persist, status
+from actors.smoosh.adapter import header_info
 
 from .base import Check, Driver
 
@@ -136,13 +138,9 @@ class DbWriter(Driver):
         self._announce(db.name)
 
     def _announce(self, db: str) -> None:
-        from actors.smoosh import handle_db_event
-
         handle_db_event(db, "local_updated", self.node)
 
     def free_pages(self, db: str) -> int | None:
-        from actors.smoosh.adapter import header_info
-
         info = header_info(self.path(db))
         return None if info is None else info[3]
 
@@ -175,7 +173,6 @@ class DbWriter(Driver):
 
     def _queued_keys(self) -> dict[str, str]:
         """db -> "waiting in <channel>" / "active in <channel>" from every live channel."""
-        from actors.smoosh import channel_ref, status
 
         where: dict[str, str] = {}
         try:
@@ -197,8 +194,6 @@ class DbWriter(Driver):
         return where
 
     def _persisted_keys(self) -> dict[str, str]:
-        from actors.smoosh import persist
-
         where: dict[str, str] = {}
         for path in sorted(glob.glob(os.path.join(self.smoosh_state_dir, "*" + persist.SUFFIX))):
             try:
@@ -212,7 +207,6 @@ class DbWriter(Driver):
 
     def _below_threshold(self, db: str) -> str | None:
         """"ratio r <= min_priority" when smoosh rightly has nothing to do for ``db``."""
-        from actors.smoosh.adapter import header_info
 
         info = header_info(self.path(db))
         if info is None:

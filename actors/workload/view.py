@@ -15,6 +15,8 @@ import time
 from typing import Any, Callable
 
 from actors import Node
+from actors.ioq.api import get_queue_depths
+from actors.smoosh import status
 from actors.tree import render_tree
 
 __all__ = ["LiveView", "host_cpu_seconds"]
@@ -61,9 +63,6 @@ class LiveView:
                 if k.startswith("supervision.restarts.") and v}
 
     def queues(self) -> str:
-        from actors.ioq.api import get_queue_depths
-        from actors.smoosh import status
-
         depths = _try(lambda: get_queue_depths(timeout=0.3), {})
         if isinstance(depths, dict) and depths:
             chans = depths.get("channels") or {}

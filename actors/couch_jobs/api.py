@@ -27,10 +27,10 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from actors.clock import Clock, MonotonicClock
+from actors.clock import Clock, MonotonicClock, WallClock
 from actors.config import Config
 
-from . import db, settings
+from . import db, pending, settings
 from .errors import CouchJobsError, NotFound
 from .model import (
     UNDEFINED_MAX_SCHEDULED_TIME,
@@ -130,6 +130,7 @@ class CouchJobs:
         waker: Waker | None = None,
         config: Config | None = None,
         clock: Clock | None = None,
+        wall_clock: Clock | None = None,
         rng: random.Random | None = None,
         new_lock: Callable[[], str] = _new_lock,
     ) -> None:
@@ -149,6 +150,8 @@ class CouchJobs:
             else ConditionWaker(settings.wakeup_recheck_msec(config) / 1000.0)
         )
         self.clock: Clock = clock if clock is not None else MonotonicClock()
+        # Only to tell how far off an accept's max_sched_time (epoch seconds) is.
+        self.wall_clock: Clock = wall_clock if wall_clock is not None else WallClock()
         self.rng = rng if rng is not None else random.Random()
         self._rng_lock = threading.Lock()
         self.new_lock = new_lock
@@ -258,7 +261,10 @@ class CouchJobs:
 
         Due means ``sched_time <= max_sched_time`` (any time by default;
         only sched_time 0 with ``no_schedule``).  Blocks until one is due or
-        ``timeout`` seconds pass, then raises `NotFound`.
+        ``timeout`` seconds pass, then raises `NotFound`.  A given
+        ``max_sched_time`` (seconds since the epoch) also ends the wait when
+        that time comes, and one already past after 100 ms, as the seed's
+        ``wait_pending`` does (`pending.accept_wait_limit`).
         """
         type_key = encode_type(job_type)
         if max_sched_time is None:
@@ -269,7 +275,10 @@ class CouchJobs:
                 f"no_schedule requires max_sched_time 0, got {max_sched_time} "
                 "(the seed's no_schedule_require_0_max_sched_time)"
             )
-        limit = _check_timeout(timeout)
+        limit = min(
+            _check_timeout(timeout),
+            pending.accept_wait_limit(max_sched_time, no_schedule, self.wall_clock.now()),
+        )
         deadline = self.clock.now() + limit
         keys = (type_key,)
         while True:
@@ -281,7 +290,10 @@ class CouchJobs:
                 return job, job.data
             remaining = deadline - self.clock.now()
             if remaining <= 0:
-                raise NotFound(f"no pending job of type {job_type!r} within {timeout}s")
+                raise NotFound(
+                    f"no pending job of type {job_type!r} due by max_sched_time "
+                    f"{max_sched_time} within {limit:g}s"
+                )
             self.waker.wait(keys, token, remaining)
 
     def _try_accept(

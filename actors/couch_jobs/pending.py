@@ -11,14 +11,48 @@ key, guarantees that no two workers take the same one.
 
 from __future__ import annotations
 
+import math
 import random
 
+from .model import UNDEFINED_MAX_SCHEDULED_TIME
 from .store import StoreTx
 
-__all__ = ["RANGE_LIMIT", "dequeue", "enqueue", "remove"]
+__all__ = [
+    "MIN_ACCEPT_WAIT",
+    "RANGE_LIMIT",
+    "accept_wait_limit",
+    "dequeue",
+    "enqueue",
+    "remove",
+]
 
 #: ``?RANGE_LIMIT``: how many due jobs a dequeue chooses among.
 RANGE_LIMIT = 1024
+
+#: ``?MIN_ACCEPT_WAIT_MSEC``, in seconds: the shortest wait of an accept
+#: bounded by its ``max_sched_time``.
+MIN_ACCEPT_WAIT = 0.1
+
+#: The seed's ``limit_timeout``: waits of 2^32 ms or more are ``infinity``.
+_LIMIT_TIMEOUT = 0xFFFFFFFF / 1000.0
+
+
+def accept_wait_limit(max_sched_time: int, no_schedule: bool, wall_now: float) -> float:
+    """How long an accept with nothing due may wait before `NotFound`, in seconds.
+
+    The seed's ``wait_pending``: a ``max_sched_time`` (seconds since the
+    epoch) says which jobs the caller wants, so waiting past it is pointless:
+    the wait ends when that time comes, and no sooner than 100 ms from now
+    (a time already past gives up after 100 ms, whatever the caller's own
+    timeout).  The default ``max_sched_time`` and ``no_schedule`` wait
+    without this limit (the seed's ``limit_timeout``; ``no_schedule`` as
+    upstream couch_jobs later fixed it: its ``max_sched_time`` of 0 is not a
+    time in the past).
+    """
+    if no_schedule or max_sched_time >= UNDEFINED_MAX_SCHEDULED_TIME:
+        return math.inf
+    limit = max(MIN_ACCEPT_WAIT, max_sched_time - wall_now)
+    return math.inf if limit >= _LIMIT_TIMEOUT else limit
 
 
 def enqueue(tx: StoreTx, type_key: str, sched_time: int, job_id: str) -> None:

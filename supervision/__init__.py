@@ -11,7 +11,7 @@ from typing import Any, Hashable
 
 from actors import ActorRef, GenServer, Node, SpawnError
 from supervision._policy import add_restart, is_normal_exit, plan_restart, should_restart
-from supervision._spec import ChildSpec, SupFlags
+from supervision._spec import ChildSpec, SupFlags, check_childspecs
 from supervision._supervisor import ChildInfo, Supervisor, _StaticSupervisor, unwrap
 from supervision.errors import (
     AlreadyPresent,
@@ -42,6 +42,7 @@ __all__ = [
     "Supervisor",
     "SupervisorError",
     "add_restart",
+    "check_childspecs",
     "count_children",
     "delete_child",
     "get_childspec",

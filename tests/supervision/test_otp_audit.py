@@ -92,6 +92,14 @@ def test_start_child_whose_name_is_taken_is_already_started(node):
     assert info.value.ref == holder
 
 
+def test_start_supervisor_whose_name_is_taken_is_already_started(node):
+    # OTP start_link({local, Name}, ...) of a taken name: {error, {already_started, Pid}}.
+    first = sv.start_supervisor(node, SupFlags(), [], name="sup_name")
+    with pytest.raises(sv.AlreadyStarted) as info:
+        sv.start_supervisor(node, SupFlags(), [spec("a")], name="sup_name")
+    assert info.value.ref == first
+
+
 def test_which_children_shows_the_specs_modules(node):
     sup = sv.start_supervisor(node, SupFlags(), [spec("a", modules=["worker_mod"]), spec("b")])
     assert [row.modules for row in sv.which_children(sup)] == [["worker_mod"], ["Worker"]]

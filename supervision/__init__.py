@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from actors import ActorRef, GenServer, Node, SpawnError
+from actors import ActorRef, AlreadyRegistered, GenServer, Node, SpawnError
 from supervision._policy import add_restart, is_normal_exit, plan_restart, should_restart
-from supervision._spec import ChildSpec, SupFlags
+from supervision._spec import ChildSpec, SupFlags, check_childspecs
 from supervision._supervisor import ChildInfo, Supervisor, _StaticSupervisor, unwrap
 from supervision.errors import (
     AlreadyPresent,
@@ -42,6 +42,7 @@ __all__ = [
     "Supervisor",
     "SupervisorError",
     "add_restart",
+    "check_childspecs",
     "count_children",
     "delete_child",
     "get_childspec",
@@ -72,7 +73,8 @@ def start_supervisor(
     From the host program pass the `Node`; from inside an actor pass the
     actor (``self``): the supervisor is then linked to it, as a child started
     by ``spawn_link``.  A child that fails to start makes this raise
-    `StartError` naming the child and the reason.
+    `StartError` naming the child and the reason; a ``name`` already held
+    raises `AlreadyStarted` with the holder's ref.
     """
     sup_cls = cls or _StaticSupervisor
     try:
@@ -91,6 +93,8 @@ def start_supervisor(
 
 def _start_error(exc: SpawnError) -> Exception:
     reason = exc.reason
+    if isinstance(exc, AlreadyRegistered):  # OTP start_link: {error, {already_started, Pid}}
+        return AlreadyStarted(reason[1])
     if (isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "shutdown"
             and isinstance(reason[1], tuple) and reason[1][0] == "failed_to_start_child"):
         _tag, child_id, why = reason[1]

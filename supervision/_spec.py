@@ -85,7 +85,9 @@ class ChildSpec:
     normalised to a frozenset.  ``name`` registers the child under that name
     each time it is started (OTP's ``start_link({local, Name}, ...)``).  ``significant`` marks a child whose exit may
     shut the supervisor down (see ``SupFlags.auto_shutdown``); it must not
-    be permanent.
+    be permanent.  ``modules`` is OTP's key of that name: a list of module
+    or class names (or classes), or ``"dynamic"``; left out, ``which_children``
+    shows ``[<start class name>]``.
 
     Specs hash by ``id`` only, because ``args`` may hold unhashable values.
     """
@@ -100,9 +102,11 @@ class ChildSpec:
     significant: bool = False
     name: str | None = None
     node: str | tuple[str, ...] | None = None
+    modules: tuple[Any, ...] | Literal["dynamic"] | None = None
 
     def __post_init__(self) -> None:
         self._check_id()
+        object.__setattr__(self, "modules", self._checked_modules(self.modules))
         if self.node is not None:
             nodes = (self.node,) if isinstance(self.node, str) else self.node
             if (not isinstance(nodes, (tuple, list)) or not nodes
@@ -138,6 +142,27 @@ class ChildSpec:
             hash(self.id)
         except TypeError:
             raise InvalidChildSpec("id", self.id, "is not hashable") from None
+
+    @staticmethod
+    def _checked_modules(modules: Any) -> tuple[Any, ...] | str | None:
+        if modules is None or (isinstance(modules, str) and modules == "dynamic"):
+            return modules
+        if isinstance(modules, (tuple, list)) and all(
+                (isinstance(m, str) and m) or isinstance(m, type) for m in modules):
+            return tuple(modules)
+        raise InvalidChildSpec("modules", modules,
+                               "is neither None, 'dynamic' nor a list of module or class names")
+
+    @property
+    def module_names(self) -> list[str] | str:
+        """What ``which_children`` shows: the names in ``modules`` (or ``'dynamic'``)
+        if given, else ``[<start class name>]``, as OTP defaults ``modules`` to
+        ``[M]``, M the module of the start function."""
+        if self.modules is None:
+            return [getattr(self.start_class, "__name__", repr(self.start_class))]
+        if isinstance(self.modules, str):
+            return self.modules
+        return [m if isinstance(m, str) else m.__name__ for m in self.modules]
 
     @staticmethod
     def _checked_start(start: Any) -> tuple[Any, ...]:
@@ -221,6 +246,8 @@ class ChildSpec:
             "cpus": self.cpus,
             "significant": self.significant,
             "name": self.name,
+            "node": self.node,
+            "modules": self.modules,
         }
 
     @classmethod
@@ -229,8 +256,8 @@ class ChildSpec:
 
         The map takes the field names as keys; ``id`` and ``start`` are
         required, the rest default as in the constructor.  The tuple is
-        OTP's old format without ``modules``:
-        ``(id, start, restart, shutdown, type)``.
+        OTP's old format ``(id, start, restart, shutdown, type, modules)``,
+        or the same without ``modules``.
         """
         if isinstance(spec, ChildSpec):
             return spec
@@ -244,15 +271,17 @@ class ChildSpec:
                 if required not in spec:
                     raise InvalidChildSpec(required, spec, f"is missing (OTP missing_{required})")
             return cls(**spec)
-        if isinstance(spec, tuple) and len(spec) == 5:
-            child_id, start, restart, shutdown, child_type = spec
+        if isinstance(spec, tuple) and len(spec) in (5, 6):
+            child_id, start, restart, shutdown, child_type = spec[:5]
+            modules = spec[5] if len(spec) == 6 else None
             return cls(id=child_id, start=start, restart=restart, shutdown=shutdown,
-                       type=child_type)
-        raise InvalidChildSpec("spec", spec, "is not a ChildSpec, a mapping or a 5-tuple")
+                       type=child_type, modules=modules)
+        raise InvalidChildSpec("spec", spec, "is not a ChildSpec, a mapping or a 5- or 6-tuple")
 
 
 _CHILD_SPEC_KEYS = frozenset(
-    ("id", "start", "restart", "shutdown", "type", "host", "cpus", "significant", "name")
+    ("id", "start", "restart", "shutdown", "type", "host", "cpus", "significant", "name", "node",
+     "modules")
 )
 
 
@@ -324,18 +353,20 @@ _SUP_FLAGS_KEYS = frozenset(("strategy", "intensity", "period", "auto_shutdown")
 
 def check_childspecs(
     specs: Iterable["ChildSpec | Mapping[str, Any] | tuple[Any, ...]"],
-    auto_shutdown: AutoShutdown = "never",
+    auto_shutdown: AutoShutdown | None = None,
 ) -> tuple[ChildSpec, ...]:
-    """Validate a list of child specs together (OTP ``check_childspecs/2``).
+    """Validate a list of child specs together (OTP ``check_childspecs/1,2``).
 
-    Converts maps and tuples to ``ChildSpec``, rejects duplicate ids (OTP
-    ``duplicate_child_name``) and significant children under
-    ``auto_shutdown='never'`` (OTP ``bad_combination``).  Returns the specs
-    in start order.
+    Converts maps and tuples to ``ChildSpec`` and rejects duplicate ids (OTP
+    ``duplicate_child_name``).  When ``auto_shutdown`` is given (not None,
+    OTP's ``undefined``), also rejects significant children under
+    ``'never'`` (OTP ``bad_combination``); left out, as in OTP's
+    ``check_childspecs/1``, that combination is not checked.  Returns the
+    specs in start order.
     """
     if isinstance(specs, (str, bytes, Mapping)) or not isinstance(specs, Iterable):
         raise InvalidChildSpec("children", specs, "is not a list of child specs")
-    if not _one_of(auto_shutdown, AUTO_SHUTDOWN_MODES):
+    if auto_shutdown is not None and not _one_of(auto_shutdown, AUTO_SHUTDOWN_MODES):
         raise InvalidSupFlags("auto_shutdown", auto_shutdown, _one_of_text(AUTO_SHUTDOWN_MODES))
     checked: list[ChildSpec] = []
     seen: set[Hashable] = set()

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple, Sequence
 
-from actors import ActorRef, Exit, GenServer, SpawnError, ignore, is_normal_exit
+from actors import ActorRef, AlreadyRegistered, Exit, GenServer, SpawnError, ignore, is_normal_exit
 from actors import stats as _stats
 from actors.clock import MonotonicClock
 from supervision._policy import (
@@ -25,9 +25,10 @@ from supervision._policy import (
     add_restart,
     decide_exit,
     decide_restart,
+    should_auto_shutdown,
     should_restart,
 )
-from supervision._spec import ChildSpec, check_startspec
+from supervision._spec import ChildSpec, check_childspecs, check_startspec
 from supervision.errors import (
     AlreadyPresent,
     AlreadyStarted,
@@ -156,7 +157,7 @@ class Supervisor(GenServer):
                 shown = None
             spec = child.spec
             rows.append(ChildInfo(spec.id if self._template is None else None, shown, spec.type,
-                                  [spec.start_class.__name__]))
+                                  spec.module_names))
         return rows
 
     def _call_count_children(self) -> dict[str, int]:
@@ -170,7 +171,14 @@ class Supervisor(GenServer):
 
     def _call_get_childspec(self, key: Any) -> ChildSpec:
         if self._template is not None:
-            if isinstance(key, ActorRef) and key in self._dynamic:
+            # OTP ``find_child``: a child's pid, the pid of one being
+            # restarted or of a dead process give the template; so does the
+            # template's own id.  A live stranger's pid is not found.
+            if isinstance(key, ActorRef):
+                if self._dynamic_child(key) is not None or not key.is_alive():
+                    return self._template
+                raise NotFound(key)
+            if key == self._template.id:
                 return self._template
             raise NotFound(key)
         return self._find(key).spec
@@ -181,12 +189,16 @@ class Supervisor(GenServer):
             child = _Child(self._template.with_args(extra))
             try:
                 ref = self._start(child)
+            except AlreadyRegistered as exc:
+                raise AlreadyStarted(exc.reason[1]) from None
             except SpawnError as exc:
                 raise StartError(None, exc.reason) from None
             if ref is not None:
                 self._dynamic[ref] = child
             return ref
-        spec = ChildSpec.from_map(arg)
+        # OTP ``check_childspec(Spec, AutoShutdown)``: a significant child is
+        # refused (bad_combination) by a supervisor whose auto_shutdown is never.
+        (spec,) = check_childspecs([arg], self.flags.auto_shutdown)
         existing = self._lookup(spec.id)
         if existing is not None:
             if existing.status == RUNNING:
@@ -196,6 +208,10 @@ class Supervisor(GenServer):
         self._children.append(child)
         try:
             ref = self._start(child)
+        except AlreadyRegistered as exc:
+            # OTP passes a start function's {error, {already_started, Pid}} on as it is.
+            self._children.remove(child)
+            raise AlreadyStarted(exc.reason[1], spec.id) from None
         except SpawnError as exc:
             self._children.remove(child)
             raise StartError(spec.id, exc.reason) from None
@@ -206,15 +222,23 @@ class Supervisor(GenServer):
     def _call_terminate_child(self, key: Any) -> None:
         if self._template is not None:
             # OTP: a simple_one_for_one child is terminated by its pid only;
-            # any other key is ``{error, simple_one_for_one}``, an unknown pid
-            # ``{error, not_found}``.
+            # any other key is ``{error, simple_one_for_one}``, the pid of a
+            # live process that is not a child ``{error, not_found}``.
             if not isinstance(key, ActorRef):
                 raise SimpleOneForOne("terminate_child")
             child = self._dynamic.pop(key, None)
-            if child is None:
-                raise NotFound(key)
-            self._shutdown(child)
-            return None
+            if child is not None:
+                self._shutdown(child)
+                return None
+            token = next((t for t, c in self._dynamic_restarting.items() if c.ref == key), None)
+            if token is not None:
+                # Being restarted: forgetting it ends the retries (OTP erases
+                # the {restarting, Pid} entry; the pending retry finds nothing).
+                del self._dynamic_restarting[token]
+                return None
+            if key.is_alive():
+                raise NotFound(key)  # alive, but not a child of this supervisor
+            return None  # OTP: the pid of a dead process is "terminated": ok
         child = self._find(key)
         self._shutdown(child)
         if child.spec.restart == "temporary":
@@ -288,6 +312,10 @@ class Supervisor(GenServer):
                 del self._dynamic[ref]
                 if not _normal(reason):
                     self._report("child_terminated", None, reason, "not restarted", ref=ref)
+                # OTP do_auto_shutdown: all_significant waits for the last child.
+                others = [c.record() for c in self._all_children()]
+                if should_auto_shutdown(self.flags.auto_shutdown, child.record(), others):
+                    self._auto_shutdown(None)
                 return
             self._report("child_terminated", None, reason, "restarting", ref=ref)
             ok, self._restarts = add_restart(self._restarts, self.clock.now(), self.flags.intensity,
@@ -334,9 +362,7 @@ class Supervisor(GenServer):
             if decision.shutdown == "reached_max_restart_intensity":
                 self._give_up()
             else:
-                self._report("auto_shutdown", child.spec.id, "shutdown", "shutting down", level=logging.INFO)
-                self._terminate_all()
-                self.stop("shutdown")
+                self._auto_shutdown(child.spec.id)
             return
         plan = decision.plan
         if plan is None:
@@ -360,6 +386,11 @@ class Supervisor(GenServer):
                 self._report("start_error", cid, exc.reason, "will retry")
                 self.ref.cast((_TRY_AGAIN, cid))
                 return
+
+    def _auto_shutdown(self, child_id: Any) -> None:
+        self._report("auto_shutdown", child_id, "shutdown", "shutting down", level=logging.INFO)
+        self._terminate_all()
+        self.stop("shutdown")
 
     def _give_up(self) -> None:
         self._report("shutdown", None, "reached_max_restart_intensity", "shutting down")
@@ -437,6 +468,13 @@ class Supervisor(GenServer):
 
     def _records(self) -> list[ChildRecord]:
         return [c.record() for c in self._children]
+
+    def _dynamic_child(self, ref: ActorRef) -> _Child | None:
+        """A simple_one_for_one child by its ref, running or being restarted."""
+        child = self._dynamic.get(ref)
+        if child is None:
+            child = next((c for c in self._dynamic_restarting.values() if c.ref == ref), None)
+        return child
 
     def _lookup(self, child_id: Any) -> _Child | None:
         return next((c for c in self._children if c.spec.id == child_id), None)

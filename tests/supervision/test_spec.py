@@ -170,9 +170,9 @@ def test_child_specs_map_missing_and_unknown_keys() -> None:
         ChildSpec.from_map({"id": 1})
     assert info.value.field == "start"
     with pytest.raises(InvalidChildSpec) as info:
-        ChildSpec.from_map({"id": 1, "start": (Worker, ()), "modules": [Worker]})
+        ChildSpec.from_map({"id": 1, "start": (Worker, ()), "colour": "red"})
     assert info.value.field == "key"
-    assert "'modules'" in str(info.value)
+    assert "'colour'" in str(info.value)
 
 
 def test_child_specs_old_tuple_format() -> None:
@@ -243,7 +243,7 @@ def test_check_childspecs_duplicate_id() -> None:
 def test_significant_with_auto_shutdown_never_rejected() -> None:
     significant = spec(restart="transient", significant=True)
     with pytest.raises(InvalidChildSpec) as info:
-        check_childspecs([significant])
+        check_childspecs([significant], "never")
     assert info.value.field == "significant"
     assert "never" in str(info.value)
     assert check_childspecs([significant], "any_significant") == (significant,)

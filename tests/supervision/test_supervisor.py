@@ -231,8 +231,7 @@ def test_simple_one_for_one(node):
     assert {row.child for row in sv.which_children(sup)} == {r1, r2}
     sv.terminate_child(sup, r1)
     assert [row.child for row in sv.which_children(sup)] == [r2]
-    with pytest.raises(sv.NotFound):
-        sv.terminate_child(sup, r1)  # a ref that is no child: OTP not_found
+    assert sv.terminate_child(sup, r1) is None  # OTP child_adm_simple: a dead pid is ok
     with pytest.raises(sv.SimpleOneForOne) as info:
         sv.terminate_child(sup, "w")  # a child id: OTP {error, simple_one_for_one}
     assert info.value.operation == "terminate_child"

@@ -351,7 +351,10 @@ class Cell:
             if kind == K_CALL:
                 result = server.handle_call(body, from_)
                 if isinstance(result, Stop):
-                    self._finish(result.reason, run_terminate=True, reply=(from_, result.reply))
+                    # No reply given: the call stays in flight and fails
+                    # with the exit reason, as OTP's {stop, Reason, State}.
+                    reply = None if result.reply is noreply else (from_, result.reply)
+                    self._finish(result.reason, run_terminate=True, reply=reply)
                     return
                 if result is noreply:
                     pass

@@ -130,8 +130,13 @@ class Continue:
 
 @dataclass(frozen=True)
 class Stop:
-    """Returned from a callback to stop with ``reason``; from ``handle_call``
-    ``reply`` is delivered after ``terminate`` has run."""
+    """Returned from a callback to stop with ``reason``.
+
+    From ``handle_call``, ``Stop(reason, reply=value)`` is OTP's ``{stop,
+    Reason, Reply, State}``: ``value`` is delivered after ``terminate`` has
+    run.  Without ``reply`` it is ``{stop, Reason, State}``: no reply is sent,
+    so the call fails with ``Exit(reason)`` (unless the server answered it
+    already with ``reply``)."""
 
     reason: Any = "normal"
-    reply: Any = None
+    reply: Any = noreply

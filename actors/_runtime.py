@@ -34,7 +34,7 @@ from actors._transport import ReplyChannel, Timer, Transport, owner_of
 if TYPE_CHECKING:
     from actors._cell import Cell
 
-__all__ = ["DEFER", "Runtime", "Timer", "current_cell", "current_runtime", "runtime_for", "set_current_cell"]
+__all__ = ["DEFER", "EXIT_KILL", "EXIT_LINKED", "EXIT_SENT", "Runtime", "Timer", "current_cell", "current_runtime", "runtime_for", "set_current_cell"]
 
 log = logging.getLogger("actors.runtime")
 
@@ -53,6 +53,15 @@ K_DOWN = 10
 K_SYS = 11
 K_STOP = 12
 K_BATCH = 13  # consecutive casts/sends from one thread to one process: [[kind, to, body], ...]
+
+# How a K_EXIT signal was sent (its body is ``[sender, reason, how]``); Erlang
+# treats the two sources of exit signals differently.
+#: ``exit(Pid, Reason)``: trappable, leaves any link with the sender in place.
+EXIT_SENT = 0
+#: ``exit(Pid, kill)``: untrappable, the target dies with ``killed``.
+EXIT_KILL = 1
+#: The death of a linked actor: removes the link; reason ``kill`` stays trappable.
+EXIT_LINKED = 2
 
 #: A thread's casts to one process go out as one frame after this many...
 CAST_BATCH = 64
@@ -665,10 +674,10 @@ class Runtime(Transport):
             self._handle_sys(src, ref, body)
             return
         if kind == K_EXIT:
-            sender, reason, untrappable = body
+            sender, reason, how = body
             cell = self.cells.get(to)
             if cell is not None:
-                cell.exit_signal(sender, reason, untrappable)
+                cell.exit_signal(sender, reason, how)
             return
         if kind == K_LINK:
             linker = body
@@ -677,7 +686,7 @@ class Runtime(Transport):
             if ref is not None:
                 self.route(src, K_REPLY, None, None, ref, ok)
             elif not ok:
-                self.route(linker.proc, K_EXIT, linker.id, None, None, (self.make_ref(to), "noproc", False))
+                self.route(linker.proc, K_EXIT, linker.id, None, None, (self.make_ref(to), "noproc", EXIT_LINKED))
             return
         if kind == K_UNLINK:
             cell = self.cells.get(to)
@@ -712,8 +721,14 @@ class Runtime(Transport):
 
     # -- link / monitor helpers used by cells and the node --------------------
 
-    def send_exit(self, target: ActorRef, sender: ActorRef | None, reason: Any, untrappable: bool = False) -> None:
-        self.route(target.proc, K_EXIT, target.id, None, None, (sender, reason, untrappable))
+    def send_exit(self, target: ActorRef, sender: ActorRef | None, reason: Any, how: int = EXIT_LINKED) -> None:
+        """An exit signal; ``how`` says where it comes from (`EXIT_LINKED`:
+        the sender died and was linked; `EXIT_SENT`/`EXIT_KILL`: ``exit/2``)."""
+        self.route(target.proc, K_EXIT, target.id, None, None, (sender, reason, how))
+
+    def send_exit_signal(self, target: ActorRef, sender: ActorRef | None, reason: Any) -> None:
+        """``exit(Pid, Reason)``: ``kill`` is untrappable, anything else is not."""
+        self.send_exit(target, sender, reason, EXIT_KILL if reason == "kill" else EXIT_SENT)
 
     def send_down(self, watcher: ActorRef, mref: Any, target: ActorRef, reason: Any) -> None:
         self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, reason))

@@ -261,4 +261,4 @@ class GenServer(Behaviour):
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal (``"kill"`` is untrappable)."""
         cell = self._actor_cell
-        cell.runtime.send_exit(ref, cell.ref, reason, untrappable=reason == "kill")
+        cell.runtime.send_exit_signal(ref, cell.ref, reason)

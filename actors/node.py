@@ -33,7 +33,7 @@ from actors._net import NetError, NetLink
 from actors._ref import ActorRef, qualify
 from actors._registry import Registry
 from actors._seeds import ATTEMPT_TIMEOUT, SeedDialer
-from actors._runtime import DEFER, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
+from actors._runtime import DEFER, EXIT_KILL, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
 from actors._transport import owner_of
 from actors._spawn import AlreadyRegistered, SpawnError
 from actors._spawn import install as _install_spawn
@@ -366,11 +366,11 @@ class Node:
 
     def kill(self, ref: ActorRef) -> None:
         """Untrappable exit: the actor dies with reason ``killed``; no ``terminate``."""
-        self._rt_for(ref).send_exit(ref, None, "killed", untrappable=True)
+        self._rt_for(ref).send_exit(ref, None, "killed", EXIT_KILL)
 
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal from outside any actor (``"kill"`` is untrappable)."""
-        self._rt_for(ref).send_exit(ref, None, reason, untrappable=reason == "kill")
+        self._rt_for(ref).send_exit_signal(ref, None, reason)
 
     def stop(self, ref: ActorRef, reason: Any = "normal", timeout: float | None = None) -> None:
         """Stop the actor as ``gen_server:stop`` does: ``terminate`` runs, and

@@ -76,3 +76,63 @@ def test_stop_without_reply_from_handle_call_fails_the_call_with_the_reason(node
     s2 = node.spawn(Subject, report, host=host)
     assert s2.call(("stop_reply", "normal", "bye"), timeout=10) == "bye"
     assert q.get(timeout=5) == ("terminated", "normal")
+
+
+# -- exit signals ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", PLACES)
+def test_exit_self_normal_ends_a_non_trapping_actor(node, host):
+    """erlang:exit/2: a ``normal`` signal is ignored by a non-trapping
+    process, unless it is the calling process itself, which then exits with
+    reason ``normal``; a trapping one gets ``{'EXIT', self(), normal}``."""
+    report, q = reporter(node)
+    s = node.spawn(Subject, report, host=host)
+    down = node.monitor(s)
+    with pytest.raises(Exit) as raised:  # it dies before it can reply
+        s.call(("exit_self", "normal"))
+    assert raised.value.reason == "normal"
+    assert down.wait(10) == (s, "normal")
+    assert q.empty()  # an exit signal, not a stop: terminate did not run
+    t = node.spawn(Subject, report, True, host=host)
+    assert t.call(("exit_self", "normal")) == "ok"
+    assert q.get(timeout=5) == ("EXIT", t, "normal")
+    assert t.call(("ping",)) == "pong"
+
+
+@pytest.mark.parametrize("host", PLACES)
+def test_a_linked_actor_dying_with_reason_kill_sends_a_trappable_signal(node, host):
+    """Only ``exit(Pid, kill)`` is untrappable: a linked process that exits
+    with reason ``kill`` sends an ordinary link signal, so a trapping process
+    gets ``{'EXIT', Pid, kill}`` (a non-trapping one dies ``killed``)."""
+    report, q = reporter(node)
+    watcher = node.spawn(Subject, report, True, host=host)
+    dying = node.spawn(Subject, report, host="own")
+    assert watcher.call(("link", dying)) == "ok"
+    assert dying.call(("stop_reply", "kill", "ok")) == "ok"
+    assert q.get(timeout=5) == ("terminated", "kill")
+    assert q.get(timeout=5) == ("EXIT", dying, "kill")
+    assert watcher.call(("ping",)) == "pong"
+    plain = node.spawn(Subject, report, host=host)
+    dying2 = node.spawn(Subject, report, host="own")
+    assert plain.call(("link", dying2)) == "ok"
+    down = node.monitor(plain)
+    assert dying2.call(("stop_reply", "kill", "ok")) == "ok"
+    assert down.wait(10) == (plain, "killed")
+
+
+@pytest.mark.parametrize("host", PLACES)
+def test_exit_signal_from_a_linked_actor_leaves_the_link(node, host):
+    """exit/2 sends an exit signal; it does not remove a link between sender
+    and receiver (only a linked process's death or unlink/1 does): a trapping
+    process that got ``exit(Pid, foo)`` from a linked process still takes
+    that process down when it crashes later."""
+    report, q = reporter(node)
+    sender = node.spawn(Subject, report, host=host)
+    trapper = node.spawn(Subject, report, True, host="own")
+    assert sender.call(("link", trapper)) == "ok"
+    assert sender.call(("exit", trapper, "foo")) == "ok"
+    assert q.get(timeout=5) == ("EXIT", sender, "foo")
+    down = node.monitor(sender)
+    node.exit(trapper, "kill")
+    assert down.wait(10) == (sender, "killed")

@@ -555,6 +555,28 @@ class Cell:
                     then()
         return holder
 
+    def adopt_name(self, name: str) -> Any:
+        """The actor is given ``name`` from outside (`Node.register`, OTP's
+        ``register(Name, Pid)``; the registry holds it already): remember it,
+        so that its death releases it.  ``"ok"``; ``"dead"``; or
+        ``("named", current)`` when it has another name (one name per actor)."""
+        with self.lock:
+            if not self.alive:
+                return "dead"
+            current = self.name if self.name is not None else self._naming
+            if current is not None and current != name:
+                return ("named", current)
+            self.name = name
+            self.ref.name = name
+            return "ok"
+
+    def drop_name(self, name: str) -> None:
+        """``name`` was unregistered (`Node.unregister`): the actor may take another."""
+        with self.lock:
+            if self.name == name:
+                self.name = None
+                self.ref.name = None
+
     def _gone(self) -> None:
         hook = self.runtime.on_cell_gone
         if hook is not None:

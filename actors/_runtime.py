@@ -877,6 +877,8 @@ class Runtime(Transport):
         self.register_sys("stats", lambda src: self.stats.snapshot())
         self.register_sys("connect", lambda src, peers: [self.connect_peer(p) for p in peers] and None)
         self.register_sys("info", lambda src: self.info())
+        self.register_sys("adopt_name", self._adopt_name)
+        self.register_sys("drop_name", self._drop_name)
 
     # -- names -------------------------------------------------------------------
 
@@ -898,6 +900,15 @@ class Runtime(Transport):
             then()
             return
         self.sys_request(self.node_proc, "unregister", (name, ref), callback=lambda ok, v: then())
+
+    def _adopt_name(self, src: str, actor_id: str, name: str) -> Any:
+        cell = self.cells.get(actor_id)
+        return "dead" if cell is None else cell.adopt_name(name)
+
+    def _drop_name(self, src: str, actor_id: str, name: str) -> None:
+        cell = self.cells.get(actor_id)
+        if cell is not None:
+            cell.drop_name(name)
 
     def whereis(self, name: str) -> ActorRef | None:
         if self.registry is not None:

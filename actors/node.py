@@ -343,16 +343,34 @@ class Node:
             ref.send(message)
 
     def register(self, name: str, ref: ActorRef) -> None:
-        """Give a live actor a name; raises `ValueError` when the name is taken."""
-        if not ref.is_alive():
-            raise Exit("noproc", f"cannot register {name!r}: {ref!r} is not alive")
+        """OTP's ``register(Name, Pid)``: give a live actor of this node a name,
+        released when it dies.  Raises `ValueError` (OTP's ``badarg``) when
+        the name is taken, the actor has another name already or is of
+        another node, `Exit` ``noproc`` when it is not alive."""
+        self._check_open()
+        if ref.node_id != self.id:
+            raise ValueError(f"cannot register {name!r}: {ref!r} is an actor of another node")
         holder = self._rt.registry.register(name, ref)
         if holder is not None:
             raise ValueError(f"name {name!r} is already registered to {holder!r}")
+        try:
+            outcome = self._rt.sys_request(ref.proc, "adopt_name", (ref.id, name))
+        except Exit:  # its process is gone
+            outcome = "dead"
+        if outcome == "ok":
+            return
+        self._rt.registry.unregister(name, ref)
+        if outcome == "dead":
+            raise Exit("noproc", f"cannot register {name!r}: {ref!r} is not alive")
+        raise ValueError(f"cannot register {name!r}: {ref!r} is registered as {outcome[1]!r}")
 
     def unregister(self, name: str) -> None:
-        if not self._rt.registry.unregister(name):
+        """OTP's ``unregister(Name)``: the actor keeps running, without a name
+        (it may take another); `KeyError` when ``name`` is not registered."""
+        holder = self._rt.registry.whereis(name)
+        if holder is None or not self._rt.registry.unregister(name, holder):
             raise KeyError(f"name {name!r} is not registered")
+        self._rt.sys_send(holder.proc, "drop_name", (holder.id, name))
 
     def registered(self) -> dict[str, ActorRef]:
         return self._rt.registry.snapshot()

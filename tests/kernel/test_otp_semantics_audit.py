@@ -136,3 +136,45 @@ def test_exit_signal_from_a_linked_actor_leaves_the_link(node, host):
     down = node.monitor(sender)
     node.exit(trapper, "kill")
     assert down.wait(10) == (sender, "killed")
+
+
+# -- names -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", PLACES)
+def test_a_name_given_with_node_register_is_released_when_the_actor_dies(node, host):
+    """register/2: a registered name is released when its process exits, so
+    ``whereis`` then answers ``undefined`` (None) and the name is free."""
+    report, _q = reporter(node)
+    s = node.spawn(Subject, report, host=host)
+    node.register("audited", s)
+    assert node.whereis("audited") == s
+    down = node.monitor(s)
+    node.kill(s)
+    assert down.wait(10) == (s, "killed")
+    assert node.whereis("audited") is None  # released before the DOWN went out
+    with pytest.raises(Exit) as raised:
+        node.call("audited", ("ping",))
+    assert raised.value.reason == "noproc"
+    again = node.spawn(Subject, report, host=host)
+    node.register("audited", again)
+    assert node.call("audited", ("ping",)) == "pong"
+
+
+@pytest.mark.parametrize("host", PLACES)
+def test_an_actor_has_one_registered_name_at_most(node, host):
+    """register/2 fails (badarg) when the process already has a name; after
+    unregister/1 it may take another."""
+    report, _q = reporter(node)
+    s = node.spawn(Subject, report, host=host, name="first")
+    with pytest.raises(ValueError):
+        node.register("second", s)
+    assert node.whereis("second") is None
+    node.unregister("first")
+    assert node.whereis("first") is None
+    node.register("second", s)
+    assert node.whereis("second") == s
+    down = node.monitor(s)
+    node.kill(s)
+    down.wait(10)
+    assert node.registered() == {}

@@ -930,6 +930,23 @@ class Runtime(Transport):
     def send_after(self, seconds: float, target: ActorRef, message: Any) -> Timer:
         return self.add_timer(Timer(time.monotonic() + max(0.0, seconds), target, message))
 
+    def cancel_timer(self, timer: Timer) -> float | bool:  # type: ignore[override]
+        """Seconds that were left, or False when the timer already fired, was
+        cancelled, or its target is dead: as ``erlang:cancel_timer/1``, a timer
+        addressed to a process goes with that process.  (A target on another
+        node is not asked: Erlang's timers only address local processes.)"""
+        left = Transport.cancel_timer(timer)
+        if left is False:
+            return False
+        target = timer.target
+        if isinstance(target, ActorRef) and target.node_id == self.node_id:
+            try:
+                if not self.is_alive(target):
+                    return False
+            except CallTimeout:  # no answer: it may live, as far as we know
+                pass
+        return left
+
     def fire_timer(self, timer: Timer) -> None:
         target = timer.target
         self.route(target.proc, K_INFO, target.id, None, None, timer.message)

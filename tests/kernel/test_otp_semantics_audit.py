@@ -178,3 +178,23 @@ def test_an_actor_has_one_registered_name_at_most(node, host):
     node.kill(s)
     down.wait(10)
     assert node.registered() == {}
+
+
+# -- timers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", PLACES)
+def test_cancel_timer_of_a_dead_target_returns_false(node, host):
+    """erlang:send_after/3: a timer addressed to a pid is cancelled when that
+    process exits, so cancel_timer/1 then returns false; a live target's
+    timer gives the time left."""
+    report, _q = reporter(node)
+    s = node.spawn(Subject, report, host=host)
+    live = node.send_after(30, s, "later")
+    doomed = node.send_after(30, s, "never")
+    left = node.cancel_timer(live)
+    assert left is not False and 0 < left <= 30
+    down = node.monitor(s)
+    node.kill(s)
+    down.wait(10)
+    assert node.cancel_timer(doomed) is False

@@ -17,6 +17,7 @@ __all__ = [
     "Continue",
     "Crash",
     "Exit",
+    "NotRegistered",
     "Stop",
     "crash_from",
     "ignore",
@@ -84,6 +85,19 @@ class Exit(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Exit, (self.reason, self.detail))
+
+
+class NotRegistered(Exit, ValueError):
+    """A message sent to a name nothing is registered under: ``Name ! Msg``
+    fails with ``badarg`` in Erlang.  It is an `Exit` with reason ``noproc``,
+    as a call to such a name fails, and a `ValueError` (``badarg``)."""
+
+    def __init__(self, name: Any, detail: str = "") -> None:
+        super().__init__("noproc", detail or f"no actor is registered as {name!r}")
+        self.name = name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (NotRegistered, (self.name, self.detail))
 
 
 class CallTimeout(Exception):

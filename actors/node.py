@@ -28,7 +28,7 @@ from actors._host import write_message, zygote_main
 from actors._logging import LogListener
 from actors._monitor import Monitor
 from actors._node_events import NodeEvents
-from actors._reasons import CallTimeout, Exit
+from actors._reasons import CallTimeout, Exit, NotRegistered
 from actors._net import NetError, NetLink
 from actors._ref import ActorRef, qualify
 from actors._registry import Registry
@@ -338,9 +338,14 @@ class Node:
             ref.cast(request)
 
     def send(self, target: ActorRef | str, message: Any) -> None:
+        """`ActorRef.send` on a ref or a registered name; a name nothing is
+        registered under raises `Exit` ``noproc`` (a ``ValueError`` too:
+        Erlang's ``Name ! Msg`` fails with ``badarg``).  `cast` to such a
+        name is dropped, as ``gen_server:cast`` never fails."""
         ref = self.whereis(target) if isinstance(target, str) else target
-        if ref is not None:
-            ref.send(message)
+        if ref is None:
+            raise NotRegistered(target)
+        ref.send(message)
 
     def register(self, name: str, ref: ActorRef) -> None:
         """OTP's ``register(Name, Pid)``: give a live actor of this node a name,

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import actors
 from actors import ActorRef, Exit, GenServer, Stop
 from tests.kernel.probes import Probe
 
@@ -198,3 +199,27 @@ def test_cancel_timer_of_a_dead_target_returns_false(node, host):
     node.kill(s)
     down.wait(10)
     assert node.cancel_timer(doomed) is False
+
+
+# -- sending by name -------------------------------------------------------------------
+
+
+def test_send_to_a_name_nothing_is_registered_under_fails(node):
+    """erlang:send/2: ``Name ! Msg`` fails with badarg when Name is not
+    registered (here `Exit` ``noproc``, as a call to it, and a `ValueError`);
+    gen_server:cast/2 to it never fails."""
+    report, q = reporter(node)
+    s = node.spawn(Subject, report, name="present")
+    node.send("present", "hello")
+    assert q.get(timeout=5) == "hello"
+    down = node.monitor(s)
+    node.stop(s)
+    down.wait(10)
+    for send in (node.send, actors.send):
+        with pytest.raises(Exit) as raised:
+            send("present", "hello")
+        assert raised.value.reason == "noproc"
+        with pytest.raises(ValueError):
+            send("present", "hello")
+    node.cast("present", "dropped")
+    actors.cast("present", "dropped")

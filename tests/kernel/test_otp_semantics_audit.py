@@ -223,3 +223,21 @@ def test_send_to_a_name_nothing_is_registered_under_fails(node):
             send("present", "hello")
     node.cast("present", "dropped")
     actors.cast("present", "dropped")
+
+
+# -- monitors --------------------------------------------------------------------------
+
+
+def test_demonitor_returns_true_also_when_the_monitor_is_off(node):
+    """erlang:demonitor/1 returns true; if the monitoring is already turned
+    off (demonitored, or its DOWN delivered), nothing happens."""
+    q: queue.Queue[Any] = queue.Queue()
+    watcher = node.spawn(Probe, q)
+    target = node.spawn(Subject, watcher, host="own")
+    mref = watcher.call(("monitor", target))
+    assert watcher.call(("demonitor", mref)) is True
+    assert watcher.call(("demonitor", mref)) is True
+    mref2 = watcher.call(("monitor", target))
+    node.kill(target)
+    assert q.get(timeout=5) == ("DOWN", mref2, target, "killed")
+    assert watcher.call(("demonitor", mref2)) is True

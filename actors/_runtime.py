@@ -34,7 +34,8 @@ from actors._transport import ReplyChannel, Timer, Transport, owner_of
 if TYPE_CHECKING:
     from actors._cell import Cell
 
-__all__ = ["DEFER", "EXIT_KILL", "EXIT_LINKED", "EXIT_SENT", "Runtime", "Timer", "current_cell", "current_runtime", "runtime_for", "set_current_cell"]
+__all__ = ["DEFER", "EXIT_KILL", "EXIT_LINKED", "EXIT_SENT", "Runtime", "Timer", "current_cell", "current_runtime",
+           "runtime_for", "set_current_cell"]
 
 log = logging.getLogger("actors.runtime")
 
@@ -930,7 +931,7 @@ class Runtime(Transport):
     def send_after(self, seconds: float, target: ActorRef, message: Any) -> Timer:
         return self.add_timer(Timer(time.monotonic() + max(0.0, seconds), target, message))
 
-    def cancel_timer(self, timer: Timer) -> float | bool:  # type: ignore[override]
+    def cancel_timer(self, timer: Timer) -> float | bool:
         """Seconds that were left, or False when the timer already fired, was
         cancelled, or its target is dead: as ``erlang:cancel_timer/1``, a timer
         addressed to a process goes with that process.  (A target on another

@@ -23,7 +23,7 @@ import pykka
 
 from actors._reasons import Continue, Exit, Stop, crash_from, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
-from actors._runtime import K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
+from actors._runtime import EXIT_KILL, EXIT_LINKED, K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
 
 if TYPE_CHECKING:
     from actors._runtime import Runtime
@@ -224,20 +224,28 @@ class Cell:
 
     # -- signals (any thread) --------------------------------------------------------
 
-    def exit_signal(self, sender: ActorRef | None, reason: Any, untrappable: bool) -> None:
-        """Erlang's exit-signal rules; the decision is made on arrival."""
-        if sender is not None:
+    def exit_signal(self, sender: ActorRef | None, reason: Any, how: int) -> None:
+        """Erlang's exit-signal rules; the decision is made on arrival.
+
+        ``how`` is `EXIT_LINKED` for a linked actor's death (which ends the
+        link), else the signal of ``exit/2`` (the link, if any, stays).  An
+        ``exit/2`` ``kill`` is untrappable; a linked actor that died with
+        reason ``kill`` sends a trappable signal (a non-trapping receiver
+        still dies ``killed``).  ``normal`` is ignored by a non-trapping
+        receiver, except ``exit(self(), normal)``, which ends it."""
+        linked = how == EXIT_LINKED
+        if linked and sender is not None:
             with self.lock:
                 self.links.pop(sender, None)
-        if untrappable or reason == "kill":
+        if how == EXIT_KILL or (reason == "kill" and not linked):
             self.die("killed")
             return
         if self.trap_exit:
             self.enqueue(_M_EXIT, (sender, reason))
             return
-        if reason == "normal":
+        if reason == "normal" and sender != self.ref:
             return
-        self.die(reason)
+        self.die("killed" if reason == "kill" else reason)
 
     def add_link(self, other: ActorRef) -> bool:
         with self.lock:
@@ -273,7 +281,7 @@ class Cell:
         for mref, target in watched:
             self.down(mref, target, reason)
         for ref in linked:
-            self.exit_signal(ref, reason, False)
+            self.exit_signal(ref, reason, EXIT_LINKED)
 
     # -- the generic loop (actor thread) ------------------------------------------------
 
@@ -351,7 +359,10 @@ class Cell:
             if kind == K_CALL:
                 result = server.handle_call(body, from_)
                 if isinstance(result, Stop):
-                    self._finish(result.reason, run_terminate=True, reply=(from_, result.reply))
+                    # No reply given: the call stays in flight and fails
+                    # with the exit reason, as OTP's {stop, Reason, State}.
+                    reply = None if result.reply is noreply else (from_, result.reply)
+                    self._finish(result.reason, run_terminate=True, reply=reply)
                     return
                 if result is noreply:
                     pass
@@ -543,6 +554,28 @@ class Cell:
                 else:
                     then()
         return holder
+
+    def adopt_name(self, name: str) -> Any:
+        """The actor is given ``name`` from outside (`Node.register`, OTP's
+        ``register(Name, Pid)``; the registry holds it already): remember it,
+        so that its death releases it.  ``"ok"``; ``"dead"``; or
+        ``("named", current)`` when it has another name (one name per actor)."""
+        with self.lock:
+            if not self.alive:
+                return "dead"
+            current = self.name if self.name is not None else self._naming
+            if current is not None and current != name:
+                return ("named", current)
+            self.name = name
+            self.ref.name = name
+            return "ok"
+
+    def drop_name(self, name: str) -> None:
+        """``name`` was unregistered (`Node.unregister`): the actor may take another."""
+        with self.lock:
+            if self.name == name:
+                self.name = None
+                self.ref.name = None
 
     def _gone(self) -> None:
         hook = self.runtime.on_cell_gone

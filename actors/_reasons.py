@@ -17,6 +17,7 @@ __all__ = [
     "Continue",
     "Crash",
     "Exit",
+    "NotRegistered",
     "Stop",
     "crash_from",
     "ignore",
@@ -86,6 +87,19 @@ class Exit(Exception):
         return (Exit, (self.reason, self.detail))
 
 
+class NotRegistered(Exit, ValueError):
+    """A message sent to a name nothing is registered under: ``Name ! Msg``
+    fails with ``badarg`` in Erlang.  It is an `Exit` with reason ``noproc``,
+    as a call to such a name fails, and a `ValueError` (``badarg``)."""
+
+    def __init__(self, name: Any, detail: str = "") -> None:
+        super().__init__("noproc", detail or f"no actor is registered as {name!r}")
+        self.name = name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (NotRegistered, (self.name, self.detail))
+
+
 class CallTimeout(Exception):
     """A call got no reply within its timeout; the server keeps running."""
 
@@ -130,8 +144,13 @@ class Continue:
 
 @dataclass(frozen=True)
 class Stop:
-    """Returned from a callback to stop with ``reason``; from ``handle_call``
-    ``reply`` is delivered after ``terminate`` has run."""
+    """Returned from a callback to stop with ``reason``.
+
+    From ``handle_call``, ``Stop(reason, reply=value)`` is OTP's ``{stop,
+    Reason, Reply, State}``: ``value`` is delivered after ``terminate`` has
+    run.  Without ``reply`` it is ``{stop, Reason, State}``: no reply is sent,
+    so the call fails with ``Exit(reason)`` (unless the server answered it
+    already with ``reply``)."""
 
     reason: Any = "normal"
-    reply: Any = None
+    reply: Any = noreply

@@ -34,7 +34,8 @@ from actors._transport import ReplyChannel, Timer, Transport, owner_of
 if TYPE_CHECKING:
     from actors._cell import Cell
 
-__all__ = ["DEFER", "Runtime", "Timer", "current_cell", "current_runtime", "runtime_for", "set_current_cell"]
+__all__ = ["DEFER", "EXIT_KILL", "EXIT_LINKED", "EXIT_SENT", "Runtime", "Timer", "current_cell", "current_runtime",
+           "runtime_for", "set_current_cell"]
 
 log = logging.getLogger("actors.runtime")
 
@@ -53,6 +54,15 @@ K_DOWN = 10
 K_SYS = 11
 K_STOP = 12
 K_BATCH = 13  # consecutive casts/sends from one thread to one process: [[kind, to, body], ...]
+
+# How a K_EXIT signal was sent (its body is ``[sender, reason, how]``); Erlang
+# treats the two sources of exit signals differently.
+#: ``exit(Pid, Reason)``: trappable, leaves any link with the sender in place.
+EXIT_SENT = 0
+#: ``exit(Pid, kill)``: untrappable, the target dies with ``killed``.
+EXIT_KILL = 1
+#: The death of a linked actor: removes the link; reason ``kill`` stays trappable.
+EXIT_LINKED = 2
 
 #: A thread's casts to one process go out as one frame after this many...
 CAST_BATCH = 64
@@ -665,10 +675,10 @@ class Runtime(Transport):
             self._handle_sys(src, ref, body)
             return
         if kind == K_EXIT:
-            sender, reason, untrappable = body
+            sender, reason, how = body
             cell = self.cells.get(to)
             if cell is not None:
-                cell.exit_signal(sender, reason, untrappable)
+                cell.exit_signal(sender, reason, how)
             return
         if kind == K_LINK:
             linker = body
@@ -677,7 +687,7 @@ class Runtime(Transport):
             if ref is not None:
                 self.route(src, K_REPLY, None, None, ref, ok)
             elif not ok:
-                self.route(linker.proc, K_EXIT, linker.id, None, None, (self.make_ref(to), "noproc", False))
+                self.route(linker.proc, K_EXIT, linker.id, None, None, (self.make_ref(to), "noproc", EXIT_LINKED))
             return
         if kind == K_UNLINK:
             cell = self.cells.get(to)
@@ -712,8 +722,14 @@ class Runtime(Transport):
 
     # -- link / monitor helpers used by cells and the node --------------------
 
-    def send_exit(self, target: ActorRef, sender: ActorRef | None, reason: Any, untrappable: bool = False) -> None:
-        self.route(target.proc, K_EXIT, target.id, None, None, (sender, reason, untrappable))
+    def send_exit(self, target: ActorRef, sender: ActorRef | None, reason: Any, how: int = EXIT_LINKED) -> None:
+        """An exit signal; ``how`` says where it comes from (`EXIT_LINKED`:
+        the sender died and was linked; `EXIT_SENT`/`EXIT_KILL`: ``exit/2``)."""
+        self.route(target.proc, K_EXIT, target.id, None, None, (sender, reason, how))
+
+    def send_exit_signal(self, target: ActorRef, sender: ActorRef | None, reason: Any) -> None:
+        """``exit(Pid, Reason)``: ``kill`` is untrappable, anything else is not."""
+        self.send_exit(target, sender, reason, EXIT_KILL if reason == "kill" else EXIT_SENT)
 
     def send_down(self, watcher: ActorRef, mref: Any, target: ActorRef, reason: Any) -> None:
         self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, reason))
@@ -862,6 +878,8 @@ class Runtime(Transport):
         self.register_sys("stats", lambda src: self.stats.snapshot())
         self.register_sys("connect", lambda src, peers: [self.connect_peer(p) for p in peers] and None)
         self.register_sys("info", lambda src: self.info())
+        self.register_sys("adopt_name", self._adopt_name)
+        self.register_sys("drop_name", self._drop_name)
 
     # -- names -------------------------------------------------------------------
 
@@ -884,6 +902,15 @@ class Runtime(Transport):
             return
         self.sys_request(self.node_proc, "unregister", (name, ref), callback=lambda ok, v: then())
 
+    def _adopt_name(self, src: str, actor_id: str, name: str) -> Any:
+        cell = self.cells.get(actor_id)
+        return "dead" if cell is None else cell.adopt_name(name)
+
+    def _drop_name(self, src: str, actor_id: str, name: str) -> None:
+        cell = self.cells.get(actor_id)
+        if cell is not None:
+            cell.drop_name(name)
+
     def whereis(self, name: str) -> ActorRef | None:
         if self.registry is not None:
             return self.registry.whereis(name)
@@ -903,6 +930,23 @@ class Runtime(Transport):
 
     def send_after(self, seconds: float, target: ActorRef, message: Any) -> Timer:
         return self.add_timer(Timer(time.monotonic() + max(0.0, seconds), target, message))
+
+    def cancel_timer(self, timer: Timer) -> float | bool:
+        """Seconds that were left, or False when the timer already fired, was
+        cancelled, or its target is dead: as ``erlang:cancel_timer/1``, a timer
+        addressed to a process goes with that process.  (A target on another
+        node is not asked: Erlang's timers only address local processes.)"""
+        left = Transport.cancel_timer(timer)
+        if left is False:
+            return False
+        target = timer.target
+        if isinstance(target, ActorRef) and target.node_id == self.node_id:
+            try:
+                if not self.is_alive(target):
+                    return False
+            except CallTimeout:  # no answer: it may live, as far as we know
+                pass
+        return left
 
     def fire_timer(self, timer: Timer) -> None:
         target = timer.target

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors._monitor import Monitor
-from actors._reasons import Exit
+from actors._reasons import Exit, NotRegistered
 from actors._ref import ActorRef
 from actors._runtime import current_runtime
 
@@ -41,9 +41,13 @@ def cast(target: ActorRef | str, request: Any) -> None:
 
 
 def send(target: ActorRef | str, message: Any) -> None:
+    """`ActorRef.send` on a ref or a registered name; a name nothing is
+    registered under raises `Exit` ``noproc`` (a ``ValueError`` too: Erlang's
+    ``Name ! Msg`` fails with ``badarg``).  A cast to such a name is dropped."""
     ref = _resolve(target)
-    if ref is not None:
-        ref.send(message)
+    if ref is None:
+        raise NotRegistered(target)
+    ref.send(message)
 
 
 def monitor(target: ActorRef) -> Monitor:

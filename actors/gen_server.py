@@ -172,13 +172,14 @@ class GenServer(Behaviour):
         cell.runtime.sys_request(cell.runtime.node_proc, "monitor_nodes", (cell.ref, bool(flag)))
 
     def demonitor(self, mref: Any) -> bool:
-        """Stop watching; a DOWN already queued for ``mref`` is discarded."""
+        """Stop watching; a DOWN already queued for ``mref`` is discarded.
+        Returns True, as ``erlang:demonitor/1`` does, also when the monitor
+        is already off (its DOWN was handled, or it was demonitored)."""
         cell = self._actor_cell
         with cell.lock:
             target = cell.monitors_out.pop(mref, None)
-        if target is None:
-            return False
-        cell.runtime.request_demonitor(target, mref)
+        if target is not None:
+            cell.runtime.request_demonitor(target, mref)
         return True
 
     # -- spawning, timers, names ----------------------------------------------------
@@ -261,4 +262,4 @@ class GenServer(Behaviour):
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal (``"kill"`` is untrappable)."""
         cell = self._actor_cell
-        cell.runtime.send_exit(ref, cell.ref, reason, untrappable=reason == "kill")
+        cell.runtime.send_exit_signal(ref, cell.ref, reason)

@@ -29,12 +29,12 @@ from actors._host import write_message, zygote_main
 from actors._logging import LogListener
 from actors._monitor import Monitor
 from actors._node_events import NodeEvents
-from actors._reasons import CallTimeout, Exit
+from actors._reasons import CallTimeout, Exit, NotRegistered
 from actors._net import NetError, NetLink
 from actors._ref import ActorRef, qualify
 from actors._registry import Registry
 from actors._seeds import ATTEMPT_TIMEOUT, SeedDialer
-from actors._runtime import DEFER, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
+from actors._runtime import DEFER, EXIT_KILL, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
 from actors._transport import owner_of
 from actors._spawn import AlreadyRegistered, SpawnError
 from actors._spawn import install as _install_spawn
@@ -339,21 +339,44 @@ class Node:
             ref.cast(request)
 
     def send(self, target: ActorRef | str, message: Any) -> None:
+        """`ActorRef.send` on a ref or a registered name; a name nothing is
+        registered under raises `Exit` ``noproc`` (a ``ValueError`` too:
+        Erlang's ``Name ! Msg`` fails with ``badarg``).  `cast` to such a
+        name is dropped, as ``gen_server:cast`` never fails."""
         ref = self.whereis(target) if isinstance(target, str) else target
-        if ref is not None:
-            ref.send(message)
+        if ref is None:
+            raise NotRegistered(target)
+        ref.send(message)
 
     def register(self, name: str, ref: ActorRef) -> None:
-        """Give a live actor a name; raises `ValueError` when the name is taken."""
-        if not ref.is_alive():
-            raise Exit("noproc", f"cannot register {name!r}: {ref!r} is not alive")
+        """OTP's ``register(Name, Pid)``: give a live actor of this node a name,
+        released when it dies.  Raises `ValueError` (OTP's ``badarg``) when
+        the name is taken, the actor has another name already or is of
+        another node, `Exit` ``noproc`` when it is not alive."""
+        self._check_open()
+        if ref.node_id != self.id:
+            raise ValueError(f"cannot register {name!r}: {ref!r} is an actor of another node")
         holder = self._rt.registry.register(name, ref)
         if holder is not None:
             raise ValueError(f"name {name!r} is already registered to {holder!r}")
+        try:
+            outcome = self._rt.sys_request(ref.proc, "adopt_name", (ref.id, name))
+        except Exit:  # its process is gone
+            outcome = "dead"
+        if outcome == "ok":
+            return
+        self._rt.registry.unregister(name, ref)
+        if outcome == "dead":
+            raise Exit("noproc", f"cannot register {name!r}: {ref!r} is not alive")
+        raise ValueError(f"cannot register {name!r}: {ref!r} is registered as {outcome[1]!r}")
 
     def unregister(self, name: str) -> None:
-        if not self._rt.registry.unregister(name):
+        """OTP's ``unregister(Name)``: the actor keeps running, without a name
+        (it may take another); `KeyError` when ``name`` is not registered."""
+        holder = self._rt.registry.whereis(name)
+        if holder is None or not self._rt.registry.unregister(name, holder):
             raise KeyError(f"name {name!r} is not registered")
+        self._rt.sys_send(holder.proc, "drop_name", (holder.id, name))
 
     def registered(self) -> dict[str, ActorRef]:
         return self._rt.registry.snapshot()
@@ -367,11 +390,11 @@ class Node:
 
     def kill(self, ref: ActorRef) -> None:
         """Untrappable exit: the actor dies with reason ``killed``; no ``terminate``."""
-        self._rt_for(ref).send_exit(ref, None, "killed", untrappable=True)
+        self._rt_for(ref).send_exit(ref, None, "killed", EXIT_KILL)
 
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Send an exit signal from outside any actor (``"kill"`` is untrappable)."""
-        self._rt_for(ref).send_exit(ref, None, reason, untrappable=reason == "kill")
+        self._rt_for(ref).send_exit_signal(ref, None, reason)
 
     def stop(self, ref: ActorRef, reason: Any = "normal", timeout: float | None = None) -> None:
         """Stop the actor as ``gen_server:stop`` does: ``terminate`` runs, and

@@ -230,8 +230,8 @@ class Cell:
         ``how`` is `EXIT_LINKED` for a linked actor's death (which ends the
         link), else the signal of ``exit/2`` (the link, if any, stays).  An
         ``exit/2`` ``kill`` is untrappable; a linked actor that died with
-        reason ``kill`` sends a trappable signal (a non-trapping receiver
-        still dies ``killed``).  ``normal`` is ignored by a non-trapping
+        reason ``kill`` sends an ordinary signal (trappable; a non-trapping
+        receiver dies with reason ``kill`` and passes it on, as in Erlang).  ``normal`` is ignored by a non-trapping
         receiver, except ``exit(self(), normal)``, which ends it."""
         linked = how == EXIT_LINKED
         if linked and sender is not None:
@@ -245,7 +245,7 @@ class Cell:
             return
         if reason == "normal" and sender != self.ref:
             return
-        self.die("killed" if reason == "kill" else reason)
+        self.die(reason)
 
     def add_link(self, other: ActorRef) -> bool:
         with self.lock:

@@ -105,7 +105,8 @@ def test_exit_self_normal_ends_a_non_trapping_actor(node, host):
 def test_a_linked_actor_dying_with_reason_kill_sends_a_trappable_signal(node, host):
     """Only ``exit(Pid, kill)`` is untrappable: a linked process that exits
     with reason ``kill`` sends an ordinary link signal, so a trapping process
-    gets ``{'EXIT', Pid, kill}`` (a non-trapping one dies ``killed``)."""
+    gets ``{'EXIT', Pid, kill}`` and a non-trapping one dies with reason
+    ``kill`` (only the untrappable ``exit/2`` signal turns into ``killed``)."""
     report, q = reporter(node)
     watcher = node.spawn(Subject, report, True, host=host)
     dying = node.spawn(Subject, report, host="own")
@@ -119,7 +120,7 @@ def test_a_linked_actor_dying_with_reason_kill_sends_a_trappable_signal(node, ho
     assert plain.call(("link", dying2)) == "ok"
     down = node.monitor(plain)
     assert dying2.call(("stop_reply", "kill", "ok")) == "ok"
-    assert down.wait(10) == (plain, "killed")
+    assert down.wait(10) == (plain, "kill")
 
 
 @pytest.mark.parametrize("host", PLACES)

@@ -3,7 +3,7 @@
 The public surface of the kernel; everything else lives in private modules.
 """
 
-from actors._reasons import CallTimeout, Continue, Crash, Exit, Stop, ignore, is_normal_exit, noreply
+from actors._reasons import CallTimeout, Continue, Crash, Exit, Stop, Timeout, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
 from actors._runtime import Timer
 from actors._spawn import AlreadyRegistered, SpawnError
@@ -30,6 +30,7 @@ __all__ = [
     "Node",
     "SpawnError",
     "Stop",
+    "Timeout",
     "Timer",
     "UnexpectedMessage",
     "call",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pykka
 
-from actors._reasons import Continue, Exit, Stop, crash_from, ignore, is_normal_exit, noreply
+from actors._reasons import Continue, Exit, Stop, Timeout, crash_from, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
 from actors._runtime import EXIT_KILL, EXIT_LINKED, K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
 
@@ -36,6 +36,8 @@ _M_DOWN = 101
 _M_WAKE = 102
 _M_CONTINUE = 103
 _M_BATCH = 104
+#: What an actor idle past its callback's `Timeout` handles: ``handle_info("timeout")``.
+_IDLE_TIMEOUT = (K_INFO, "timeout", None)
 
 _TRUNCATE = 2000
 
@@ -89,7 +91,14 @@ class _ActorThread(pykka.ThreadingActor):
         handle = cell._handle
         flush = cell.runtime.flush_casts
         while not stopped.is_set():
-            item = get()
+            wait = cell.idle_timeout
+            if wait is None:
+                item = get()
+            else:
+                try:
+                    item = get(timeout=wait)
+                except queue.Empty:  # idle for the callback's Timeout
+                    item = _IDLE_TIMEOUT
             if type(item) is tuple:
                 try:
                     handle(item)
@@ -169,6 +178,9 @@ class Cell:
         self._naming: str | None = None
         self._after_naming: Callable[[], None] | None = None
         self.messages_handled = 0
+        #: Seconds the loop waits for a message before ``handle_info("timeout")``:
+        #: the `Timeout` the last callback returned (None: wait for ever).
+        self.idle_timeout: float | None = None
         server._actor_cell = self
         self._thread = _ActorThread(self)
         self.inbox = self._thread.actor_inbox
@@ -318,6 +330,8 @@ class Cell:
             self._finish(self._stop_reason, run_terminate=True)
         elif isinstance(result, Continue):
             self._handle_one((_M_CONTINUE, result.arg, None))
+        elif type(result) is Timeout:
+            self.idle_timeout = result.seconds
 
     def _fail_start(self, outcome: tuple[str, Any]) -> None:
         kind, detail = outcome
@@ -355,9 +369,13 @@ class Cell:
         kind, body, from_ = message
         server = self.server
         self.messages_handled += 1
+        self.idle_timeout = None  # a message came: the last callback's Timeout is off
         try:
             if kind == K_CALL:
                 result = server.handle_call(body, from_)
+                if type(result) is Timeout:
+                    self.idle_timeout = result.seconds
+                    result = result.reply
                 if isinstance(result, Stop):
                     # No reply given: the call stays in flight and fails
                     # with the exit reason, as OTP's {stop, Reason, State}.
@@ -412,6 +430,8 @@ class Cell:
             self._finish(result.reason, run_terminate=True)
         elif isinstance(result, Continue) and self.alive:
             self._handle_one((_M_CONTINUE, result.arg, None))
+        elif type(result) is Timeout:
+            self.idle_timeout = result.seconds
 
     def _reply(self, from_: From, value: Any) -> None:
         with self.lock:

@@ -19,6 +19,7 @@ __all__ = [
     "Exit",
     "NotRegistered",
     "Stop",
+    "Timeout",
     "crash_from",
     "ignore",
     "is_normal_exit",
@@ -140,6 +141,28 @@ class Continue:
     ``handle_continue(arg)`` before any message already queued."""
 
     arg: Any = None
+
+
+@dataclass(frozen=True)
+class Timeout:
+    """Returned from a callback: the ``Timeout`` of OTP's return tuples.
+
+    When no message arrives within ``seconds`` after the callback returns,
+    ``handle_info("timeout")`` runs; any message that comes first cancels
+    it (``0``: unless a message is already waiting).  From ``handle_call``,
+    ``Timeout(seconds, reply=value)`` is ``{reply, Reply, State, Timeout}``
+    and ``Timeout(seconds)`` is ``{noreply, State, Timeout}`` (answer later
+    with ``reply``); from ``init`` it is ``{ok, State, Timeout}``.  ``None``
+    is ``infinity``.  A server that is busy never times out: the idle time
+    is counted from the last callback, as in OTP."""
+
+    seconds: float | None
+    reply: Any = noreply
+
+    def __post_init__(self) -> None:
+        s = self.seconds
+        if s is not None and (type(s) not in (int, float) or not s >= 0):
+            raise ValueError(f"Timeout seconds must be a number >= 0 or None, got {s!r}")
 
 
 @dataclass(frozen=True)

@@ -373,9 +373,12 @@ class Cell:
         try:
             if kind == K_CALL:
                 result = server.handle_call(body, from_)
+                then: Continue | None = None  # handle_continue after the reply
                 if type(result) is Timeout:
                     self.idle_timeout = result.seconds
                     result = result.reply
+                elif type(result) is Continue:
+                    then, result = result, result.reply
                 if isinstance(result, Stop):
                     # No reply given: the call stays in flight and fails
                     # with the exit reason, as OTP's {stop, Reason, State}.
@@ -389,7 +392,10 @@ class Cell:
                     return
                 elif self.alive:
                     self._reply(from_, result)
-                    return
+                    if then is None:
+                        return
+                if then is not None:
+                    result = then
             elif kind == K_CAST:
                 result = server.handle_cast(body)
             elif kind == K_INFO:

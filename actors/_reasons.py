@@ -137,10 +137,14 @@ ignore = _Marker("ignore")
 
 @dataclass(frozen=True)
 class Continue:
-    """Returned from ``init`` (or cast/info/continue callbacks): run
-    ``handle_continue(arg)`` before any message already queued."""
+    """Returned from a callback: run ``handle_continue(arg)`` before any
+    message already queued (OTP's ``{continue, Arg}``).  From ``handle_call``,
+    ``Continue(arg, reply=value)`` is ``{reply, Reply, State, {continue,
+    Arg}}``: the reply goes out first; ``Continue(arg)`` is ``{noreply,
+    State, {continue, Arg}}``."""
 
     arg: Any = None
+    reply: Any = noreply
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from actors import ActorRef, GenServer, Timeout
+from actors import ActorRef, Continue, GenServer, Timeout
 from tests.kernel.probes import Probe
 
 pytestmark = pytest.mark.timeout(30)
@@ -127,3 +127,36 @@ def test_a_bad_timeout_crashes_the_server(node, host):
     ref, reason = mon.wait(10)
     assert ref == server
     assert "Timeout seconds must be a number" in repr(reason)
+
+
+class ContinuesAfterCall(GenServer):
+    """``{reply, R, S, {continue, C}}`` and ``{noreply, S, {continue, C}}``."""
+
+    def init(self, report: ActorRef) -> None:
+        self.report = report
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "reply_then_continue":
+            self.ref.send("queued during the call")  # waits in the mailbox behind the continue
+            return Continue("after the reply", reply="replied")
+        self.pending = from_
+        return Continue("answers")  # no reply yet: handle_continue gives it
+
+    def handle_continue(self, arg: Any) -> None:
+        if arg == "answers":
+            self.reply(self.pending, "answered by handle_continue")
+        self.report.send(("continued", arg))
+
+    def handle_info(self, message: Any) -> None:
+        self.report.send(message)
+
+
+@pytest.mark.parametrize("host", PLACES)
+def test_handle_call_may_continue_after_its_reply(node, host):
+    q: queue.Queue[Any] = queue.Queue()
+    server = node.spawn(ContinuesAfterCall, node.spawn(Probe, q), host=host)
+    assert server.call("reply_then_continue") == "replied"
+    assert q.get(timeout=10) == ("continued", "after the reply")
+    assert q.get(timeout=10) == "queued during the call"
+    assert server.call("continue_answers") == "answered by handle_continue"
+    assert q.get(timeout=10) == ("continued", "answers")

@@ -127,17 +127,16 @@ class Node:
     ) -> None:
         self.config = _as_config(config)
         cluster = ClusterSettings.from_config(self.config)
-        if name is not None or listen is not None:
-            cluster = ClusterSettings(
-                name=name if name is not None else cluster.name,
-                listen=listen if listen is not None else cluster.listen,
-                cluster_key=os.fspath(cluster_key) if cluster_key is not None else cluster.cluster_key,
-                seeds=tuple(seeds) or cluster.seeds,
-                net_ticktime=net_ticktime if net_ticktime is not None else cluster.net_ticktime,
-                connect_all=cluster.connect_all,
-            )
-        if connect_all is not None:
-            cluster = dataclasses.replace(cluster, connect_all=connect_all)
+        # Each keyword given overrides its own ``[cluster]`` key, whichever
+        # of them came from the config (``net_ticktime=`` on an ini node too).
+        given: dict[str, Any] = {
+            "name": name, "listen": listen,
+            "cluster_key": os.fspath(cluster_key) if cluster_key is not None else None,
+            "seeds": tuple(seeds) or None, "net_ticktime": net_ticktime, "connect_all": connect_all,
+        }
+        overrides = {key: value for key, value in given.items() if value is not None}
+        if overrides:
+            cluster = dataclasses.replace(cluster, **overrides)
         #: This node's name in its cluster; None for a node that is not distributed.
         self.name = cluster.name
         #: The bound ``tcp://HOST:PORT`` other nodes connect to (None when not distributed).

@@ -167,7 +167,7 @@ SCHEMA: dict[str, Section] = {
     }),
     "cluster": Section({
         "name": text, "listen": text, "cluster_key": text, "seeds": text,
-        "net_ticktime": number(0, strict=True),
+        "net_ticktime": number(0, strict=True), "connect_all": boolean,
     }),
     "replicator.shares": Section(any_key=integer(1, 1000)),
     "couch_jobs": Section({

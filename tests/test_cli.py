@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import actors.demo as demo_module
-from actors import benchrun, configcheck
+from actors import benchrun, cluster_settings, configcheck
 from actors.attach import Attached
 from actors.cli import COMMANDS, build_parser, main, status_text
 from actors.config import Config
@@ -500,6 +500,10 @@ def test_the_config_table_knows_every_setting_the_services_read():
 
     assert set(Settings.keys()) <= set(configcheck.SCHEMA["replicator"].keys)
     assert set(IOQ2_DEFAULTS) <= set(configcheck.SCHEMA["ioq2"].keys)
+    assert set(cluster_settings.KEYS) <= set(configcheck.SCHEMA["cluster"].keys)  # connect_all included
+    assert configcheck.check(Config({"cluster": {"connect_all": "false"}})).warnings == []
+    assert configcheck.check(Config({"cluster": {"connect_all": "maybe"}})).errors == [
+        "[cluster] connect_all = 'maybe': not a boolean (true/false, yes/no, on/off, 1/0)"]
     result = configcheck.check(Config(demo_module.DEMO_CONFIG))
     assert result.ok and result.warnings == []
     assert configcheck.check(Config({"couch_jobs": {"type_monitor_timeout_msec": "infinity"},

@@ -174,7 +174,8 @@ SCHEMA: dict[str, Section] = {
         "activity_monitor_max_jitter_msec": integer(0), "type_monitor_holdoff_msec": integer(0),
         "type_monitor_timeout_msec": msec_or_infinity, "type_check_period_msec": integer(1),
         "type_check_max_jitter_msec": integer(0), "wakeup_recheck_msec": integer(1),
-        "busy_timeout_msec": integer(0), "store": store_url, "database_path": text,
+        "busy_timeout_msec": integer(1), "store": store_url, "database_path": text,
+        "pg_pool_size": integer(1), "pg_connect_timeout_msec": integer(1),
     }),
 }
 

@@ -15,6 +15,7 @@ import pytest
 
 import actors.demo as demo_module
 from actors import benchrun, cluster_settings, configcheck
+from actors.couch_jobs import settings as couch_jobs_settings
 from actors.attach import Attached
 from actors.cli import COMMANDS, build_parser, main, status_text
 from actors.config import Config
@@ -501,6 +502,10 @@ def test_the_config_table_knows_every_setting_the_services_read():
     assert set(Settings.keys()) <= set(configcheck.SCHEMA["replicator"].keys)
     assert set(IOQ2_DEFAULTS) <= set(configcheck.SCHEMA["ioq2"].keys)
     assert set(cluster_settings.KEYS) <= set(configcheck.SCHEMA["cluster"].keys)  # connect_all included
+    # each reader in couch_jobs.settings is named after the key it reads
+    jobs_keys = {name for name in dir(couch_jobs_settings) if name.endswith("_msec") or name.startswith("pg_")}
+    assert jobs_keys <= set(configcheck.SCHEMA["couch_jobs"].keys)  # pg_pool_size is in docs/couch_jobs.md
+    assert not configcheck.check(Config({"couch_jobs": {"busy_timeout_msec": "0"}})).ok  # the reader refuses 0
     assert configcheck.check(Config({"cluster": {"connect_all": "false"}})).warnings == []
     assert configcheck.check(Config({"cluster": {"connect_all": "maybe"}})).errors == [
         "[cluster] connect_all = 'maybe': not a boolean (true/false, yes/no, on/off, 1/0)"]

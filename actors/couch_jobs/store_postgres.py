@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -115,17 +116,31 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 _MIGRATION_LOCK = 0x636F7563686A6F62  # "couchjob"
 
 
+#: ``scheme://user:PASSWORD@`` where `urlsplit` refuses the URL (a bad port, an
+#: unclosed ``[``): greedy up to the last ``@``, so no part of a password stays.
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):(.*)@")
+
+
+def _password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:  # malformed: still find the password to hide
+        match = _USERINFO.match(url)
+        return match.group(2) if match else None
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (safe for logs and error messages)."""
+    """``url`` without its password (safe for logs and error messages), malformed ones too."""
     try:
         parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
     except ValueError:
-        return "<malformed store URL>"
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+        match = _USERINFO.match(url)
+        return f"{match.group(1)}:***@{url[match.end():]}" if match else url
     user = parts.username or ""
     netloc = f"{user}:***@{host}" if user else f":***@{host}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
@@ -243,7 +258,7 @@ class PostgresStore(SQLStore):
     # -- errors ------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        password = urlsplit(self.url).password if "://" in self.url else None
+        password = _password(self.url) if "://" in self.url else None
         first = text.strip().splitlines()[0] if text.strip() else text
         return first.replace(password, "***") if password else first
 

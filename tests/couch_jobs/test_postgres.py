@@ -111,6 +111,10 @@ def test_redact_hides_only_the_password():
         "postgresql://bob:***@db.example:5432/jobs"
     )
     assert redact("postgresql://bob@db.example/jobs") == "postgresql://bob@db.example/jobs"
+    # URLs urllib refuses (a bad port, an unclosed "[") are named too, without the password
+    assert redact("postgresql://bob:s3cret@db.example:5x/jobs") == "postgresql://bob:***@db.example:5x/jobs"
+    assert redact("postgresql://bob:s3cret@[::1/jobs") == "postgresql://bob:***@[::1/jobs"
+    assert redact("postgresql://[::1/jobs") == "postgresql://[::1/jobs"
 
 
 @pytest.mark.parametrize(
@@ -118,6 +122,9 @@ def test_redact_hides_only_the_password():
     [
         "postgresql://bob:s3cret@127.0.0.1:1/jobs",  # nothing listens on port 1
         "postgresql://bob:s3cret@127.0.0.1:5432/jobs?sslmode=bogus",  # malformed option
+        "postgresql://bob:s3cret@127.0.0.1:5x/jobs",  # malformed port (urllib refuses it)
+        "postgresql://bob:s3cret@127.0.0.1:99999/jobs",  # port out of range
+        "postgresql://bob:s3cret@127.0.0.1[/jobs",  # malformed host
     ],
 )
 def test_a_bad_or_unreachable_url_fails_start_with_one_line(node, url, caplog):

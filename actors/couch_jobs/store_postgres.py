@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-try:  # the PostgreSQL store is optional: pip install 'otpy[postgres]'
+try:  # the PostgreSQL store is optional: pip install 'otpy-actors[postgres]'
     import psycopg
     import psycopg_pool
 except ImportError:  # pragma: no cover - exercised only without the extra
@@ -228,7 +228,7 @@ class PostgresStore(SQLStore):
         if psycopg is None or psycopg_pool is None:
             raise StoreUnavailable(
                 f"couch_jobs store {redact(url)!r} needs psycopg 3 and psycopg_pool: "
-                "pip install 'otpy[postgres]' (psycopg[binary], psycopg_pool)"
+                "pip install 'otpy-actors[postgres]' (psycopg[binary], psycopg_pool)"
             )
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size!r}")

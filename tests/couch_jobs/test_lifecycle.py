@@ -108,3 +108,17 @@ def test_start_without_a_store_uses_a_file_in_the_nodes_state_directory(node, tm
         assert process.local_jobs().store.path == str(tmp_path / app.DEFAULT_FILE)
     finally:
         app.stop(node)
+
+
+@pytest.mark.parametrize("store", ["sqlite:///{missing}/jobs.db", "{missing}/jobs.db"])
+def test_a_sqlite_store_that_cannot_be_opened_fails_start_naming_it(node, tmp_path, store):
+    """Issue 13's bad input on the embedded store: one `StoreUnavailable` line
+    naming the file (not sqlite3's bare "unable to open database file")."""
+    location = store.format(missing=tmp_path / "no" / "such" / "dir")
+    with pytest.raises(couch_jobs.StoreUnavailable) as info:
+        app.start(node, location)
+    message = str(info.value)
+    assert str(tmp_path / "no" / "such" / "dir" / "jobs.db") in message and "\n" not in message
+    assert node.whereis("couch_jobs_sup") is None and process.attachment() is None
+    with pytest.raises(CouchJobsError, match="not configured"):
+        couch_jobs.default()

@@ -173,8 +173,9 @@ def add_node(sub: Subparsers) -> None:
                                    "replicator) under it, print 'node NAME up at ADDRESS pid PID state DIR' once "
                                    "ready, and serve until SIGTERM or Ctrl-C (docs/distribution.md).")
     p.add_argument("--name", required=True, help="this node's name, unique in the cluster")
-    p.add_argument("--listen", default="tcp://127.0.0.1:0", metavar="ADDR",
-                   help="tcp://HOST:PORT to listen on; port 0 picks a free one (default tcp://127.0.0.1:0)")
+    p.add_argument("--listen", default=None, metavar="ADDR",
+                   help="tcp://HOST:PORT to listen on; port 0 picks a free one (default: [cluster] listen "
+                        "of --config, else tcp://127.0.0.1:0)")
     p.add_argument("--cluster-key", default=None, metavar="PATH",
                    help="the cluster key file (from 'keygen'); required unless listening on loopback")
     p.add_argument("--seeds", nargs="+", default=None, metavar="ADDR", help="nodes to connect to at start")

@@ -86,8 +86,12 @@ class ClusterSettings:
         return self.name is not None
 
     @classmethod
-    def from_config(cls, config: Config) -> "ClusterSettings":
-        """Read ``[cluster]``; an absent section is a node that is not distributed."""
+    def from_config(cls, config: Config, **overrides: Any) -> "ClusterSettings":
+        """Read ``[cluster]``; an absent section is a node that is not distributed.
+
+        ``overrides`` (keyword arguments of `Node`, options of ``otpy node``)
+        replace their keys before the whole is checked, so a section may
+        leave out what they give (a shared section without ``name``)."""
         section = config.section(SECTION)
         unknown = sorted(set(section) - set(KEYS))
         if unknown:
@@ -101,6 +105,7 @@ class ClusterSettings:
         values["seeds"] = tuple(s for s in re.split(r"[\s,]+", seeds.strip()) if s)
         values["net_ticktime"] = config.get_float(SECTION, "net_ticktime", DEFAULT_NET_TICKTIME)
         values["connect_all"] = config.get_boolean(SECTION, "connect_all", True)
+        values.update(overrides)
         return cls(**values)
 
     def load_key(self) -> ClusterKey | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import logging
@@ -126,7 +125,6 @@ class Node:
         connect_all: bool | None = None,
     ) -> None:
         self.config = _as_config(config)
-        cluster = ClusterSettings.from_config(self.config)
         # Each keyword given overrides its own ``[cluster]`` key, whichever
         # of them came from the config (``net_ticktime=`` on an ini node too).
         given: dict[str, Any] = {
@@ -134,9 +132,8 @@ class Node:
             "cluster_key": os.fspath(cluster_key) if cluster_key is not None else None,
             "seeds": tuple(seeds) or None, "net_ticktime": net_ticktime, "connect_all": connect_all,
         }
-        overrides = {key: value for key, value in given.items() if value is not None}
-        if overrides:
-            cluster = dataclasses.replace(cluster, **overrides)
+        cluster = ClusterSettings.from_config(
+            self.config, **{key: value for key, value in given.items() if value is not None})
         #: This node's name in its cluster; None for a node that is not distributed.
         self.name = cluster.name
         #: The bound ``tcp://HOST:PORT`` other nodes connect to (None when not distributed).

@@ -46,6 +46,21 @@ def test_loopback_needs_no_key_and_port_zero_is_allowed():
     assert s.cluster_key is None and s.load_key() is None
 
 
+def test_overrides_complete_and_replace_the_section_before_it_is_checked():
+    """``Node(config, name=...)``: a section shared by every node leaves the name
+    out; each keyword replaces only its own key."""
+    shared = Config({"cluster": {"listen": "tcp://127.0.0.1:7100", "seeds": "tcp://127.0.0.1:7101",
+                                 "net_ticktime": "4"}})
+    s = ClusterSettings.from_config(shared, name="b")
+    assert s == ClusterSettings("b", "tcp://127.0.0.1:7100", None, ("tcp://127.0.0.1:7101",), 4.0)
+    s = ClusterSettings.from_config(shared, name="b", net_ticktime=2.0, listen="tcp://127.0.0.1:0")
+    assert (s.listen, s.net_ticktime, s.seeds) == ("tcp://127.0.0.1:0", 2.0, ("tcp://127.0.0.1:7101",))
+    with pytest.raises(ConfigError, match="name is not set"):
+        ClusterSettings.from_config(shared)
+    with pytest.raises(ConfigError, match="net_ticktime = 0"):
+        ClusterSettings.from_config(shared, name="b", net_ticktime=0)
+
+
 @pytest.mark.parametrize("values, why", [
     ({"name": "a", "listen": "tcp://0.0.0.0:7100"}, "not a loopback address and no cluster_key"),
     ({"name": "a"}, "listen is not set"),

@@ -38,7 +38,7 @@ from actors._transport import owner_of
 from actors._spawn import AlreadyRegistered, SpawnError
 from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
-from actors.cluster_settings import ClusterSettings
+from actors.cluster_settings import ClusterSettings, parse_seeds
 from actors.observer.launch import observe as _observe
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class Node:
         name: str | None = None,
         listen: str | None = None,
         cluster_key: str | os.PathLike[str] | None = None,
-        seeds: Iterable[str] = (),
+        seeds: Iterable[str] | str = (),
         net_ticktime: float | None = None,
         connect_all: bool | None = None,
     ) -> None:
@@ -130,7 +130,7 @@ class Node:
         given: dict[str, Any] = {
             "name": name, "listen": listen,
             "cluster_key": os.fspath(cluster_key) if cluster_key is not None else None,
-            "seeds": tuple(seeds) or None, "net_ticktime": net_ticktime, "connect_all": connect_all,
+            "seeds": parse_seeds(seeds) or None, "net_ticktime": net_ticktime, "connect_all": connect_all,
         }
         cluster = ClusterSettings.from_config(
             self.config, **{key: value for key, value in given.items() if value is not None})

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from actors._cluster_key import KeyFileError, write_new
-from actors.cluster_settings import ClusterSettings
+from actors.cluster_settings import ClusterSettings, parse_seeds
 from actors.config import Config, ConfigError
 
 
@@ -57,6 +57,10 @@ def test_overrides_complete_and_replace_the_section_before_it_is_checked():
     assert (s.listen, s.net_ticktime, s.seeds) == ("tcp://127.0.0.1:0", 2.0, ("tcp://127.0.0.1:7101",))
     with pytest.raises(ConfigError, match="name is not set"):
         ClusterSettings.from_config(shared)
+    # seeds as the ini writes them, or a list
+    assert parse_seeds("tcp://127.0.0.1:1, tcp://127.0.0.1:2\n tcp://127.0.0.1:3") == (
+        "tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3")
+    assert parse_seeds(["tcp://127.0.0.1:1"]) == ("tcp://127.0.0.1:1",) and parse_seeds("") == ()
     with pytest.raises(ConfigError, match="net_ticktime = 0"):
         ClusterSettings.from_config(shared, name="b", net_ticktime=0)
 

@@ -144,7 +144,7 @@ def test_keywords_override_their_own_cluster_keys_of_an_ini_node(key: str) -> No
     b = NodeProcess("b", key)
     try:
         config = {"cluster": {"name": "kw", "listen": "tcp://127.0.0.1:0"}}
-        with Node(config, cluster_key=key, seeds=[b.address], net_ticktime=3.0) as node:
+        with Node(config, cluster_key=key, seeds=b.address, net_ticktime=3.0) as node:  # one address: a str
             assert node.name == "kw"
             assert node.wait_for_node("b", timeout=10.0)  # the seed was dialed, with the key
             assert b.ask("wait_for kw", "WAITED") == "True"

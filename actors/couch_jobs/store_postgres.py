@@ -355,11 +355,28 @@ class PostgresStore(SQLStore):
 
     # -- transactions ------------------------------------------------------
 
-    def adopt(self, tx: Any) -> PostgresTransaction | None:
-        """A caller's psycopg connection (in a transaction) as a couch_jobs ``tx``; else None."""
-        if psycopg is not None and isinstance(tx, psycopg.Connection):
-            return PostgresTransaction(self, tx, True)
-        return None
+    def adopt(self, tx: Any) -> contextlib.AbstractContextManager[PostgresTransaction] | None:
+        """A caller's psycopg connection as the scope of one couch_jobs call; else None.
+
+        A connection in a transaction (or about to start one implicitly) is
+        used as it is: the call commits or rolls back with the caller's own
+        writes.  An autocommit connection outside any transaction block
+        would commit each statement of the call on its own, releasing its
+        row locks in between; the call then runs in a transaction block of
+        its own on that connection (``conn.transaction()``)."""
+        if psycopg is None or not isinstance(tx, psycopg.Connection):
+            return None
+        if tx.autocommit and tx.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            return self._adopt_in_block(tx)
+        return contextlib.nullcontext(PostgresTransaction(self, tx, True))
+
+    @contextlib.contextmanager
+    def _adopt_in_block(self, conn: psycopg.Connection) -> Iterator[PostgresTransaction]:
+        try:
+            with conn.transaction():
+                yield PostgresTransaction(self, conn, True)
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
 
     @contextlib.contextmanager
     def _begin(self, write: bool) -> Iterator[PostgresTransaction]:

@@ -160,6 +160,23 @@ def test_a_caller_psycopg_transaction_is_the_jobs_transaction(pg_url):
         assert [j[1] for j in jobs.get_jobs("t")] == ["j"]
 
 
+def test_an_autocommit_connection_as_tx_runs_each_call_in_one_transaction(pg_url):
+    """A psycopg connection in autocommit mode, outside any transaction block,
+    would commit each statement of a call on its own (and drop its row locks in
+    between).  Each call runs in one transaction on it: the rows it writes carry
+    one ``xmin``, the id of the transaction that wrote them."""
+    with CouchJobs(pg_url) as jobs:
+        jobs.set_type_timeout("t", 5)
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            jobs.add(conn, "t", "j", {"a": 1})
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # committed
+            job_xmin = conn.execute("SELECT xmin::text FROM couch_jobs WHERE id = 'j'").fetchone()
+            pending_xmin = conn.execute("SELECT xmin::text FROM couch_jobs_pending WHERE id = 'j'").fetchone()
+            assert job_xmin is not None and job_xmin == pending_xmin
+            job, _data = jobs.accept("t", timeout=5)
+            jobs.finish(conn, job, {"done": True})
+            assert jobs.get_job_state(None, "t", "j") == "finished"
+
 
 def test_commits_of_one_type_do_not_wait_for_each_other(pg_url):
     """Accept+finish of one type go ahead while another transaction of that type is open.

@@ -80,7 +80,10 @@ def write_new(path: str | os.PathLike[str]) -> ClusterKey:
     key = generate()
     text = f"{_HEADER}public = {key.public.decode()}\nsecret = {key.secret.decode()}\n"
     tmp = f"{target}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:  # name the key the user asked for, not the temporary file
+        raise KeyFileError(f"cannot write cluster key {target}: {exc.strerror}") from None
     try:
         os.fchmod(fd, 0o600)
         os.write(fd, text.encode("ascii"))

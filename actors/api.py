@@ -17,9 +17,16 @@ from actors._runtime import current_runtime
 __all__ = ["call", "cast", "monitor", "send", "whereis"]
 
 
-def whereis(name: str) -> ActorRef | None:
-    """The actor registered under ``name`` anywhere in the node, or None."""
-    return current_runtime().whereis(name)
+def whereis(name: str, node: str | None = None, timeout: float | None = 5.0) -> ActorRef | None:
+    """The actor registered under ``name`` anywhere in this node, or None.
+
+    Names are local to a node (as Erlang's ``whereis``): ``node="b"`` asks
+    the connected node b instead, through this node's process, and gives
+    None when b is not connected or has nothing by that name."""
+    runtime = current_runtime()
+    if node is None:
+        return runtime.whereis(name)
+    return runtime.sys_request(runtime.node_proc, "whereis_on", (name, node), timeout=timeout)
 
 
 def _resolve(target: ActorRef | str) -> ActorRef | None:

@@ -173,8 +173,9 @@ def add_node(sub: Subparsers) -> None:
                                    "replicator) under it, print 'node NAME up at ADDRESS pid PID state DIR' once "
                                    "ready, and serve until SIGTERM or Ctrl-C (docs/distribution.md).")
     p.add_argument("--name", required=True, help="this node's name, unique in the cluster")
-    p.add_argument("--listen", default="tcp://127.0.0.1:0", metavar="ADDR",
-                   help="tcp://HOST:PORT to listen on; port 0 picks a free one (default tcp://127.0.0.1:0)")
+    p.add_argument("--listen", default=None, metavar="ADDR",
+                   help="tcp://HOST:PORT to listen on; port 0 picks a free one (default: [cluster] listen "
+                        "of --config, else tcp://127.0.0.1:0)")
     p.add_argument("--cluster-key", default=None, metavar="PATH",
                    help="the cluster key file (from 'keygen'); required unless listening on loopback")
     p.add_argument("--seeds", nargs="+", default=None, metavar="ADDR", help="nodes to connect to at start")
@@ -311,24 +312,48 @@ def _one_line(exc: BaseException) -> str:
     return text
 
 
+def start_failure(exc: Any) -> CliError:
+    """A service of the application that failed to start (a store that cannot
+    be reached, say: `supervision.StartError`), as one line: the child ids
+    from the top down to the one that failed, and its innermost reason."""
+    path = [exc.child_id]
+    reason = exc.reason
+    for _ in range(64):  # OTP nests {shutdown, {failed_to_start_child, Id, Reason}} per level
+        if not (isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "shutdown"
+                and isinstance(reason[1], tuple) and len(reason[1]) == 3
+                and reason[1][0] == "failed_to_start_child"):
+            break
+        path.append(reason[1][1])
+        reason = reason[1][2]
+    where = " > ".join(str(child) for child in path if child is not None) or "the application"
+    return CliError(f"{where} failed to start: {reason}")
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from actors.demo import run_demo
     from actors.demo_cluster import run_cluster_demo
+    from supervision.errors import StartError
 
     catch_sigterm()
-    return run_cluster_demo(args) if args.nodes > 1 else run_demo(args)
+    try:
+        return run_cluster_demo(args) if args.nodes > 1 else run_demo(args)
+    except StartError as exc:
+        raise start_failure(exc) from exc
 
 
 def _run_node(args: argparse.Namespace) -> int:
     from actors._cluster_key import KeyFileError
     from actors._net import NetError
     from actors.nodecmd import run_node
+    from supervision.errors import StartError
 
     catch_sigterm()
     try:
         return run_node(args)
     except (KeyFileError, NetError) as exc:  # an unsafe key file, an address that cannot be bound
         raise CliError(str(exc)) from None
+    except StartError as exc:  # a store that cannot be reached, say
+        raise start_failure(exc) from exc
 
 
 def _run_chaos(args: argparse.Namespace) -> int:

@@ -23,14 +23,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from actors._cluster_key import ClusterKey, load
 from actors._net import NetError, is_loopback, parse_tcp
 from actors._net_tick import DEFAULT_NET_TICKTIME
 from actors.config import Config, ConfigError
 
-__all__ = ["SECTION", "ClusterSettings"]
+__all__ = ["SECTION", "ClusterSettings", "parse_seeds"]
 
 SECTION = "cluster"
 KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime", "connect_all")
@@ -44,6 +44,13 @@ def _address(key: str, raw: str) -> str:
     except NetError:
         raise ConfigError(f"[{SECTION}] {key} = {raw!r} is not tcp://HOST:PORT") from None
     return raw
+
+
+def parse_seeds(seeds: str | Iterable[str]) -> tuple[str, ...]:
+    """Seed addresses from the ini's text (comma- or space-separated) or a list of them."""
+    if isinstance(seeds, str):
+        return tuple(s for s in re.split(r"[\s,]+", seeds.strip()) if s)
+    return tuple(seeds)
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,12 @@ class ClusterSettings:
         return self.name is not None
 
     @classmethod
-    def from_config(cls, config: Config) -> "ClusterSettings":
-        """Read ``[cluster]``; an absent section is a node that is not distributed."""
+    def from_config(cls, config: Config, **overrides: Any) -> "ClusterSettings":
+        """Read ``[cluster]``; an absent section is a node that is not distributed.
+
+        ``overrides`` (keyword arguments of `Node`, options of ``otpy node``)
+        replace their keys before the whole is checked, so a section may
+        leave out what they give (a shared section without ``name``)."""
         section = config.section(SECTION)
         unknown = sorted(set(section) - set(KEYS))
         if unknown:
@@ -97,10 +108,10 @@ class ClusterSettings:
             text = section.get(key, "").strip()
             if text:
                 values[key] = text
-        seeds = section.get("seeds", "")
-        values["seeds"] = tuple(s for s in re.split(r"[\s,]+", seeds.strip()) if s)
+        values["seeds"] = parse_seeds(section.get("seeds", ""))
         values["net_ticktime"] = config.get_float(SECTION, "net_ticktime", DEFAULT_NET_TICKTIME)
         values["connect_all"] = config.get_boolean(SECTION, "connect_all", True)
+        values.update(overrides)
         return cls(**values)
 
     def load_key(self) -> ClusterKey | None:

@@ -167,14 +167,15 @@ SCHEMA: dict[str, Section] = {
     }),
     "cluster": Section({
         "name": text, "listen": text, "cluster_key": text, "seeds": text,
-        "net_ticktime": number(0, strict=True),
+        "net_ticktime": number(0, strict=True), "connect_all": boolean,
     }),
     "replicator.shares": Section(any_key=integer(1, 1000)),
     "couch_jobs": Section({
         "activity_monitor_max_jitter_msec": integer(0), "type_monitor_holdoff_msec": integer(0),
         "type_monitor_timeout_msec": msec_or_infinity, "type_check_period_msec": integer(1),
         "type_check_max_jitter_msec": integer(0), "wakeup_recheck_msec": integer(1),
-        "busy_timeout_msec": integer(0), "store": store_url, "database_path": text,
+        "busy_timeout_msec": integer(1), "store": store_url, "database_path": text,
+        "pg_pool_size": integer(1), "pg_connect_timeout_msec": integer(1),
     }),
 }
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import logging
@@ -39,7 +38,7 @@ from actors._transport import owner_of
 from actors._spawn import AlreadyRegistered, SpawnError
 from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
-from actors.cluster_settings import ClusterSettings
+from actors.cluster_settings import ClusterSettings, parse_seeds
 from actors.observer.launch import observe as _observe
 
 if TYPE_CHECKING:
@@ -121,23 +120,20 @@ class Node:
         name: str | None = None,
         listen: str | None = None,
         cluster_key: str | os.PathLike[str] | None = None,
-        seeds: Iterable[str] = (),
+        seeds: Iterable[str] | str = (),
         net_ticktime: float | None = None,
         connect_all: bool | None = None,
     ) -> None:
         self.config = _as_config(config)
-        cluster = ClusterSettings.from_config(self.config)
-        if name is not None or listen is not None:
-            cluster = ClusterSettings(
-                name=name if name is not None else cluster.name,
-                listen=listen if listen is not None else cluster.listen,
-                cluster_key=os.fspath(cluster_key) if cluster_key is not None else cluster.cluster_key,
-                seeds=tuple(seeds) or cluster.seeds,
-                net_ticktime=net_ticktime if net_ticktime is not None else cluster.net_ticktime,
-                connect_all=cluster.connect_all,
-            )
-        if connect_all is not None:
-            cluster = dataclasses.replace(cluster, connect_all=connect_all)
+        # Each keyword given overrides its own ``[cluster]`` key, whichever
+        # of them came from the config (``net_ticktime=`` on an ini node too).
+        given: dict[str, Any] = {
+            "name": name, "listen": listen,
+            "cluster_key": os.fspath(cluster_key) if cluster_key is not None else None,
+            "seeds": parse_seeds(seeds) or None, "net_ticktime": net_ticktime, "connect_all": connect_all,
+        }
+        cluster = ClusterSettings.from_config(
+            self.config, **{key: value for key, value in given.items() if value is not None})
         #: This node's name in its cluster; None for a node that is not distributed.
         self.name = cluster.name
         #: The bound ``tcp://HOST:PORT`` other nodes connect to (None when not distributed).

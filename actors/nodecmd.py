@@ -36,6 +36,8 @@ from actors.interrupt import deferred
 
 __all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
 
+#: Where a node listens when neither --listen nor the ini's [cluster] listen says.
+DEFAULT_LISTEN = "tcp://127.0.0.1:0"
 #: The line printed once the node serves; `parse_ready` reads it back.
 READY_LINE = "node {name} up at {address} pid {pid} rundir {rundir} state {state}"
 _READY = re.compile(r"^node (\S+) up at (tcp://\S+) pid (\d+) rundir (\S+) state (.+)$")
@@ -93,7 +95,9 @@ def run_node(args: Any) -> int:
     node: Node | None = None
     app = None
     try:
-        node = Node(cfg, name=args.name, listen=args.listen, cluster_key=args.cluster_key,
+        # --listen wins over the ini's [cluster] listen, which wins over loopback on a free port.
+        listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
+        node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
                     seeds=args.seeds or (), net_ticktime=args.net_ticktime)
         app = start_app(node, None, state_dir)
         if getattr(args, "stop_with_parent", False):

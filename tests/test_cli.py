@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 import actors.demo as demo_module
-from actors import benchrun, configcheck
+from actors import benchrun, cluster_settings, configcheck
+from actors.couch_jobs import settings as couch_jobs_settings
 from actors.attach import Attached
+import actors.cli as cli_module
 from actors.cli import COMMANDS, build_parser, main, status_text
 from actors.config import Config
 from actors.tree import render_tree
@@ -289,6 +291,33 @@ def test_bad_config_files_name_the_file(tmp_path, capsys, content, what):
     assert err.count("\n") == 1 and str(ini) in err and what in err and "Traceback" not in err
 
 
+def test_a_service_that_fails_to_start_is_one_line_naming_it():
+    """A nested `StartError` (couch_sup > couch_jobs_sup > its store) reads as the
+    path of child ids and the innermost reason, not the repr of the nest."""
+    from actors import Crash
+    from supervision.errors import StartError
+
+    crash = Crash("StoreUnavailable", "couch_jobs store 'postgresql://bob:***@h/db' is unavailable: refused", "tb")
+    nested = StartError("couch_jobs_sup", ("shutdown", ("failed_to_start_child", "couch_jobs_fdb", crash)))
+    error = cli_module.start_failure(nested)
+    assert str(error) == ("couch_jobs_sup > couch_jobs_fdb failed to start: StoreUnavailable: "
+                          "couch_jobs store 'postgresql://bob:***@h/db' is unavailable: refused")
+    assert str(cli_module.start_failure(StartError(None, "ignore"))) == "the application failed to start: ignore"
+
+
+@pytest.mark.timeout(120)
+def test_demo_with_an_unreachable_store_is_one_line_and_exit_2(tmp_path):
+    """Issue 13 (a bad store URL fails the start with one line naming it) through
+    issue 14's one error path: exit 2, no traceback, no password."""
+    url = "postgresql://bob:s3cret@127.0.0.1:5x/jobs"
+    out = _cli("demo", "--short", "--no-live", "--store", url, "--state-dir", str(tmp_path / "state"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "failed to start: StoreUnavailable: couch_jobs store 'postgresql://bob:***@127.0.0.1:5x/jobs'" \
+        in out.stderr
+    assert "s3cret" not in out.stdout + out.stderr
+
+
 def test_verbose_shows_the_traceback(tmp_path, capsys):
     ini = tmp_path / "c.ini"
     ini.write_text("[replicator]\nmax_jobs = abc\n")
@@ -500,6 +529,14 @@ def test_the_config_table_knows_every_setting_the_services_read():
 
     assert set(Settings.keys()) <= set(configcheck.SCHEMA["replicator"].keys)
     assert set(IOQ2_DEFAULTS) <= set(configcheck.SCHEMA["ioq2"].keys)
+    assert set(cluster_settings.KEYS) <= set(configcheck.SCHEMA["cluster"].keys)  # connect_all included
+    # each reader in couch_jobs.settings is named after the key it reads
+    jobs_keys = {name for name in dir(couch_jobs_settings) if name.endswith("_msec") or name.startswith("pg_")}
+    assert jobs_keys <= set(configcheck.SCHEMA["couch_jobs"].keys)  # pg_pool_size is in docs/couch_jobs.md
+    assert not configcheck.check(Config({"couch_jobs": {"busy_timeout_msec": "0"}})).ok  # the reader refuses 0
+    assert configcheck.check(Config({"cluster": {"connect_all": "false"}})).warnings == []
+    assert configcheck.check(Config({"cluster": {"connect_all": "maybe"}})).errors == [
+        "[cluster] connect_all = 'maybe': not a boolean (true/false, yes/no, on/off, 1/0)"]
     result = configcheck.check(Config(demo_module.DEMO_CONFIG))
     assert result.ok and result.warnings == []
     assert configcheck.check(Config({"couch_jobs": {"type_monitor_timeout_msec": "infinity"},

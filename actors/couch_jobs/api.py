@@ -191,9 +191,10 @@ class CouchJobs:
         adopt = getattr(self.store, "adopt", None)
         while tx is not None and not hasattr(tx, "get_job"):
             adopted = adopt(tx) if adopt is not None else None
-            if adopted is not None:  # the caller's own database transaction
-                tx = adopted
-                break
+            if adopted is not None:  # the caller's own database connection, as a transaction scope
+                with adopted as own:
+                    yield own
+                return
             if not hasattr(tx, "tx"):
                 raise TypeError(
                     f"tx must be None, a couch_jobs transaction or an object with a "

@@ -17,22 +17,30 @@ from typing import Any
 
 from actors import ActorRef, Exit, Node
 
-from . import process
+from . import api, process
 from .attachment import DATABASE_PATH_KEY, STORE_KEY
 from .naming import TOP_SUP
 from .settings import SECTION
 from .sup import CouchJobsSup
 
-__all__ = ["start", "stop", "whereis"]
+__all__ = ["DEFAULT_FILE", "start", "stop", "whereis"]
+
+#: The SQLite file `start` opens in the node's state directory when no store is configured
+#: (the name the whole application uses under ``[couch] state_dir``).
+DEFAULT_FILE = "couch_jobs.sqlite"
 
 
 def start(node: Node, path: str | os.PathLike[str] | None = None, **options: Any) -> ActorRef:
     """Start the tree; returns ``couch_jobs_sup``.
 
     ``path``: a SQLite file, ``sqlite:///path`` or ``postgresql://...`` (else
-    the node's ``[couch_jobs] store``/``database_path``).  ``options`` go to
-    this process's `CouchJobs`.
+    the node's ``[couch_jobs] store``/``database_path``, else a SQLite file
+    in the node's state directory: ``[couch] state_dir`` when set, else the
+    node's runtime directory, which lives as long as the node).  ``options``
+    go to this process's `CouchJobs`.
     """
+    if path is None and api._default is None and not _configured(node):
+        path = os.path.join(node.config.get("couch", "state_dir") or node.rundir, DEFAULT_FILE)
     if path is not None:
         location = os.fspath(path)
         node.config.set(SECTION, STORE_KEY, location)
@@ -51,6 +59,10 @@ def start(node: Node, path: str | os.PathLike[str] | None = None, **options: Any
         stop(node)
         raise
     return sup
+
+
+def _configured(node: Node) -> bool:
+    return bool(node.config.get(SECTION, STORE_KEY) or node.config.get(SECTION, DATABASE_PATH_KEY))
 
 
 def stop(node: Node, timeout: float | None = 30.0) -> None:

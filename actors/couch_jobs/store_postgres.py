@@ -45,12 +45,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-try:  # the PostgreSQL store is optional: pip install 'otpy[postgres]'
+try:  # the PostgreSQL store is optional: pip install 'otpy-actors[postgres]'
     import psycopg
     import psycopg_pool
 except ImportError:  # pragma: no cover - exercised only without the extra
@@ -115,17 +116,31 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 _MIGRATION_LOCK = 0x636F7563686A6F62  # "couchjob"
 
 
+#: ``scheme://user:PASSWORD@`` where `urlsplit` refuses the URL (a bad port, an
+#: unclosed ``[``): greedy up to the last ``@``, so no part of a password stays.
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):(.*)@")
+
+
+def _password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:  # malformed: still find the password to hide
+        match = _USERINFO.match(url)
+        return match.group(2) if match else None
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (safe for logs and error messages)."""
+    """``url`` without its password (safe for logs and error messages), malformed ones too."""
     try:
         parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
     except ValueError:
-        return "<malformed store URL>"
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+        match = _USERINFO.match(url)
+        return f"{match.group(1)}:***@{url[match.end():]}" if match else url
     user = parts.username or ""
     netloc = f"{user}:***@{host}" if user else f":***@{host}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
@@ -213,7 +228,7 @@ class PostgresStore(SQLStore):
         if psycopg is None or psycopg_pool is None:
             raise StoreUnavailable(
                 f"couch_jobs store {redact(url)!r} needs psycopg 3 and psycopg_pool: "
-                "pip install 'otpy[postgres]' (psycopg[binary], psycopg_pool)"
+                "pip install 'otpy-actors[postgres]' (psycopg[binary], psycopg_pool)"
             )
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size!r}")
@@ -243,7 +258,7 @@ class PostgresStore(SQLStore):
     # -- errors ------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        password = urlsplit(self.url).password if "://" in self.url else None
+        password = _password(self.url) if "://" in self.url else None
         first = text.strip().splitlines()[0] if text.strip() else text
         return first.replace(password, "***") if password else first
 
@@ -340,11 +355,28 @@ class PostgresStore(SQLStore):
 
     # -- transactions ------------------------------------------------------
 
-    def adopt(self, tx: Any) -> PostgresTransaction | None:
-        """A caller's psycopg connection (in a transaction) as a couch_jobs ``tx``; else None."""
-        if psycopg is not None and isinstance(tx, psycopg.Connection):
-            return PostgresTransaction(self, tx, True)
-        return None
+    def adopt(self, tx: Any) -> contextlib.AbstractContextManager[PostgresTransaction] | None:
+        """A caller's psycopg connection as the scope of one couch_jobs call; else None.
+
+        A connection in a transaction (or about to start one implicitly) is
+        used as it is: the call commits or rolls back with the caller's own
+        writes.  An autocommit connection outside any transaction block
+        would commit each statement of the call on its own, releasing its
+        row locks in between; the call then runs in a transaction block of
+        its own on that connection (``conn.transaction()``)."""
+        if psycopg is None or not isinstance(tx, psycopg.Connection):
+            return None
+        if tx.autocommit and tx.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            return self._adopt_in_block(tx)
+        return contextlib.nullcontext(PostgresTransaction(self, tx, True))
+
+    @contextlib.contextmanager
+    def _adopt_in_block(self, conn: psycopg.Connection) -> Iterator[PostgresTransaction]:
+        try:
+            with conn.transaction():
+                yield PostgresTransaction(self, conn, True)
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
 
     @contextlib.contextmanager
     def _begin(self, write: bool) -> Iterator[PostgresTransaction]:

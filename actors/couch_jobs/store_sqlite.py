@@ -151,8 +151,12 @@ class SQLiteStore(SQLStore):
                 self.close()
                 raise StoreUnavailable(f"couch_jobs store {self.path!r} cannot be read: {exc}") from None
             return
-        with self._use() as conn:
-            conn.executescript(_SCHEMA)
+        try:  # a file that cannot be opened fails the start naming it, like a bad PostgreSQL URL
+            with self._use() as conn:
+                conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            self.close()
+            raise StoreUnavailable(f"couch_jobs store {self.path!r} cannot be opened: {exc}") from None
 
     # -- connections -------------------------------------------------------
 

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import actors
 from actors import ActorRef, GenServer, Stop, noreply
 
 from tests.kernel.probes import call_in_thread
@@ -129,6 +130,8 @@ class NodesWatcher(GenServer):
             return "ok"
         if request[0] == "whereis":
             return self.whereis(request[1], node=request[2])
+        if request[0] == "api_whereis":  # the process-level function, as library code calls it
+            return actors.whereis(request[1], node=request[2])
         if request[0] == "nodes":
             return self.nodes()
         return None

@@ -37,6 +37,14 @@ def test_keygen_never_overwrites_an_existing_key(tmp_path, capsys):
     assert load(path) == first
 
 
+def test_keygen_into_a_missing_folder_names_the_key_in_one_line(tmp_path, capsys):
+    path = tmp_path / "no" / "such" / "cluster.key"
+    assert main(["keygen", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write cluster key {path}: No such file or directory" in err
+    assert ".tmp" not in err
+
+
 def test_keygen_is_0600_even_with_a_permissive_umask(tmp_path):
     old = os.umask(0)
     try:

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from actors._cluster_key import KeyFileError, write_new
-from actors.cluster_settings import ClusterSettings
+from actors.cluster_settings import ClusterSettings, parse_seeds
 from actors.config import Config, ConfigError
 
 
@@ -44,6 +44,25 @@ def test_connect_all_can_be_turned_off():
 def test_loopback_needs_no_key_and_port_zero_is_allowed():
     s = settings(name="a", listen="tcp://127.0.0.1:0")
     assert s.cluster_key is None and s.load_key() is None
+
+
+def test_overrides_complete_and_replace_the_section_before_it_is_checked():
+    """``Node(config, name=...)``: a section shared by every node leaves the name
+    out; each keyword replaces only its own key."""
+    shared = Config({"cluster": {"listen": "tcp://127.0.0.1:7100", "seeds": "tcp://127.0.0.1:7101",
+                                 "net_ticktime": "4"}})
+    s = ClusterSettings.from_config(shared, name="b")
+    assert s == ClusterSettings("b", "tcp://127.0.0.1:7100", None, ("tcp://127.0.0.1:7101",), 4.0)
+    s = ClusterSettings.from_config(shared, name="b", net_ticktime=2.0, listen="tcp://127.0.0.1:0")
+    assert (s.listen, s.net_ticktime, s.seeds) == ("tcp://127.0.0.1:0", 2.0, ("tcp://127.0.0.1:7101",))
+    with pytest.raises(ConfigError, match="name is not set"):
+        ClusterSettings.from_config(shared)
+    # seeds as the ini writes them, or a list
+    assert parse_seeds("tcp://127.0.0.1:1, tcp://127.0.0.1:2\n tcp://127.0.0.1:3") == (
+        "tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3")
+    assert parse_seeds(["tcp://127.0.0.1:1"]) == ("tcp://127.0.0.1:1",) and parse_seeds("") == ()
+    with pytest.raises(ConfigError, match="net_ticktime = 0"):
+        ClusterSettings.from_config(shared, name="b", net_ticktime=0)
 
 
 @pytest.mark.parametrize("values, why", [

@@ -13,6 +13,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -172,6 +173,30 @@ def test_node_command_keeps_a_given_state_dir_and_stops_with_its_parent(tmp_path
     assert "node n2 stopped" in rest
     assert state.is_dir(), "a state directory given by the user is kept"
     assert not os.path.exists(ready.rundir)
+
+
+@pytest.mark.timeout(90)
+def test_node_command_listens_where_the_ini_cluster_section_says(tmp_path):
+    """docs/distribution.md's "the same [cluster] section everywhere": without
+    --listen, the ini's ``[cluster] listen`` is used (not loopback on a free port)."""
+    key = str(tmp_path / "cluster.key")
+    write_new(key)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ini = tmp_path / "node.ini"
+    ini.write_text(f"[cluster]\nlisten = tcp://127.0.0.1:{port}\nnet_ticktime = 5\n")
+    proc, line = _start_node(tmp_path, "n3", key, "--config", str(ini))
+    try:
+        ready = parse_ready(line)
+        assert ready is not None and ready.address == f"tcp://127.0.0.1:{port}"
+        os.kill(proc.pid, signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
 
 
 def test_node_command_refuses_an_unsafe_key_in_one_line(tmp_path):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import actors
 from actors import CallTimeout, Crash, Exit, Node
 from actors._cluster_key import write_new
 from actors._net import ConnectError, NetError
@@ -64,6 +65,10 @@ def test_whereis_on_another_node(node_a: Node, peer_b: NodeProcess) -> None:
     ref = node_a.whereis("reg", node="b")
     assert ref is not None and ref.call("ping")[:2] == ("pong", "reg")
     assert node_a.whereis("nobody", node="b") is None
+    # the process-level function, from the host program's thread
+    assert actors.whereis("reg", node="b") == ref
+    assert actors.whereis("reg") is None
+    assert actors.whereis("nobody", node="b") is None
 
 
 def test_order_per_pair_across_nodes(node_a: Node, peer_b: NodeProcess) -> None:

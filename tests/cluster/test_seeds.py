@@ -135,3 +135,18 @@ def test_a_node_listing_itself_as_a_seed_drops_that_seed() -> None:
         node._seeds.close()  # returns at once: the dialer for its own address has ended
         assert all(not t.is_alive() for t in node._seeds._threads)
         assert node.nodes() == []
+
+
+def test_keywords_override_their_own_cluster_keys_of_an_ini_node(key: str) -> None:
+    """The section names the node; ``seeds=`` and ``cluster_key=`` given as
+    keywords still count (each keyword overrides its own key, not only when
+    ``name``/``listen`` are keywords too)."""
+    b = NodeProcess("b", key)
+    try:
+        config = {"cluster": {"name": "kw", "listen": "tcp://127.0.0.1:0"}}
+        with Node(config, cluster_key=key, seeds=b.address, net_ticktime=3.0) as node:  # one address: a str
+            assert node.name == "kw"
+            assert node.wait_for_node("b", timeout=10.0)  # the seed was dialed, with the key
+            assert b.ask("wait_for kw", "WAITED") == "True"
+    finally:
+        b.close()

@@ -3,6 +3,7 @@ per-process state, and the process agent is supervised."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -84,3 +85,40 @@ def test_a_killed_process_agent_is_restarted_and_serves_again(node, tmp_path):
         assert couch_jobs.get_notifier_server("t") in notifiers(node)
     finally:
         app.stop(node)
+
+
+def test_start_without_a_store_uses_a_file_in_the_nodes_state_directory(node, tmp_path):
+    """Issue 13: ``[couch_jobs] store`` defaults to a file in the node's state
+    directory: the node's own directory, or ``[couch] state_dir`` when set."""
+    app.start(node)
+    try:
+        expected = os.path.join(node.rundir, app.DEFAULT_FILE)
+        assert process.local_jobs().store.path == expected
+        assert node.config.get("couch_jobs", "store") == expected  # what host processes open too
+        couch_jobs.set_type_timeout("t", 5)
+        couch_jobs.add(None, "t", "j", {})
+        assert os.path.exists(expected)
+    finally:
+        app.stop(node)
+    node.config.delete("couch_jobs", "store")  # start recorded the default: forget it
+    node.config.delete("couch_jobs", "database_path")
+    node.config.set("couch", "state_dir", str(tmp_path))
+    app.start(node)
+    try:
+        assert process.local_jobs().store.path == str(tmp_path / app.DEFAULT_FILE)
+    finally:
+        app.stop(node)
+
+
+@pytest.mark.parametrize("store", ["sqlite:///{missing}/jobs.db", "{missing}/jobs.db"])
+def test_a_sqlite_store_that_cannot_be_opened_fails_start_naming_it(node, tmp_path, store):
+    """Issue 13's bad input on the embedded store: one `StoreUnavailable` line
+    naming the file (not sqlite3's bare "unable to open database file")."""
+    location = store.format(missing=tmp_path / "no" / "such" / "dir")
+    with pytest.raises(couch_jobs.StoreUnavailable) as info:
+        app.start(node, location)
+    message = str(info.value)
+    assert str(tmp_path / "no" / "such" / "dir" / "jobs.db") in message and "\n" not in message
+    assert node.whereis("couch_jobs_sup") is None and process.attachment() is None
+    with pytest.raises(CouchJobsError, match="not configured"):
+        couch_jobs.default()

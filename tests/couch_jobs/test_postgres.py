@@ -111,6 +111,10 @@ def test_redact_hides_only_the_password():
         "postgresql://bob:***@db.example:5432/jobs"
     )
     assert redact("postgresql://bob@db.example/jobs") == "postgresql://bob@db.example/jobs"
+    # URLs urllib refuses (a bad port, an unclosed "[") are named too, without the password
+    assert redact("postgresql://bob:s3cret@db.example:5x/jobs") == "postgresql://bob:***@db.example:5x/jobs"
+    assert redact("postgresql://bob:s3cret@[::1/jobs") == "postgresql://bob:***@[::1/jobs"
+    assert redact("postgresql://[::1/jobs") == "postgresql://[::1/jobs"
 
 
 @pytest.mark.parametrize(
@@ -118,6 +122,9 @@ def test_redact_hides_only_the_password():
     [
         "postgresql://bob:s3cret@127.0.0.1:1/jobs",  # nothing listens on port 1
         "postgresql://bob:s3cret@127.0.0.1:5432/jobs?sslmode=bogus",  # malformed option
+        "postgresql://bob:s3cret@127.0.0.1:5x/jobs",  # malformed port (urllib refuses it)
+        "postgresql://bob:s3cret@127.0.0.1:99999/jobs",  # port out of range
+        "postgresql://bob:s3cret@127.0.0.1[/jobs",  # malformed host
     ],
 )
 def test_a_bad_or_unreachable_url_fails_start_with_one_line(node, url, caplog):
@@ -152,6 +159,23 @@ def test_a_caller_psycopg_transaction_is_the_jobs_transaction(pg_url):
                 jobs.add(conn, "t", "j", {})
         assert [j[1] for j in jobs.get_jobs("t")] == ["j"]
 
+
+def test_an_autocommit_connection_as_tx_runs_each_call_in_one_transaction(pg_url):
+    """A psycopg connection in autocommit mode, outside any transaction block,
+    would commit each statement of a call on its own (and drop its row locks in
+    between).  Each call runs in one transaction on it: the rows it writes carry
+    one ``xmin``, the id of the transaction that wrote them."""
+    with CouchJobs(pg_url) as jobs:
+        jobs.set_type_timeout("t", 5)
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            jobs.add(conn, "t", "j", {"a": 1})
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # committed
+            job_xmin = conn.execute("SELECT xmin::text FROM couch_jobs WHERE id = 'j'").fetchone()
+            pending_xmin = conn.execute("SELECT xmin::text FROM couch_jobs_pending WHERE id = 'j'").fetchone()
+            assert job_xmin is not None and job_xmin == pending_xmin
+            job, _data = jobs.accept("t", timeout=5)
+            jobs.finish(conn, job, {"done": True})
+            assert jobs.get_job_state(None, "t", "j") == "finished"
 
 
 def test_commits_of_one_type_do_not_wait_for_each_other(pg_url):

@@ -99,6 +99,17 @@ def _start_node(tmp_path: Path, name: str, key: str, *extra: str) -> tuple[subpr
     return proc, line
 
 
+def _stop_node(proc: subprocess.Popen[str], signum: int = signal.SIGTERM) -> tuple[str, str]:
+    """Send ``signum`` and wait for the node to exit; killed if it does not, or if signalling failed."""
+    try:
+        os.kill(proc.pid, signum)
+        return proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+
+
 # -- otpy node ----------------------------------------------------------------------------------
 
 
@@ -123,12 +134,8 @@ def test_node_command_serves_a_connectable_node_until_a_signal_and_leaves_nothin
             assert probe.whereis("couch_replicator_scheduler", node="n1", timeout=10.0) is not None
             hosts = _descendants(proc.pid)
             assert hosts, "the application's host processes"
-            os.kill(proc.pid, signum)
-            out, err = proc.communicate(timeout=60)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate(timeout=30)
+            out, err = _stop_node(proc, signum)
     assert proc.returncode == 0, err
     assert "node n1 stopped" in out
     assert "Traceback" not in err, err
@@ -190,12 +197,8 @@ def test_node_command_listens_where_the_ini_cluster_section_says(tmp_path):
     try:
         ready = parse_ready(line)
         assert ready is not None and ready.address == f"tcp://127.0.0.1:{port}"
-        os.kill(proc.pid, signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
+        _out, err = _stop_node(proc)
     assert proc.returncode == 0, err
 
 

@@ -67,14 +67,16 @@ def start_supervisor(
     host: str | None = None,
     cpus: Any = None,
     cls: type[Supervisor] | None = None,
-) -> ActorRef:
+) -> ActorRef | None:
     """Start a supervisor with ``flags`` and ``children`` and return its ref.
 
     From the host program pass the `Node`; from inside an actor pass the
     actor (``self``): the supervisor is then linked to it, as a child started
     by ``spawn_link``.  A child that fails to start makes this raise
     `StartError` naming the child and the reason; a ``name`` already held
-    raises `AlreadyStarted` with the holder's ref.
+    raises `AlreadyStarted` with the holder's ref.  A ``cls`` whose ``init``
+    returns `actors.ignore` starts nothing and gives None (OTP's
+    ``start_link`` returns ``ignore``), as `Node.spawn` does.
     """
     sup_cls = cls or _StaticSupervisor
     try:
@@ -86,8 +88,6 @@ def start_supervisor(
             raise TypeError(f"start_supervisor needs a Node or an actor, got {node_or_actor!r}")
     except SpawnError as exc:
         raise _start_error(exc) from None
-    if ref is None:
-        raise StartError(None, "ignore")
     return ref
 
 

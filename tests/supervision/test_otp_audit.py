@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import supervision as sv
-from actors import Exit
-from supervision import ChildSpec, SupFlags
+from actors import Exit, ignore
+from supervision import ChildSpec, SupFlags, Supervisor, start_supervisor
 from tests.polling import poll_until
 from tests.supervision.workers import Worker
 
@@ -201,3 +201,18 @@ def test_simple_one_for_one_terminate_child_ends_a_restart_being_retried(node):
     Refusing.ALLOW.set()
     assert sv.which_children(sup) == [] and sup.is_alive()
 
+
+
+class IgnoringSupervisor(Supervisor):
+    """A supervisor module whose ``init`` returns ``ignore``."""
+
+    def init(self, *args: Any) -> Any:
+        return ignore
+
+
+def test_start_supervisor_whose_init_ignores_gives_none(node):
+    """OTP: ``supervisor:start_link`` returns ``ignore`` and nothing runs."""
+    before = set(node.registered())
+    assert start_supervisor(node, SupFlags("one_for_one"), [], name="ignoring_sup", cls=IgnoringSupervisor) is None
+    assert node.whereis("ignoring_sup") is None
+    assert set(node.registered()) == before

@@ -24,3 +24,34 @@ def test_osq_request_without_dimensions_counts_as_undefined_class():
     assert counters.get("couchdb.io_queue.undefined") == 1
     assert "couchdb.io_queue.None" not in counters
     assert counters.get("couchdb.io_queue.osproc") == 1
+
+
+# -- the facade ------------------------------------------------------------------
+
+
+@pytest.fixture
+def ioq_tree(node, tmp_path):
+    from actors.ioq.file_server import FileServer
+    from actors.ioq.sup import start_ioq
+
+    node.config.set("ioq2", "servers", "1")
+    start_ioq(node, pin=False)
+    return node.spawn(FileServer, str(tmp_path / "a.couch"), host="files")
+
+
+def test_get_disk_counters_is_ioq1s_counters_or_none_under_ioq2(node, ioq_tree):
+    # ioq:get_disk_counters/0: IOQ1 answers its counters table (keyed
+    # {Channel, IOClass, RW}); ioq_server2:get_counters/0 is `undefined`.
+    from actors.ioq import api
+
+    f = ioq_tree
+    node.config.set("ioq2", "enabled", "false")
+    pos = api.call(f, ("append_bin", b"x"), ("db_update", "shards/0-1/acct/db.1"))
+    api.call(f, ("pread_iolist", pos), ("interactive", "shards/0-1/acct/db.1"))
+    counters = api.get_disk_counters()
+    assert {tuple(k) if isinstance(k, list) else k: v for k, v in dict(counters).items()} == {
+        ("acct", "db_update", "writes"): 1,
+        ("acct", "interactive", "reads"): 1,
+    }
+    node.config.set("ioq2", "enabled", "true")
+    assert api.get_disk_counters() is None

@@ -66,6 +66,7 @@ __all__ = [
     "call",
     "get_concurrency",
     "get_disk_concurrency",
+    "get_disk_counters",
     "get_disk_queues",
     "get_osproc_queues",
     "get_osproc_requests",
@@ -332,6 +333,13 @@ def get_disk_concurrency() -> int:
 
 def get_disk_queues() -> QueueDepths:
     return _ioq1_or_2("get_queue_depths", get_queue_depths)
+
+
+def get_disk_counters() -> Any:
+    """The seed's `ioq:get_disk_counters`: IOQ1's ``{(channel, class, rw): n}``
+    submission counts since its last periodic dump; None under IOQ2, whose
+    counters live in the stats registry (the seed's ``undefined``)."""
+    return _ioq1_or_2("get_counters", lambda: None)
 
 
 def get_osproc_queues(timeout: float = 5.0) -> list[Any]:

@@ -178,7 +178,9 @@ class OsqState:
         self._running[channel] = self._running.get(channel, 0) + 1
         io_class = req.io_class
         latency = 0.0 if req.t0 is None else (now - req.t0) * 1000.0
-        ioq_stats.record_osq_submitted(self.stats, str(io_class), latency)
+        # the seed records a request without dimensions under its class `undefined`
+        stat_class = "undefined" if io_class is None else str(io_class)
+        ioq_stats.record_osq_submitted(self.stats, stat_class, latency)
         key = (channel, io_class, "osproc")
         self.counters[key] = self.counters.get(key, 0) + 1
         return OsqSubmission(ref, channel, req)

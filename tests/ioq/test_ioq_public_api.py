@@ -13,7 +13,7 @@ def test_exported_names():
         "sort_queues",
         # the actor layer
         "FileServer", "IoFailure", "Ioq1Server", "Ioq2Server", "IoqSup", "OsqServer", "call",
-        "get_concurrency", "get_disk_concurrency", "get_disk_queues", "get_osproc_queues",
+        "get_concurrency", "get_disk_concurrency", "get_disk_counters", "get_disk_queues", "get_osproc_queues",
         "get_osproc_requests", "set_concurrency", "set_disk_concurrency", "start_ioq",
     ])
     for name in ioq.__all__:

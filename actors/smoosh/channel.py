@@ -104,6 +104,7 @@ class SmooshChannel(GenServer):
             waiting,
             cleanup_index_files=settings.cleanup_index_files,
             re_enqueue_delay=settings.re_enqueue_delay,
+            ignore=settings.ignore,
         )
         self._stop_watchers = threading.Event()
         self._writer: threading.Thread | None = None
@@ -261,10 +262,12 @@ class SmooshChannel(GenServer):
             # A new window takes effect at once, not at the next periodic check.
             self._apply(self.state.check_window(self._now_minutes(), self._priority_of))
         elif op == "server_settings":
-            # [smoosh] changed: persistence, state_dir, cleanup_index_files.
+            # [smoosh] or [smoosh.ignore] changed: persistence, state_dir,
+            # cleanup_index_files, the ignored databases.
             self.server_settings = request[1]
             self.state.cleanup_index_files = self.server_settings.cleanup_index_files
             self.state.re_enqueue_delay = self.server_settings.re_enqueue_delay
+            self.state.ignore = self.server_settings.ignore
         else:
             raise ValueError(f"smoosh channel {self.name}: unknown cast {request!r}")
         self._publish()

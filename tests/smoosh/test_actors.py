@@ -433,3 +433,22 @@ def test_api_without_smoosh_running(node):
         status(node)
     assert info.value.reason == "noproc"
     handle_db_event("db1", "local_updated", node)  # dropped, never fails
+
+
+def test_restored_entry_of_an_ignored_db_is_not_compacted(node, dirs):
+    # The queue checkpointed before db1 was put in [smoosh.ignore] holds it
+    # at the top; the seed's start_compact/2 checks ignore_db/1 again at
+    # start, so only db2 is compacted.
+    data, state = dirs
+    adapter = SQLiteAdapter(data)
+    for db in ("db1", "db2"):
+        make_db(adapter.db_path(db), rows=600)
+    before = file_size(adapter.db_path("db1"))
+    persist.write({"db1": float("inf"), "db2": 3.0}, persist.file_path(state, "ratio_dbs"))
+    _, _, events = launch(node, dirs, settings=[("smoosh.ignore", "db1", "true")])
+    done = events.wait(lambda e: e[1] == "exited" and e[2] == "ratio_dbs")
+    assert (done[3], done[4]) == ("db2", "normal")
+    assert not [e for e in events.seen if e[1] == "started" and e[3] == "db1"]
+    info = channel_ref("ratio_dbs", node).call("info")
+    assert info["active"] == {} and info["waiting"] == {}
+    assert file_size(adapter.db_path("db1")) == before

@@ -71,13 +71,14 @@ def _watch(job: Any, channel: Any, stop: threading.Event) -> None:
 
 
 def _channel_settings(cfg: Any, name: str) -> ChannelSettings:
-    """The channel's settings; a bad value is logged and the defaults used,
-    so that a typo in config cannot make the channel crash in a loop."""
-    try:
-        return ChannelSettings.from_config(cfg, name)
-    except (ConfigError, ValueError) as exc:
-        log.error("smoosh channel %s: bad configuration, using defaults: %s", name, exc)
-        return ChannelSettings.from_config(_config.Config(), name)
+    """The channel's settings; a bad value is logged and that key's default
+    used (the others keep their values), so that a typo in config can
+    neither make the channel crash in a loop nor reset its other keys."""
+
+    def report(exc: ConfigError) -> None:
+        log.error("smoosh channel %s: bad configuration, using the default: %s", name, exc)
+
+    return ChannelSettings.from_config(cfg, name, on_error=report)
 
 
 class SmooshChannel(GenServer):

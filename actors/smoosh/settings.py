@@ -220,21 +220,37 @@ class ServerSettings:
         return None
 
     @classmethod
-    def from_config(cls, cfg: Config, **overrides: Any) -> "ServerSettings":
-        """``[smoosh]`` and ``[smoosh.ignore]``; ``overrides`` set fixed intervals (tests)."""
+    def from_config(
+        cls, cfg: Config, *, on_error: Callable[[ConfigError], None] | None = None, **overrides: Any
+    ) -> "ServerSettings":
+        """``[smoosh]`` and ``[smoosh.ignore]``; ``overrides`` set fixed intervals (tests).
+
+        A bad value raises `ConfigError`, unless ``on_error`` is given: then
+        it is told and that key takes its default, as upstream's
+        `config:get_integer/3` and `config:get_boolean/3` answer the default
+        for a value that does not parse (so one typo neither stops smoosh
+        from starting nor blocks a later change of another key).
+        """
         section = "smoosh"
-        staleness = _number(cfg, section, "staleness", 5)
-        if math.isinf(staleness):
-            raise ConfigError(f"[{section}] staleness = infinity is not a number of minutes")
+
+        def parse_staleness() -> float:
+            staleness = _number(cfg, section, "staleness", 5)
+            if math.isinf(staleness):
+                raise ConfigError(f"[{section}] staleness = infinity is not a number of minutes")
+            return staleness
+
+        def value(parse: Callable[[], _T], default: _T) -> _T:
+            return _or_default(parse, default, on_error)
+
         ignore = frozenset(
             db for db, flag in cfg.section("smoosh.ignore").items() if str(flag).strip().lower() == "true"
         )
         values: dict[str, Any] = dict(
-            staleness=staleness,
-            wait_secs=_number(cfg, section, "wait_secs", 30),
-            persist=cfg.get_boolean(section, "persist", False),
+            staleness=value(parse_staleness, 5),
+            wait_secs=value(lambda: _number(cfg, section, "wait_secs", 30), 30),
+            persist=value(lambda: cfg.get_boolean(section, "persist", False), False),
             state_dir=str(cfg.get(section, "state_dir", ".")),
-            cleanup_index_files=cfg.get_boolean(section, "cleanup_index_files", True),
+            cleanup_index_files=value(lambda: cfg.get_boolean(section, "cleanup_index_files", True), True),
             db_channels=channel_list(cfg.get(section, "db_channels"), BUILT_IN_DB_CHANNELS),
             view_channels=channel_list(cfg.get(section, "view_channels"), BUILT_IN_VIEW_CHANNELS),
             cleanup_channels=channel_list(cfg.get(section, "cleanup_channels"), BUILT_IN_CLEANUP_CHANNELS),

@@ -454,3 +454,16 @@ def test_restored_entry_of_an_ignored_db_is_not_compacted(node, dirs):
     info = channel_ref("ratio_dbs", node).call("info")
     assert info["active"] == {} and info["waiting"] == {}
     assert file_size(adapter.db_path("db1")) == before
+
+
+def test_bad_smoosh_value_takes_its_default_and_smoosh_runs(node, dirs):
+    # config:get_integer/3 and get_boolean/3 answer the default for a value
+    # that does not parse: the seed's smoosh starts with a bad staleness,
+    # and a later change of another [smoosh] key still applies.
+    _, _, events = launch(node, dirs, settings=[("smoosh", "staleness", "soon"), ("smoosh", "db_channels", "mychan")])
+    # The server creates every channel (in handle_continue) before it answers.
+    assert list(status(node)) == sorted(SEVEN + ["mychan"])
+    node.config.set("smoosh", "persist", "maybe")
+    node.config.set("smoosh", "view_channels", "mychan2")
+    events.wait_for("channel_started", "mychan2")
+    assert "mychan2" in status(node)

@@ -479,3 +479,13 @@ def test_bad_channel_key_takes_its_own_default_only():
     assert [str(e).split("]")[1].split("=")[0].strip() for e in errors] == ["capacity", "from"]
     with pytest.raises(ConfigError):  # without on_error a bad value still raises
         ChannelSettings.from_config(cfg, "ratio_dbs")
+
+
+def test_bad_server_value_takes_its_own_default_with_on_error():
+    cfg = Config({"smoosh": {"staleness": "soon", "wait_secs": "0", "persist": "maybe", "db_channels": "zz"}})
+    errors: list = []
+    s = ServerSettings.from_config(cfg, on_error=errors.append, status_interval=1.0)
+    assert (s.staleness, s.wait_secs, s.persist, s.status_interval) == (5, 0, False, 1.0)
+    assert "zz" in s.db_channels and len(errors) == 2
+    with pytest.raises(ConfigError, match="staleness"):
+        ServerSettings.from_config(cfg)

@@ -142,8 +142,18 @@ def flush(where: Node | GenServer | None = None, timeout: float | None = CALL_TI
 
 
 def status(where: Node | GenServer | None = None, timeout: float | None = CALL_TIMEOUT) -> dict[str, Any]:
-    """``{channel: {"active": n, "starting": n, "waiting": {"size", "min", "max"}}}``, sorted."""
-    return _call(where, "status", timeout)
+    """``{channel: {"active": n, "starting": n, "waiting": {"size", "min", "max"}}}``, sorted.
+
+    ``{}`` when smoosh is not running: upstream `smoosh_server:status/0`
+    reads the channel table and answers ``{ok, []}`` when it is gone, so a
+    monitoring poll never fails because smoosh is down or restarting.
+    """
+    try:
+        return _call(where, "status", timeout)
+    except Exit as exc:
+        if exc.reason in ("noproc", "noconnection"):
+            return {}
+        raise
 
 
 def channel_ref(name: str, where: Node | GenServer | None = None) -> Any:

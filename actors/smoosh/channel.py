@@ -71,13 +71,14 @@ def _watch(job: Any, channel: Any, stop: threading.Event) -> None:
 
 
 def _channel_settings(cfg: Any, name: str) -> ChannelSettings:
-    """The channel's settings; a bad value is logged and the defaults used,
-    so that a typo in config cannot make the channel crash in a loop."""
-    try:
-        return ChannelSettings.from_config(cfg, name)
-    except (ConfigError, ValueError) as exc:
-        log.error("smoosh channel %s: bad configuration, using defaults: %s", name, exc)
-        return ChannelSettings.from_config(_config.Config(), name)
+    """The channel's settings; a bad value is logged and that key's default
+    used (the others keep their values), so that a typo in config can
+    neither make the channel crash in a loop nor reset its other keys."""
+
+    def report(exc: ConfigError) -> None:
+        log.error("smoosh channel %s: bad configuration, using the default: %s", name, exc)
+
+    return ChannelSettings.from_config(cfg, name, on_error=report)
 
 
 class SmooshChannel(GenServer):
@@ -104,6 +105,7 @@ class SmooshChannel(GenServer):
             waiting,
             cleanup_index_files=settings.cleanup_index_files,
             re_enqueue_delay=settings.re_enqueue_delay,
+            ignore=settings.ignore,
         )
         self._stop_watchers = threading.Event()
         self._writer: threading.Thread | None = None
@@ -261,10 +263,12 @@ class SmooshChannel(GenServer):
             # A new window takes effect at once, not at the next periodic check.
             self._apply(self.state.check_window(self._now_minutes(), self._priority_of))
         elif op == "server_settings":
-            # [smoosh] changed: persistence, state_dir, cleanup_index_files.
+            # [smoosh] or [smoosh.ignore] changed: persistence, state_dir,
+            # cleanup_index_files, the ignored databases.
             self.server_settings = request[1]
             self.state.cleanup_index_files = self.server_settings.cleanup_index_files
             self.state.re_enqueue_delay = self.server_settings.re_enqueue_delay
+            self.state.ignore = self.server_settings.ignore
         else:
             raise ValueError(f"smoosh channel {self.name}: unknown cast {request!r}")
         self._publish()

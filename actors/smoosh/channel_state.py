@@ -57,6 +57,7 @@ class ChannelState:
         *,
         cleanup_index_files: bool = True,
         re_enqueue_delay: float = 5.0,
+        ignore: frozenset[str] = frozenset(),
     ) -> None:
         self.settings = settings
         self.waiting = waiting if waiting is not None else PriorityQueue()
@@ -70,6 +71,10 @@ class ChannelState:
         self.checkpointing = False
         self.cleanup_index_files = cleanup_index_files
         self.re_enqueue_delay = re_enqueue_delay
+        # ``[smoosh.ignore]`` databases: upstream `start_compact/2` checks
+        # `ignore_db/1` again when a job starts, so a database ignored after
+        # it was queued (or restored from a checkpoint) is not compacted.
+        self.ignore = frozenset(ignore)
 
     @property
     def name(self) -> str:
@@ -97,8 +102,10 @@ class ChannelState:
         """Start queued jobs up to ``concurrency`` (`maybe_start_compaction/1`).
 
         Each key taken from the queue has its priority re-checked; zero (or
-        an error computing it) drops the key.  Every loop turn removes one
-        key from the queue, so the loop ends.
+        an error computing it) drops the key, and so does a key whose
+        database is now in ``[smoosh.ignore]`` (`start_compact/2` returns
+        ``false``).  Every loop turn removes one key from the queue, so the
+        loop ends.
         """
         if self.paused:
             return []
@@ -115,6 +122,9 @@ class ChannelState:
                 log.info("%s: failed to get priority for %s in queue: %r", self.name, stringify(key), exc)
                 priority = 0
             if not priority:
+                continue
+            if key_db(key) in self.ignore:
+                log.info("%s: not compacting %s: its database is ignored", self.name, stringify(key))
                 continue
             log.info("%s: starting compaction for %s", self.name, stringify(key))
             self.starting[key] = None

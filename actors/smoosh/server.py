@@ -70,7 +70,7 @@ class SmooshServer(GenServer):
         self.overrides = dict(overrides or {})
         self.observer = observer
         self.cfg = _config.current()
-        self.settings = ServerSettings.from_config(self.cfg, **self.overrides)
+        self.settings = self._server_settings()
         self.state = ServerState(self.settings)
         # channel name -> its last published status (written by the channels)
         self.status_table: dict[str, dict] = {}
@@ -135,6 +135,14 @@ class SmooshServer(GenServer):
         checkpoint) is gone: monitored, no polling, no fixed delay."""
         mref = self.monitor(holder)
         self._name_waits[mref] = message
+
+    def _server_settings(self) -> ServerSettings:
+        """``[smoosh]``; a bad value is logged and that key's default used."""
+
+        def report(exc: ConfigError) -> None:
+            log.error("smoosh_server: bad [smoosh] configuration, using the default: %s", exc)
+
+        return ServerSettings.from_config(self.cfg, on_error=report, **self.overrides)
 
     def _priority_of(self, channel: str, key: Hashable) -> float:
         settings = self._channel_settings.get(channel)
@@ -222,11 +230,7 @@ class SmooshServer(GenServer):
         if section.startswith("smoosh.") and section != "smoosh.ignore":
             self._channel_settings.pop(section[len("smoosh."):], None)
             return
-        try:
-            settings = ServerSettings.from_config(self.cfg, **self.overrides)
-        except (ConfigError, ValueError) as exc:
-            log.error("smoosh_server: ignoring bad [smoosh] configuration: %s", exc)
-            return
+        settings = self._server_settings()
         self.settings = settings
         self._apply(self.state.config_changed(settings))
         for name in self.state.channel_names():

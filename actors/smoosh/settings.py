@@ -9,8 +9,9 @@ that does not parse raises `ConfigError` naming section, key and value.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from actors.config import Config, ConfigError
 from actors.smoosh.policy import parse_time
@@ -42,6 +43,8 @@ _DEFAULT_KIND = {
     "upgrade_views": "upgrade",
 }
 
+_T = TypeVar("_T")
+
 SLACK_MIN_PRIORITY = 536870912
 RATIO_MIN_PRIORITY = 2.0
 
@@ -71,6 +74,17 @@ def _count(cfg: Config, section: str, key: str, default: int, minimum: int) -> i
     if value < minimum:
         raise ConfigError(f"[{section}] {key} = {value!r} is below {minimum}")
     return value
+
+
+def _or_default(parse: Callable[[], _T], default: _T, on_error: Callable[[ConfigError], None] | None) -> _T:
+    """``parse()``; with ``on_error``, a bad value is reported and ``default`` used."""
+    if on_error is None:
+        return parse()
+    try:
+        return parse()
+    except ConfigError as exc:
+        on_error(exc)
+        return default
 
 
 def _time(cfg: Config, section: str, key: str, default: int) -> int:
@@ -115,25 +129,46 @@ class ChannelSettings:
             raise ValueError(f"channel {self.name!r}: concurrency {self.concurrency!r} is negative")
 
     @classmethod
-    def from_config(cls, cfg: Config, name: str) -> "ChannelSettings":
+    def from_config(
+        cls, cfg: Config, name: str, on_error: Callable[[ConfigError], None] | None = None
+    ) -> "ChannelSettings":
+        """The settings of channel ``name``.
+
+        A bad value raises `ConfigError`, unless ``on_error`` is given: then
+        it is told and that one key takes its default, the other keys keep
+        their configured values.  Upstream reads each key on its own (a
+        malformed ``from``/``to`` is logged and its default used by
+        `smoosh_utils:parse_time/2`), so one typo must not reset the rest
+        of the channel's configuration.
+        """
         section = f"smoosh.{name}"
-        kind = str(cfg.get(section, "priority", _DEFAULT_KIND.get(name, "ratio"))).strip()
-        if kind not in KINDS:
-            raise ConfigError(f"[{section}] priority = {kind!r} is not one of {', '.join(KINDS)}")
+        default_kind = _DEFAULT_KIND.get(name, "ratio")
+
+        def parse_kind() -> str:
+            kind = str(cfg.get(section, "priority", default_kind)).strip()
+            if kind not in KINDS:
+                raise ConfigError(f"[{section}] priority = {kind!r} is not one of {', '.join(KINDS)}")
+            return kind
+
+        kind = _or_default(parse_kind, default_kind, on_error)
         default_min = SLACK_MIN_PRIORITY if kind == "slack" else RATIO_MIN_PRIORITY
+
+        def value(parse: Callable[[], _T], default: _T) -> _T:
+            return _or_default(parse, default, on_error)
+
         return cls(
             name=name,
             kind=kind,
-            capacity=_count(cfg, section, "capacity", 9999, 0),
-            concurrency=_count(cfg, section, "concurrency", 1, 0),
-            min_priority=_number(cfg, section, "min_priority", default_min),
-            max_priority=_number(cfg, section, "max_priority", math.inf),
-            min_size=_number(cfg, section, "min_size", 1048576),
-            max_size=_number(cfg, section, "max_size", math.inf),
-            min_changes=_count(cfg, section, "min_changes", 0, 0),
-            from_=_time(cfg, section, "from", 0),
-            to=_time(cfg, section, "to", 1440),
-            strict_window=cfg.get_boolean(section, "strict_window", False),
+            capacity=value(lambda: _count(cfg, section, "capacity", 9999, 0), 9999),
+            concurrency=value(lambda: _count(cfg, section, "concurrency", 1, 0), 1),
+            min_priority=value(lambda: _number(cfg, section, "min_priority", default_min), default_min),
+            max_priority=value(lambda: _number(cfg, section, "max_priority", math.inf), math.inf),
+            min_size=value(lambda: _number(cfg, section, "min_size", 1048576), 1048576),
+            max_size=value(lambda: _number(cfg, section, "max_size", math.inf), math.inf),
+            min_changes=value(lambda: _count(cfg, section, "min_changes", 0, 0), 0),
+            from_=value(lambda: _time(cfg, section, "from", 0), 0),
+            to=value(lambda: _time(cfg, section, "to", 1440), 1440),
+            strict_window=value(lambda: cfg.get_boolean(section, "strict_window", False), False),
         )
 
 
@@ -185,21 +220,37 @@ class ServerSettings:
         return None
 
     @classmethod
-    def from_config(cls, cfg: Config, **overrides: Any) -> "ServerSettings":
-        """``[smoosh]`` and ``[smoosh.ignore]``; ``overrides`` set fixed intervals (tests)."""
+    def from_config(
+        cls, cfg: Config, *, on_error: Callable[[ConfigError], None] | None = None, **overrides: Any
+    ) -> "ServerSettings":
+        """``[smoosh]`` and ``[smoosh.ignore]``; ``overrides`` set fixed intervals (tests).
+
+        A bad value raises `ConfigError`, unless ``on_error`` is given: then
+        it is told and that key takes its default, as upstream's
+        `config:get_integer/3` and `config:get_boolean/3` answer the default
+        for a value that does not parse (so one typo neither stops smoosh
+        from starting nor blocks a later change of another key).
+        """
         section = "smoosh"
-        staleness = _number(cfg, section, "staleness", 5)
-        if math.isinf(staleness):
-            raise ConfigError(f"[{section}] staleness = infinity is not a number of minutes")
+
+        def parse_staleness() -> float:
+            staleness = _number(cfg, section, "staleness", 5)
+            if math.isinf(staleness):
+                raise ConfigError(f"[{section}] staleness = infinity is not a number of minutes")
+            return staleness
+
+        def value(parse: Callable[[], _T], default: _T) -> _T:
+            return _or_default(parse, default, on_error)
+
         ignore = frozenset(
             db for db, flag in cfg.section("smoosh.ignore").items() if str(flag).strip().lower() == "true"
         )
         values: dict[str, Any] = dict(
-            staleness=staleness,
-            wait_secs=_number(cfg, section, "wait_secs", 30),
-            persist=cfg.get_boolean(section, "persist", False),
+            staleness=value(parse_staleness, 5),
+            wait_secs=value(lambda: _number(cfg, section, "wait_secs", 30), 30),
+            persist=value(lambda: cfg.get_boolean(section, "persist", False), False),
             state_dir=str(cfg.get(section, "state_dir", ".")),
-            cleanup_index_files=cfg.get_boolean(section, "cleanup_index_files", True),
+            cleanup_index_files=value(lambda: cfg.get_boolean(section, "cleanup_index_files", True), True),
             db_channels=channel_list(cfg.get(section, "db_channels"), BUILT_IN_DB_CHANNELS),
             view_channels=channel_list(cfg.get(section, "view_channels"), BUILT_IN_VIEW_CHANNELS),
             cleanup_channels=channel_list(cfg.get(section, "cleanup_channels"), BUILT_IN_CLEANUP_CHANNELS),

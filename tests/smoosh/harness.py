@@ -72,6 +72,7 @@ class Harness:
                     waiting,
                     cleanup_index_files=self.settings.cleanup_index_files,
                     re_enqueue_delay=self.settings.re_enqueue_delay,
+                    ignore=self.settings.ignore,
                 )
                 self.server.channel_started(effect.name, next(self._handles))
             elif isinstance(effect, CloseChannel):

@@ -429,7 +429,41 @@ def test_api_without_smoosh_running(node):
     assert server_ref(node) is None
     from actors import Exit
 
+    # Seed smoosh_server:status/0 answers {ok, []} when the server is gone.
+    assert status(node) == {}
     with pytest.raises(Exit) as info:
-        status(node)
+        sync_enqueue("db1", node)  # a call to a missing server exits noproc
     assert info.value.reason == "noproc"
     handle_db_event("db1", "local_updated", node)  # dropped, never fails
+
+
+def test_restored_entry_of_an_ignored_db_is_not_compacted(node, dirs):
+    # The queue checkpointed before db1 was put in [smoosh.ignore] holds it
+    # at the top; the seed's start_compact/2 checks ignore_db/1 again at
+    # start, so only db2 is compacted.
+    data, state = dirs
+    adapter = SQLiteAdapter(data)
+    for db in ("db1", "db2"):
+        make_db(adapter.db_path(db), rows=600)
+    before = file_size(adapter.db_path("db1"))
+    persist.write({"db1": float("inf"), "db2": 3.0}, persist.file_path(state, "ratio_dbs"))
+    _, _, events = launch(node, dirs, settings=[("smoosh.ignore", "db1", "true")])
+    done = events.wait(lambda e: e[1] == "exited" and e[2] == "ratio_dbs")
+    assert (done[3], done[4]) == ("db2", "normal")
+    assert not [e for e in events.seen if e[1] == "started" and e[3] == "db1"]
+    info = channel_ref("ratio_dbs", node).call("info")
+    assert info["active"] == {} and info["waiting"] == {}
+    assert file_size(adapter.db_path("db1")) == before
+
+
+def test_bad_smoosh_value_takes_its_default_and_smoosh_runs(node, dirs):
+    # config:get_integer/3 and get_boolean/3 answer the default for a value
+    # that does not parse: the seed's smoosh starts with a bad staleness,
+    # and a later change of another [smoosh] key still applies.
+    _, _, events = launch(node, dirs, settings=[("smoosh", "staleness", "soon"), ("smoosh", "db_channels", "mychan")])
+    # The server creates every channel (in handle_continue) before it answers.
+    assert list(status(node)) == sorted(SEVEN + ["mychan"])
+    node.config.set("smoosh", "persist", "maybe")
+    node.config.set("smoosh", "view_channels", "mychan2")
+    events.wait_for("channel_started", "mychan2")
+    assert "mychan2" in status(node)

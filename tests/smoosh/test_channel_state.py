@@ -205,3 +205,19 @@ def test_raising_concurrency_starts_more():
     assert len(ch.starting) == 1
     effects = ch.update_settings(ChannelSettings(name="ratio_dbs", concurrency=3), prio())
     assert len(started(effects)) == 2
+
+
+def test_ignored_database_is_not_started():
+    # Seed smoosh_channel:start_compact/2 re-checks smoosh_utils:ignore_db/1
+    # when a job starts: an object queued (or restored) before its database
+    # was put in [smoosh.ignore] is dropped, not compacted.
+    ch = ChannelState(ChannelSettings(name="ratio_views", concurrency=3), ignore=frozenset({"db1"}))
+    ch.enqueue("db1", 9, prio())
+    ch.enqueue(("db1", "idx"), 8, prio())
+    ch.enqueue("db2", 3, prio())
+    effects = ch.unpause(prio())
+    assert started(effects) == ["db2"]
+    assert not any(isinstance(e, EnqueueLater) for e in effects)  # no cleanup for the ignored index
+    assert len(ch.waiting) == 0 and list(ch.starting) == ["db2"]
+    ch.ignore = frozenset()
+    assert started(ch.enqueue("db1", 9, prio())) == ["db1"]

@@ -9,6 +9,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from actors.config import Config, ConfigError
+from actors.smoosh.channel import _channel_settings
 from actors.smoosh.policy import (
     INDEX_CLEANUP,
     PriorityQueue,
@@ -451,3 +452,40 @@ def test_public_names():
     for name in ("PriorityQueue", "get_priority", "quantize", "in_window"):
         assert getattr(policy, name) is getattr(smoosh, name)
     assert all(hasattr(smoosh, name) for name in smoosh.__all__)
+
+
+def test_bad_channel_key_takes_its_own_default_only():
+    # Upstream reads each channel key on its own: a malformed `from` is
+    # logged and 00:00 used (smoosh_utils:parse_time/2), the channel's
+    # other keys keep their configured values.
+    cfg = Config(
+        {
+            "smoosh.ratio_dbs": {
+                "concurrency": "3",
+                "min_size": "1",
+                "from": "8pm",
+                "to": "06:00",
+                "strict_window": "true",
+                "capacity": "lots",
+            }
+        }
+    )
+    s = _channel_settings(cfg, "ratio_dbs")
+    assert (s.concurrency, s.min_size, s.from_, s.to, s.strict_window) == (3, 1, 0, 360, True)
+    assert s.capacity == 9999
+    errors: list = []
+    s = ChannelSettings.from_config(cfg, "ratio_dbs", on_error=errors.append)
+    assert (s.concurrency, s.from_, s.capacity) == (3, 0, 9999)
+    assert [str(e).split("]")[1].split("=")[0].strip() for e in errors] == ["capacity", "from"]
+    with pytest.raises(ConfigError):  # without on_error a bad value still raises
+        ChannelSettings.from_config(cfg, "ratio_dbs")
+
+
+def test_bad_server_value_takes_its_own_default_with_on_error():
+    cfg = Config({"smoosh": {"staleness": "soon", "wait_secs": "0", "persist": "maybe", "db_channels": "zz"}})
+    errors: list = []
+    s = ServerSettings.from_config(cfg, on_error=errors.append, status_interval=1.0)
+    assert (s.staleness, s.wait_secs, s.persist, s.status_interval) == (5, 0, False, 1.0)
+    assert "zz" in s.db_channels and len(errors) == 2
+    with pytest.raises(ConfigError, match="staleness"):
+        ServerSettings.from_config(cfg)

@@ -181,6 +181,9 @@ class SchedulerServer(GenServer):
             self._carry_out(self.state.reschedule(self.clock.now()))
             self.timer = self.send_after(self.state.interval_seconds(), "reschedule")
             return None
+        if message == "refill":
+            self._carry_out(self.state.refill_after_crash(self.clock.now()))
+            return None
         if isinstance(message, tuple) and len(message) == 4 and message[0] == "DOWN":
             _, mref, ref, reason = message
             if mref in self.subscribers:
@@ -253,6 +256,10 @@ class SchedulerServer(GenServer):
             # a transient job is not retried.
             self._notify("removed", effect.job_id)
             return self.state.remove_job(effect.job_id, now)
+        # A permanent job's crash refills free slots (the seed's
+        # handle_crashed_job); a message of its own, as the seed's DOWN is,
+        # so a job that fails at once cannot loop within this callback.
+        self.ref.send("refill")
         return []
 
     def _job_id_of(self, ref: Any) -> Any:

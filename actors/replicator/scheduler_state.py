@@ -49,6 +49,7 @@ __all__ = [
     "SchedulerState",
     "rep_error_to_text",
     "RATE_LIMIT_OPTIONS",
+    "job_id_text",
     "job_to_json",
     "summarize_job",
 ]
@@ -536,7 +537,7 @@ class SchedulerState:
                 job, s.health_threshold, s.backoff_interval, s.max_backoff_exponent
             )
             if crashes:
-                out.append({"id": job.id if isinstance(job.id, str) else repr(job.id),
+                out.append({"id": job_id_text(job.id),
                             "crashes": crashes, "backoff": wait, "retry_at": retry_at})
         return out
 
@@ -571,6 +572,20 @@ def summarize_job(job: Job, health_threshold: float) -> dict:
     }
 
 
+def job_id_text(job_id: Any) -> str:
+    """A job id as text: the seed's ``{BaseId, Ext}`` id reads ``BaseId ++ Ext``.
+
+    ``job_ejson/1`` joins the two parts (``"abc+continuous"``), the form
+    replication ids are shown in everywhere; a string id is itself and any
+    other id its ``repr``.
+    """
+    if isinstance(job_id, str):
+        return job_id
+    if isinstance(job_id, tuple) and len(job_id) == 2 and all(isinstance(p, str) for p in job_id):
+        return job_id[0] + job_id[1]
+    return repr(job_id)
+
+
 def job_to_json(job: Job, node: str) -> dict:
     """The seed's ``job_ejson/1``: plain data, safe to send anywhere."""
     history = []
@@ -583,7 +598,7 @@ def job_to_json(job: Job, node: str) -> dict:
         history.append(event)
     rep = job.rep
     return {
-        "id": job.id if isinstance(job.id, str) else repr(job.id),
+        "id": job_id_text(job.id),
         "pid": None if job.pid is None else repr(job.pid),
         "source": _endpoint(rep.source),
         "target": _endpoint(rep.target),

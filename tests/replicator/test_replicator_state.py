@@ -286,6 +286,18 @@ def test_reads_and_json_views():
     assert d.state.health_threshold() == 120
 
 
+def test_json_views_join_a_base_and_extension_id_as_the_seed_does():
+    # job_ejson: {BaseID, Ext} = Job#job.id, id = BaseID ++ Ext.
+    d = Driver(Settings(max_jobs=2, backoff_interval=1))
+    r = Rep(id=("abc", "+continuous"), source="s", target="t", db_name="db1", options={"continuous": True})
+    d.add(r)
+    assert d.state.job(r.id)["id"] == "abc+continuous"
+    assert [j["id"] for j in d.state.jobs()] == ["abc+continuous"]
+    d.clock.advance(1)
+    d.exit(r.id, "boom")
+    assert [b["id"] for b in d.state.backoffs()] == ["abc+continuous"]
+
+
 def test_history_is_trimmed_to_max_history():
     d = Driver(Settings(max_jobs=1, max_churn=1, max_history=4))
     d.add(rep(1))

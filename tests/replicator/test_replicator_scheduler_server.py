@@ -71,3 +71,35 @@ def test_a_stray_reschedule_message_does_not_start_a_second_timer_chain(node, tm
     scheduler.send("reschedule")
     assert sched.reschedule(node) == "ok"
     assert _live_reschedule_timers(node, scheduler) == 1
+
+
+def test_a_max_backoff_exit_stops_the_job_for_a_retry_with_lower_options(node, tmp_path):
+    # Seed (scheduler_job): {'EXIT', _, {shutdown, max_backoff}} from any
+    # linked process stops the job with {shutdown, max_backoff}; the
+    # scheduler restarts it with rate-limit options (worker_processes 2).
+    node.config.set("replicator", "interval", "100")
+    node.config.set("replicator", "backoff_interval", "0.05")
+    start_replicator(node, RecordingJob)
+    q: queue.Queue = queue.Queue()
+    sched.subscribe(node, node.spawn(Probe, q))
+    r = _rep(tmp_path, 1)
+    r = Rep(id=r.id, source=r.source, target=r.target, db_name=r.db_name,
+            options={**r.options, "worker_processes": 8})
+    sched.add_job(node, r)
+    events = []
+    for _ in range(1000):
+        events.append(q.get(timeout=10))
+        if events[-1][1] == "started":
+            break
+    node.exit(events[-1][3], ("shutdown", "max_backoff"))
+    for _ in range(1000):
+        event = q.get(timeout=10)
+        if event[1] == "crashed":
+            assert event[3] == ("shutdown", "max_backoff")
+            break
+    for _ in range(1000):
+        if q.get(timeout=10)[1] == "started":
+            break
+    assert sched.rep_state(node, "job1").options["worker_processes"] == 2
+    assert sched.job(node, "job1")["history"][1]["type"] == "crashed"
+    sched.remove_job(node, "job1")

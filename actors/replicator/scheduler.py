@@ -112,6 +112,10 @@ class SchedulerReader(GenServer):
 
 # -- the scheduler ---------------------------------------------------------------------
 
+#: The scheduler's calls and how many arguments each takes; anything else is ignored.
+_ARITY = {"add_job": 1, "remove_job": 1, "reschedule": 0, "subscribe": 1,
+          "format_status": 0, "settings": 0, "backoffs": 0}
+
 
 class SchedulerServer(GenServer):
     """The scheduler gen_server.  Its job supervisor must already be running."""
@@ -138,12 +142,16 @@ class SchedulerServer(GenServer):
     # -- requests -----------------------------------------------------------------------
 
     def handle_call(self, request: Any, from_: Any) -> Any:
-        op, *args = request if isinstance(request, tuple) else (request,)
+        op, *args = request if isinstance(request, tuple) and request else (request,)
+        if not isinstance(op, str) or _ARITY.get(op) != len(args) or (op == "add_job" and not isinstance(args[0], Rep)):
+            # The seed's catch-all clause: a stray request must not crash the
+            # scheduler, whose restart would forget every job.  (The seed does
+            # not reply; an error reply spares the caller its timeout.)
+            log.warning("scheduler ignored unknown call %r", request)
+            return ("error", ("unknown_call", request))
         now = self.clock.now()
         if op == "add_job":
             rep = args[0]
-            if not isinstance(rep, Rep):
-                raise TypeError(f"add_job expects a Rep, got {type(rep).__name__}")
             effects = self.state.add_job(rep, now)
             self._notify("added", rep.id)
             self._carry_out(effects)
@@ -161,14 +169,14 @@ class SchedulerServer(GenServer):
             return self.state.settings
         elif op == "backoffs":
             return self.state.backoffs()
-        else:
-            raise ValueError(f"unknown scheduler request {request!r}")
         return "ok"
 
     def handle_cast(self, request: Any) -> None:
-        op, section, key, value = request
-        if op != "config":
-            raise ValueError(f"unknown scheduler cast {request!r}")
+        if not (isinstance(request, tuple) and len(request) == 4 and request[0] == "config"):
+            # The seed ignores any other cast (and a guard-failing setting).
+            log.warning("scheduler ignored unknown cast %r", request)
+            return None
+        _, section, key, value = request
         applied = self.state.handle_config_change(section, key, value)
         if applied and key == "interval":
             # Apply a new interval now rather than after the old one runs out.
@@ -179,7 +187,15 @@ class SchedulerServer(GenServer):
     def handle_info(self, message: Any) -> None:
         if message == "reschedule":
             self._carry_out(self.state.reschedule(self.clock.now()))
+            # As the seed: cancel the stored timer before arming the next, so
+            # a reschedule message that is not the stored timer's (one that
+            # fired while a new interval re-armed it, or a stray one) never
+            # leaves two timer chains running.
+            self.cancel_timer(self.timer)
             self.timer = self.send_after(self.state.interval_seconds(), "reschedule")
+            return None
+        if message == "refill":
+            self._carry_out(self.state.refill_after_crash(self.clock.now()))
             return None
         if isinstance(message, tuple) and len(message) == 4 and message[0] == "DOWN":
             _, mref, ref, reason = message
@@ -253,6 +269,10 @@ class SchedulerServer(GenServer):
             # a transient job is not retried.
             self._notify("removed", effect.job_id)
             return self.state.remove_job(effect.job_id, now)
+        # A permanent job's crash refills free slots (the seed's
+        # handle_crashed_job); a message of its own, as the seed's DOWN is,
+        # so a job that fails at once cannot loop within this callback.
+        self.ref.send("refill")
         return []
 
     def _job_id_of(self, ref: Any) -> Any:

@@ -39,7 +39,7 @@ from actors import Exit, GenServer, Stop, is_normal_exit
 from actors.clock import WallClock
 
 from .docstore import DocStore
-from .records import Rep
+from .records import MAX_BACKOFF, Rep
 from .replication import (
     DEFAULT_CHECKPOINT_INTERVAL,
     Batch,
@@ -230,6 +230,13 @@ class SchedulerJobServer(GenServer):
             _, who, reason = message
             if who is not None and who == self.parent:
                 return Stop(reason)
+            if reason == "max_backoff" or reason == MAX_BACKOFF:
+                # The seed's first EXIT clauses: any linked process giving up
+                # on a rate-limited endpoint stops the job with
+                # {shutdown, max_backoff}, the reason the scheduler lowers the
+                # job's options for (not worker_died, nor ignored as normal).
+                log.error("replication %r: max backoff reached by %r", self.rep.id, who)
+                return Stop(MAX_BACKOFF)
             if who in self.busy or who in self.idle_workers:
                 log.error("replication %r: worker %r died: %r", self.rep.id, who, reason)
                 return Stop(("worker_died", repr(who), reason))
@@ -254,7 +261,7 @@ class SchedulerJobServer(GenServer):
             self.exit(worker, "shutdown")
         if self.finished:
             return
-        if is_normal_exit(reason):
+        if is_normal_exit(reason) and reason != MAX_BACKOFF:
             # Stopped by the scheduler (through the supervisor): final checkpoint.
             self.job.stop(self.clock.now())
             return

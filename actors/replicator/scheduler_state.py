@@ -49,6 +49,7 @@ __all__ = [
     "SchedulerState",
     "rep_error_to_text",
     "RATE_LIMIT_OPTIONS",
+    "job_id_text",
     "job_to_json",
     "summarize_job",
 ]
@@ -331,13 +332,42 @@ class SchedulerState:
         self.update_running_jobs_stats(now)
 
     def job_start_failed(self, job_id: Any, reason: Any, now: float) -> None:
-        """The job could not be started: it is recorded as crashed and backs off."""
+        """The job could not be started: it is recorded as started, then crashed.
+
+        The seed's job always starts (``update_state_started``) and fails in
+        its init timeout, so the failure reaches the scheduler as a crash
+        exit: history ``[crashed, started, ...]``.  Both events matter.  The
+        ``started`` makes each failed start count as a consecutive crash (a
+        crash right after its start), so a job that keeps failing backs off
+        exponentially; without it, crash-after-crash gaps grow past the health
+        threshold and the back-off falls back to zero.  It also makes the job
+        the youngest, so it goes to the back of the pending queue.  The seed
+        then refills free slots as for any crash: the caller does that with
+        `refill_after_crash` in a later callback (the seed's crash arrives as
+        a message of its own), and removes a transient job.
+        """
         job = self._jobs.get(job_id)
         if job is None or job.pid is not STARTING:
             raise KeyError(f"job {job_id!r} is not waiting to start")
         log.warning("job %r failed to start: %s", job_id, rep_error_to_text(reason))
-        self._crash(job, reason, now)
+        self.stats.increment("couch_replicator.jobs.starts")
+        self._crash(self._history(job, STARTED, now), reason, now)
         self.update_running_jobs_stats(now)
+
+    def refill_after_crash(self, now: float) -> list[Effect]:
+        """Start pending jobs into freed slots, only while the table is small.
+
+        Starting pending jobs is O(total jobs); only worth it while the table
+        is small, so a cascade of crashes cannot stall the scheduler.
+        """
+        effects: list[Effect] = []
+        if len(self._jobs) < self.settings.max_jobs:
+            ids = policy.start_pending_jobs(
+                list(self._jobs.values()), now, max_jobs=self.settings.max_jobs, **self._policy_kwargs()
+            )
+            for start_id in ids:
+                effects += self._start_job(self._jobs[start_id], now)
+        return effects
 
     def job_exited(self, pid: Any, reason: Any, now: float) -> list[Effect]:
         """A monitored job process went down (the seed's ``'DOWN'`` clauses).
@@ -369,15 +399,7 @@ class SchedulerState:
             self.update_running_jobs_stats(now)
             return []
         self._crash(job, reason, now)
-        effects: list[Effect] = []
-        if len(self._jobs) < self.settings.max_jobs:
-            # Starting pending jobs is O(total jobs); only worth it while the
-            # table is small, so a cascade of crashes cannot stall the scheduler.
-            ids = policy.start_pending_jobs(
-                list(self._jobs.values()), now, max_jobs=self.settings.max_jobs, **self._policy_kwargs()
-            )
-            for start_id in ids:
-                effects += self._start_job(self._jobs[start_id], now)
+        effects = self.refill_after_crash(now)
         # The gauges are kept incrementally (O(1)), so unlike the seed they are
         # refreshed on every crash, not only when the table is small.
         self.update_running_jobs_stats(now)
@@ -515,7 +537,7 @@ class SchedulerState:
                 job, s.health_threshold, s.backoff_interval, s.max_backoff_exponent
             )
             if crashes:
-                out.append({"id": job.id if isinstance(job.id, str) else repr(job.id),
+                out.append({"id": job_id_text(job.id),
                             "crashes": crashes, "backoff": wait, "retry_at": retry_at})
         return out
 
@@ -550,6 +572,20 @@ def summarize_job(job: Job, health_threshold: float) -> dict:
     }
 
 
+def job_id_text(job_id: Any) -> str:
+    """A job id as text: the seed's ``{BaseId, Ext}`` id reads ``BaseId ++ Ext``.
+
+    ``job_ejson/1`` joins the two parts (``"abc+continuous"``), the form
+    replication ids are shown in everywhere; a string id is itself and any
+    other id its ``repr``.
+    """
+    if isinstance(job_id, str):
+        return job_id
+    if isinstance(job_id, tuple) and len(job_id) == 2 and all(isinstance(p, str) for p in job_id):
+        return job_id[0] + job_id[1]
+    return repr(job_id)
+
+
 def job_to_json(job: Job, node: str) -> dict:
     """The seed's ``job_ejson/1``: plain data, safe to send anywhere."""
     history = []
@@ -562,7 +598,7 @@ def job_to_json(job: Job, node: str) -> dict:
         history.append(event)
     rep = job.rep
     return {
-        "id": job.id if isinstance(job.id, str) else repr(job.id),
+        "id": job_id_text(job.id),
         "pid": None if job.pid is None else repr(job.pid),
         "source": _endpoint(rep.source),
         "target": _endpoint(rep.target),

@@ -201,6 +201,59 @@ def test_start_failure_is_recorded_as_a_crash():
     assert d.state.job_summary("r1")["info"] == "db_not_found: could not open src1"
 
 
+def test_a_job_that_keeps_failing_to_start_backs_off_exponentially():
+    # Seed: the job starts (update_state_started) and its init then fails,
+    # arriving as a crash: history [crashed, started, ...], so every failed
+    # start is a consecutive crash and the back-off doubles each time.  Each
+    # retry here comes as soon as a reschedule (every 60 s) is allowed to.
+    d = Driver(Settings(max_jobs=2, health_threshold=120, backoff_interval=30))
+    attempts = []
+    d.fail_next_start["r1"] = ("db_not_found", "could not open src1")
+    d.add(rep(1))
+    attempts.append(d.now())
+    for _ in range(2000):
+        if len(attempts) == 8:
+            break
+        d.clock.advance(60)
+        d.fail_next_start["r1"] = ("db_not_found", "could not open src1")
+        d.reschedule()
+        if "r1" not in d.fail_next_start:  # it was tried
+            attempts.append(d.now())
+            assert d.state.job_summary("r1")["error_count"] == len(attempts)
+            assert d.state.job_summary("r1")["state"] == "crashing"
+    assert len(attempts) == 8
+    for n, (before, after) in enumerate(zip(attempts, attempts[1:]), start=1):
+        assert after - before >= 30 * 2 ** (n - 1)
+    history = d.state.get_job("r1").history
+    assert [e[0] for e in history[:2]] == [("crashed", ("db_not_found", "could not open src1")), "started"]
+    assert d.stats.counter("couch_replicator.jobs.starts") == 8
+    assert d.stats.counter("couch_replicator.jobs.crashes") == 8
+
+
+def test_a_failed_start_goes_to_the_back_of_the_pending_queue():
+    # Its failed start counts as its latest start (seed: last_started), so a
+    # job that never ran is not ahead of jobs waiting since before it.
+    d = Driver(Settings(max_jobs=1, max_churn=1, backoff_interval=1))
+    d.add(rep(1))  # runs
+    d.clock.advance(1)
+    d.add(rep(2))  # waits
+    d.clock.advance(1)
+    d.fail_next_start["r3"] = "boom"
+    d.state.set_max_jobs(2)
+    d.add(rep(3))  # table 3 >= 2: not started at add; r2 is older anyway
+    d.reschedule()  # starts r2
+    d.clock.advance(1)
+    d.state.set_max_jobs(3)
+    d.reschedule()  # starts r3, which fails
+    assert d.state.job_summary("r3")["state"] == "crashing"
+    d.clock.advance(10)
+    d.state.set_max_jobs(2)
+    d.exit("r1", "boom")  # r1 crashes: 3 jobs >= 2, no refill; r1 backs off
+    d.clock.advance(10)
+    d.reschedule()  # one slot: r1 (last started t+0) before r3 (failed start, t+3)
+    assert sorted(d.live.values()) == ["r1", "r2"]
+
+
 def test_rate_limited_job_restarts_with_lower_options():
     d = Driver(Settings(max_jobs=2, backoff_interval=1))
     d.add(rep(1, worker_processes=8, worker_batch_size=50, checkpoint_interval=30000, http_connections=20))
@@ -231,6 +284,18 @@ def test_reads_and_json_views():
     assert d.state.job_summary("r1")["state"] == "running"
     assert d.state.job_summary("missing") is None
     assert d.state.health_threshold() == 120
+
+
+def test_json_views_join_a_base_and_extension_id_as_the_seed_does():
+    # job_ejson: {BaseID, Ext} = Job#job.id, id = BaseID ++ Ext.
+    d = Driver(Settings(max_jobs=2, backoff_interval=1))
+    r = Rep(id=("abc", "+continuous"), source="s", target="t", db_name="db1", options={"continuous": True})
+    d.add(r)
+    assert d.state.job(r.id)["id"] == "abc+continuous"
+    assert [j["id"] for j in d.state.jobs()] == ["abc+continuous"]
+    d.clock.advance(1)
+    d.exit(r.id, "boom")
+    assert [b["id"] for b in d.state.backoffs()] == ["abc+continuous"]
 
 
 def test_history_is_trimmed_to_max_history():

@@ -65,7 +65,8 @@ class ReplicatorSup(Supervisor):
     """``couch_replicator_sup``: ``one_for_all`` over the job supervisor and the scheduler."""
 
     def init(self, job_factory: JobFactory = ReplicationJob, job_host: str | None = "own",
-             node_name: str = "nonode@nohost", cluster: ClusterOptions | None = None) -> tuple[SupFlags, list[ChildSpec]]:
+             node_name: str = "nonode@nohost",
+             cluster: ClusterOptions | None = None) -> tuple[SupFlags, list[ChildSpec]]:
         register_self(self, REPLICATOR_SUP)
         if cluster is None:  # started by a tree that passes no options (couch_sup): the config decides
             cluster = ClusterOptions.from_config(config_module.current())

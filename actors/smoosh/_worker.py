@@ -12,7 +12,8 @@ one long-lived launcher thread, so that is when the parent process exits),
 and a watcher thread exits the process when the pipe the parent holds open
 reaches end of file or the parent pid changes.  Once both are in place it
 writes ``ready`` to stdout; the adapter only suspends a worker after that,
-so a stopped worker is always one that the kernel will kill with its parent.  VACUUM runs in SQLite with the GIL released, so the watcher
+so a stopped worker is always one that the kernel will kill with its parent.
+VACUUM runs in SQLite with the GIL released, so the watcher
 keeps running; killing the process mid-VACUUM is safe, SQLite rolls the
 journal back on the next open.
 

@@ -246,10 +246,14 @@ def test_a_partial_mesh_claims_nothing_and_a_node_without_replicator_owns_nothin
             want = {job_of[doc_id]: [owner(f"_replicator/{doc_id}", "abc")] for doc_id, _s, _t in reps}
             wait_until("each job runs on its owner among a, b, c", lambda: running_map(nodes) == want)
             assert all(n.status()["live"] == ["a", "b", "c"] for n in nodes)  # never "driver"
+            settled = time.time()
     finally:
         for node in nodes:
             node.close()
-    assert assert_never_twice(cluster_kit.read(audit), {}) == 0
+    # Up to here each job ran once, on its owner.  (The nodes close one by one, and a node
+    # still closing may take over the jobs of one already gone: failover, not a double claim.)
+    rows = [row for row in cluster_kit.read(audit) if row[4] <= settled]
+    assert assert_never_twice(rows, {}) == 0, intervals(rows, {})
 
 
 @pytest.mark.timeout(60)

@@ -25,6 +25,7 @@ from actors.replicator.scheduler_sup import SCHEDULER_SUP
 from actors.replicator.sup import start_replicator
 from supervision import which_children
 from tests.kernel.probes import Gate
+from tests.polling import poll_until
 from tests.replicator.actor_jobs import CountingJob, GatedJob, Probe, RecordingJob, make_source, runs_db
 
 pytestmark = pytest.mark.timeout(60)
@@ -191,7 +192,10 @@ def test_crash_of_transient_job_removes_it_and_permanent_job_stays(node, tmp_pat
 
 
 def test_missing_source_is_reported_then_recovers_after_back_off(node, tmp_path):
-    configure(node, max_jobs=5, interval=100, backoff_interval=0.2)
+    # A long back-off while the crash is read (a free slot is refilled after
+    # every crash, as in the seed: with a short one the job could already be
+    # running again), then a short one for the recovery.
+    configure(node, max_jobs=5, interval=100, backoff_interval=60)
     start_replicator(node, RecordingJob)
     q = subscribe(node)
     r = rep(tmp_path, 0, docs=0)
@@ -208,6 +212,10 @@ def test_missing_source_is_reported_then_recovers_after_back_off(node, tmp_path)
     assert sched.job(node, "job1") is None
     # The source appears; after its back-off the job runs and completes.
     make_source(r.source, 7)
+    configure(node, backoff_interval=0.001)  # reaches the scheduler through its config listener
+    poll_until(lambda: all(b["backoff"] < 1 for b in sched.backoffs(node) if b["id"] == "job0"),
+               "the scheduler took the short back-off")
+    sched.reschedule(node)
     wait_for(q, lambda e: e[1] == "completed" and e[2] == "job0")
     assert doc_count(r.target) == 7
 

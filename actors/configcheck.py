@@ -154,7 +154,7 @@ SCHEMA: dict[str, Section] = {
     "smoosh": Section({
         "staleness": number(0), "wait_secs": number(0), "persist": boolean, "state_dir": text,
         "cleanup_index_files": boolean, "db_channels": text, "view_channels": text, "cleanup_channels": text,
-        "watch_interval": number(0, strict=True),
+        "watch_interval": number(0),  # 0: no watcher, as smoosh reads it
     }),
     "smoosh.ignore": Section(any_key=boolean),
     "replicator": Section({

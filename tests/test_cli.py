@@ -258,6 +258,15 @@ def test_bad_config_values_are_refused_before_boot(tmp_path, capsys, text, named
     assert err.startswith(f"otpy demo: error: {ini}: {named}")
 
 
+def test_values_the_services_take_pass_the_check():
+    """``[smoosh] watch_interval = 0`` means no watcher to smoosh; the check must not refuse it."""
+    cfg = Config({**demo_module.DEMO_CONFIG, "smoosh": {"watch_interval": "0"}})
+    result = configcheck.check(cfg)
+    assert result.ok, result.errors
+    bad = configcheck.check(Config({**demo_module.DEMO_CONFIG, "smoosh": {"watch_interval": "-1"}}))
+    assert not bad.ok
+
+
 def test_unknown_sections_and_keys_are_warned_by_name():
     cfg = Config({**demo_module.DEMO_CONFIG, "replicatr": {"max_jobs": "3"}, "replicator": {"max_job": "3"},
                   "smoosh.nosuch_channel": {"concurrency": "1"}, "smoosh.ignore": {"anydb": "true"}})

@@ -315,8 +315,16 @@ class CouchJobs:
         with self._tx(tx) as t:
             db.finish(t, encode_type(job.type), job.id, job.jlock, text)  # type: ignore[arg-type]
 
-    def resubmit(self, tx: Any, job: Job, sched_time: int | None = None) -> Job:
-        """Run the job again after it finishes, at ``sched_time`` (None keeps it)."""
+    def resubmit(
+        self, tx: Any, job: Job, sched_time: int | None = UNDEFINED_MAX_SCHEDULED_TIME
+    ) -> Job:
+        """Run the job again after it finishes, at ``sched_time``.
+
+        Without a time the job goes to ``UNDEFINED_MAX_SCHEDULED_TIME``, as
+        the seed's ``resubmit/2`` does: due to accepts that take any time,
+        after every job with an earlier one, never to ``no_schedule`` ones.
+        None (the seed's ``undefined``) keeps the job's current time.
+        """
         job = _locked(job, "resubmit")
         if sched_time is not None:
             check_sched_time(sched_time)
@@ -527,7 +535,7 @@ def finish(tx: Any, job: Job, data: dict[str, Any] | None = None) -> None:
     return default().finish(tx, job, data)
 
 
-def resubmit(tx: Any, job: Job, sched_time: int | None = None) -> Job:
+def resubmit(tx: Any, job: Job, sched_time: int | None = UNDEFINED_MAX_SCHEDULED_TIME) -> Job:
     return default().resubmit(tx, job, sched_time)
 
 

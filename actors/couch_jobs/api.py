@@ -359,10 +359,11 @@ class CouchJobs:
         """
         type_key = encode_type(job_type)
         check_job_id(job_id)
+        # As the seed: a finished job answers from the read alone; only a
+        # subscription needs the type's notifier (a type with a timeout).
         with self._tx(tx, write=False) as t:
-            if t.get_type_timeout(type_key) is None:
-                raise NotFound(f"job type {job_type!r} has no timeout, so no notifier")
             record = db.get_job(t, type_key, job_id)
+            has_timeout = record is not None and t.get_type_timeout(type_key) is not None
         if record is None:
             raise NotFound(f"no job {job_id!r} of type {job_type!r}")
         state = JobState(record.state)
@@ -370,6 +371,8 @@ class CouchJobs:
         assert data is not None
         if state == JobState.FINISHED:
             return None, state, data
+        if not has_timeout:
+            raise NotFound(f"job type {job_type!r} has no timeout, so no notifier")
         sub = self.subscriptions.subscribe(
             job_type, job_id, state, record.seq, threading.get_ident()
         )

@@ -132,3 +132,22 @@ def test_resubmit_without_a_time_schedules_at_the_undefined_max_time(ctx):
     couch_jobs.finish(TX, job)
     assert couch_jobs.resubmit(TX, job).state == "pending"
     assert couch_jobs.get_job(t, j1).stime == UNDEFINED_MAX_SCHEDULED_TIME
+
+
+def test_subscribe_to_a_finished_job_needs_no_notifier(ctx):
+    """The seed's ``subscribe/3`` returns ``{ok, finished, Data}`` straight from
+    the job read, before it asks for the type's notifier: a finished job of a
+    type whose timeout was cleared still answers; a pending one is
+    ``not_found`` (no notifier serves the type)."""
+    t, j1, j2 = ctx["t1"], ctx["j1"], ctx["j2"]
+    couch_jobs.add(TX, t, j1, {"n": 1})
+    couch_jobs.add(TX, t, j2, {"n": 2})
+    job, _ = couch_jobs.accept(t, timeout=5)
+    couch_jobs.finish(TX, job, {"done": job.id})
+    couch_jobs.clear_type_timeout(t)
+    done, waiting = (j1, j2) if job.id == j1 else (j2, j1)
+    assert couch_jobs.subscribe(t, done) == (None, "finished", {"done": done})
+    with pytest.raises(NotFound):
+        couch_jobs.subscribe(t, waiting)
+    with pytest.raises(NotFound):
+        couch_jobs.subscribe(t, "missing")

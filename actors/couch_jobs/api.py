@@ -315,8 +315,16 @@ class CouchJobs:
         with self._tx(tx) as t:
             db.finish(t, encode_type(job.type), job.id, job.jlock, text)  # type: ignore[arg-type]
 
-    def resubmit(self, tx: Any, job: Job, sched_time: int | None = None) -> Job:
-        """Run the job again after it finishes, at ``sched_time`` (None keeps it)."""
+    def resubmit(
+        self, tx: Any, job: Job, sched_time: int | None = UNDEFINED_MAX_SCHEDULED_TIME
+    ) -> Job:
+        """Run the job again after it finishes, at ``sched_time``.
+
+        Without a time the job goes to ``UNDEFINED_MAX_SCHEDULED_TIME``, as
+        the seed's ``resubmit/2`` does: due to accepts that take any time,
+        after every job with an earlier one, never to ``no_schedule`` ones.
+        None (the seed's ``undefined``) keeps the job's current time.
+        """
         job = _locked(job, "resubmit")
         if sched_time is not None:
             check_sched_time(sched_time)
@@ -351,10 +359,11 @@ class CouchJobs:
         """
         type_key = encode_type(job_type)
         check_job_id(job_id)
+        # As the seed: a finished job answers from the read alone; only a
+        # subscription needs the type's notifier (a type with a timeout).
         with self._tx(tx, write=False) as t:
-            if t.get_type_timeout(type_key) is None:
-                raise NotFound(f"job type {job_type!r} has no timeout, so no notifier")
             record = db.get_job(t, type_key, job_id)
+            has_timeout = record is not None and t.get_type_timeout(type_key) is not None
         if record is None:
             raise NotFound(f"no job {job_id!r} of type {job_type!r}")
         state = JobState(record.state)
@@ -362,6 +371,8 @@ class CouchJobs:
         assert data is not None
         if state == JobState.FINISHED:
             return None, state, data
+        if not has_timeout:
+            raise NotFound(f"job type {job_type!r} has no timeout, so no notifier")
         sub = self.subscriptions.subscribe(
             job_type, job_id, state, record.seq, threading.get_ident()
         )
@@ -527,7 +538,7 @@ def finish(tx: Any, job: Job, data: dict[str, Any] | None = None) -> None:
     return default().finish(tx, job, data)
 
 
-def resubmit(tx: Any, job: Job, sched_time: int | None = None) -> Job:
+def resubmit(tx: Any, job: Job, sched_time: int | None = UNDEFINED_MAX_SCHEDULED_TIME) -> Job:
     return default().resubmit(tx, job, sched_time)
 
 

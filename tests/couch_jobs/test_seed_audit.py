@@ -104,3 +104,50 @@ def test_accept_no_schedule_still_blocks_until_a_job_comes(wall_jobs):
     job, _ = results.get(timeout=10)
     assert job.id == "now"
     thread.join(10)
+
+
+def test_resubmit_without_a_time_schedules_at_the_undefined_max_time(ctx):
+    """The seed's ``resubmit/2`` is ``resubmit(Tx, Job, ?UNDEFINED_MAX_SCHEDULED_TIME)``:
+    the job comes back due only to accepts that take any time (not to
+    ``no_schedule`` ones); passing ``None`` (the seed's ``undefined``) keeps
+    the job's time."""
+    t, j1, j2 = ctx["t1"], ctx["j1"], ctx["j2"]
+    couch_jobs.add(TX, t, j1, {}, 5)
+    job, _ = couch_jobs.accept(t, timeout=5)
+    assert couch_jobs.resubmit(TX, job).stime == UNDEFINED_MAX_SCHEDULED_TIME
+    couch_jobs.finish(TX, job)
+    got = couch_jobs.get_job(t, j1)
+    assert (got.state, got.stime) == ("pending", UNDEFINED_MAX_SCHEDULED_TIME)
+    with pytest.raises(NotFound):
+        couch_jobs.accept(t, no_schedule=True, timeout=0)
+    job, _ = couch_jobs.accept(t, timeout=0)
+    assert job.id == j1
+    # resubmit(tx, job, None): the seed's `undefined`, the current time stays
+    couch_jobs.add(TX, t, j2, {}, 7)
+    job2, _ = couch_jobs.accept(t, max_sched_time=7, timeout=0)
+    assert couch_jobs.resubmit(TX, job2, None).stime == 7
+    couch_jobs.finish(TX, job2)
+    assert couch_jobs.get_job(t, j2).stime == 7
+    # a finished job resubmitted without a time goes to the back as well
+    couch_jobs.finish(TX, job)
+    assert couch_jobs.resubmit(TX, job).state == "pending"
+    assert couch_jobs.get_job(t, j1).stime == UNDEFINED_MAX_SCHEDULED_TIME
+
+
+def test_subscribe_to_a_finished_job_needs_no_notifier(ctx):
+    """The seed's ``subscribe/3`` returns ``{ok, finished, Data}`` straight from
+    the job read, before it asks for the type's notifier: a finished job of a
+    type whose timeout was cleared still answers; a pending one is
+    ``not_found`` (no notifier serves the type)."""
+    t, j1, j2 = ctx["t1"], ctx["j1"], ctx["j2"]
+    couch_jobs.add(TX, t, j1, {"n": 1})
+    couch_jobs.add(TX, t, j2, {"n": 2})
+    job, _ = couch_jobs.accept(t, timeout=5)
+    couch_jobs.finish(TX, job, {"done": job.id})
+    couch_jobs.clear_type_timeout(t)
+    done, waiting = (j1, j2) if job.id == j1 else (j2, j1)
+    assert couch_jobs.subscribe(t, done) == (None, "finished", {"done": done})
+    with pytest.raises(NotFound):
+        couch_jobs.subscribe(t, waiting)
+    with pytest.raises(NotFound):
+        couch_jobs.subscribe(t, "missing")

@@ -19,13 +19,9 @@ from actors.gen_server import PREVIOUS_HOLDER_WAIT
 __all__ = ["node_name", "register_self", "whereis"]
 
 
-def _runtime() -> Any:
-    return current_runtime()
-
-
 def whereis(name: str) -> Any:
     """The ref registered under ``name`` in the calling process's node, or None."""
-    return _runtime().whereis(name)
+    return current_runtime().whereis(name)
 
 
 def register_self(server: Any, name: str) -> None:
@@ -40,6 +36,6 @@ def register_self(server: Any, name: str) -> None:
 def node_name() -> str | None:
     """The calling process's node's name in its cluster (``"a"`` of ``"a@<incarnation>"``),
     None when the node is not distributed."""
-    node_id = _runtime().node_id
+    node_id = current_runtime().node_id
     name, at, _ = node_id.rpartition("@")
     return name if at and name else None

@@ -37,13 +37,9 @@ def channel_name(channel: str) -> str:
     return f"smoosh_channel_{channel}"
 
 
-def _runtime() -> Any:
-    return current_runtime()
-
-
 def whereis(name: str) -> Any:
     """The ref registered under ``name`` in the calling process's node, or None."""
-    return _runtime().whereis(name)
+    return current_runtime().whereis(name)
 
 
 def register_self(server: Any, name: str) -> None:

@@ -17,10 +17,12 @@ import logging
 import queue
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import pykka
 
+from actors._endpoint_loan import LENT_MAIL, LENT_REFUSED, EndpointLoan
 from actors._reasons import Continue, Exit, Stop, Timeout, crash_from, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
 from actors._runtime import EXIT_KILL, EXIT_LINKED, K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
@@ -88,8 +90,7 @@ class _ActorThread(pykka.ThreadingActor):
         cell = self._cell
         get = self.actor_inbox.get
         stopped = self.actor_stopped
-        handle = cell._handle
-        flush = cell.runtime.flush_casts
+        dispatch = self._dispatch
         while not stopped.is_set():
             wait = cell.idle_timeout
             if wait is None:
@@ -99,17 +100,21 @@ class _ActorThread(pykka.ThreadingActor):
                     item = get(timeout=wait)
                 except queue.Empty:  # idle for the callback's Timeout
                     item = _IDLE_TIMEOUT
-            if type(item) is tuple:
-                try:
-                    handle(item)
-                finally:
-                    flush()  # casts made by the callback leave now
-                continue
+            dispatch(item)
+
+    def _dispatch(self, item: Any) -> None:
+        """One mailbox entry: the kernel's (a bare tuple) to the cell, pykka's to pykka."""
+        if type(item) is tuple:
             try:
-                self._handle_receive(item.message)
-            except Exception:  # noqa: BLE001 - as pykka: a failing entry stops the actor
-                self._handle_failure(*sys.exc_info())
-                self._stop()
+                self._cell._handle(item)
+            finally:
+                self._cell.runtime.flush_casts()  # casts made by the callback leave now
+            return
+        try:
+            self._handle_receive(item.message)
+        except Exception:  # noqa: BLE001 - as pykka: a failing entry stops the actor
+            self._handle_failure(*sys.exc_info())
+            self._stop()
 
     def _actor_loop_teardown(self) -> None:
         """Drop what is left: the kernel's own entries need no answer (the
@@ -135,6 +140,92 @@ class _ActorThread(pykka.ThreadingActor):
             cell.runtime.flush_casts()
 
 
+class _LentInbox(queue.SimpleQueue):
+    """A mailbox whose reader may be blocked in a poll of the process's
+    endpoint rather than in the queue: a put then signals the poll."""
+
+    def __init__(self) -> None:
+        self.loan: EndpointLoan | None = None
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        queue.SimpleQueue.put(self, item)
+        loan = self.loan
+        if loan is not None and loan.waiting:
+            loan.signal()
+
+    put_nowait = put
+
+
+#: Put in a borrower's mailbox when the I/O thread gives the endpoint back.
+_ENDPOINT_BACK = (_M_WAKE, None, None)
+
+
+class _LendingThread(_ActorThread):
+    """An actor thread that reads the process's endpoint itself while idle
+    (`actors._endpoint_loan`): the first actor of a host, whose requests
+    then skip the hand-off from the I/O thread."""
+
+    @staticmethod
+    def _create_actor_inbox() -> Any:
+        return _LentInbox()
+
+    def __init__(self, cell: "Cell") -> None:
+        super().__init__(cell)
+        inbox = self.actor_inbox
+        self._loan = cell.runtime.lend_endpoint(lambda: inbox.put(_ENDPOINT_BACK))
+        inbox.loan = self._loan
+
+    def _actor_loop_running(self) -> None:
+        loan = self._loan
+        if loan is None:  # lent to another thread already
+            super()._actor_loop_running()
+            return
+        try:
+            self._lending_loop(loan)
+        finally:
+            self.actor_inbox.loan = None
+            loan.end()
+
+    def _lending_loop(self, loan: EndpointLoan) -> None:
+        cell = self._cell
+        inbox = self.actor_inbox
+        get = inbox.get
+        get_nowait = inbox.get_nowait
+        has_mail = lambda: not inbox.empty()  # noqa: E731
+        stopped = self.actor_stopped
+        dispatch = self._dispatch
+        serve = loan.serve
+        idle_until: float | None = None  # when handle_info("timeout") is due
+        while not stopped.is_set():
+            if inbox.empty():
+                wait = cell.idle_timeout
+                if wait is not None and idle_until is None:
+                    idle_until = time.monotonic() + wait
+                left = None if idle_until is None else max(0.0, idle_until - time.monotonic())
+                got = serve(left, has_mail)
+                if got == LENT_MAIL:
+                    pass
+                elif got == LENT_REFUSED:
+                    try:
+                        item = get(timeout=left)
+                    except queue.Empty:
+                        item = _IDLE_TIMEOUT
+                    if item is _ENDPOINT_BACK:
+                        continue
+                    idle_until = None
+                    dispatch(item)
+                    continue
+                else:  # idle for the callback's Timeout
+                    idle_until = None
+                    dispatch(_IDLE_TIMEOUT)
+                    continue
+            item = get_nowait()
+            if item is _ENDPOINT_BACK:
+                continue
+            idle_until = None
+            dispatch(item)
+
+
 class Cell:
     """The kernel side of one actor."""
 
@@ -149,6 +240,7 @@ class Cell:
         parent: ActorRef | None,
         link_parent: bool,
         on_started: Callable[[str, Any], None],
+        read_endpoint: bool = False,
     ) -> None:
         self.runtime = runtime
         self.id = actor_id
@@ -182,7 +274,8 @@ class Cell:
         #: the `Timeout` the last callback returned (None: wait for ever).
         self.idle_timeout: float | None = None
         server._actor_cell = self
-        self._thread = _ActorThread(self)
+        # The first actor of a host reads the host's endpoint while idle.
+        self._thread = _LendingThread(self) if read_endpoint else _ActorThread(self)
         self.inbox = self._thread.actor_inbox
 
     def start(self, run_on: Callable[[Callable[[], None]], None] | None = None) -> None:

@@ -503,6 +503,9 @@ class Runtime(Transport):
         on arrival and never reaches a later request.
         """
         self.flush_casts()
+        loan = self._loan
+        if loan is not None:  # the answer comes through the endpoint: nobody may sit on it
+            loan.blocking()
         if not waiter.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             if self.pending.pop(ref, None) is not None:
                 raise CallTimeout(target, timeout)
@@ -577,6 +580,20 @@ class Runtime(Transport):
             return False
 
     # -- receiving -----------------------------------------------------------
+
+    def handle_lent_frames(self, frames: list[bytes]) -> None:
+        """Frames read by the actor the endpoint is lent to, on its thread: handled
+        as the I/O thread would, not as that actor (whose casts are batched
+        and who would be taken for a spawner's parent)."""
+        state = _thread_state
+        cell, outbox = state.cell, state.outbox
+        state.cell = state.outbox = None
+        try:
+            self.handle_frames(frames)
+        except Exception:
+            log.exception("frame handling failed")
+        finally:
+            state.cell, state.outbox = cell, outbox
 
     def handle_frames(self, frames: list[bytes]) -> None:
         batch: dict[Any, list[Any]] = {}
@@ -875,11 +892,23 @@ class Runtime(Transport):
         self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
         self.register_sys("node_down", lambda src, node_id, reason: self.node_down(node_id, reason))
         self.register_sys("net_peer", lambda src, *peer: self.learn_node(*peer))
-        self.register_sys("stats", lambda src: self.stats.snapshot())
+        self.register_sys("stats", lambda src: self.stats_snapshot())
         self.register_sys("connect", lambda src, peers: [self.connect_peer(p) for p in peers] and None)
         self.register_sys("info", lambda src: self.info())
         self.register_sys("adopt_name", self._adopt_name)
         self.register_sys("drop_name", self._drop_name)
+
+    def stats_snapshot(self) -> dict[str, Any]:
+        """This process's metrics, with the endpoint loan's counts (kept as
+        plain attributes on its hot path, and read here)."""
+        snap = self.stats.snapshot()
+        loan = self._loan
+        if loan is not None:
+            counters = snap.setdefault("counters", {})
+            counters["actors.transport.lent_frames"] = loan.frames_read
+            counters["actors.transport.endpoint_takeovers"] = loan.takeovers
+            counters["actors.transport.endpoint_returns"] = loan.returns
+        return snap
 
     # -- names -------------------------------------------------------------------
 

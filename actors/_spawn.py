@@ -103,7 +103,10 @@ def start_here(
     except BaseException as exc:  # noqa: BLE001 - a constructor failure is a start error
         on_started("error", crash_from(exc))
         return
-    cell = Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started)
+    # The actor a warm thread was kept for is the host's first: it reads the
+    # host's endpoint itself while idle (actors._endpoint_loan).
+    cell = Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started,
+                read_endpoint=bool(warm))
     cell.start(warm.pop().run if warm else None)
 
 

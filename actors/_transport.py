@@ -27,6 +27,7 @@ from typing import Any
 import zmq
 
 from actors import stats as _stats
+from actors._endpoint_loan import IO, EndpointLoan, timers_available
 
 __all__ = ["ReplyChannel", "Timer", "Transport", "owner_of"]
 
@@ -161,6 +162,7 @@ class Transport:
         self._channel_pool: list[ReplyChannel] = []
         self._channel_counter = 0
         self._stopping = False
+        self._loan: EndpointLoan | None = None
         self.stats = _stats.current()
         self._io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
 
@@ -174,6 +176,33 @@ class Transport:
 
     def send_remote(self, dest: str, frame: bytes) -> None:
         """A frame for ``dest``, a process of another node (``<node_id>|<proc>``)."""
+
+    def handle_lent_frames(self, frames: list[bytes]) -> None:
+        """Frames read by the borrower of the endpoint (`lend_endpoint`), on its thread."""
+        self.handle_frames(frames)
+
+    # -- lending the endpoint --------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def lend_endpoint(self, on_returned: Callable[[], None]) -> EndpointLoan | None:
+        """Lend the endpoint to the thread that will call the loan's ``serve``
+        (see `actors._endpoint_loan`); None when it is lent already, or this
+        system cannot time a takeover."""
+        if self._loan is not None or self._stopping or not timers_available():
+            return None
+        # Made on the I/O thread (a spawn it is handling), the loan starts
+        # free: the I/O thread has finished reading for this turn and stops
+        # polling the endpoint at the top of the next one.
+        loan = EndpointLoan(self, on_returned, free=threading.current_thread() is self._io_thread)
+        self._loan = loan
+        self.wake()  # the I/O thread starts polling the loan's timer
+        return loan
+
+    def endpoint_loan(self) -> EndpointLoan | None:
+        return self._loan
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -190,7 +219,10 @@ class Transport:
         halts must not lose its last exit signals); otherwise they drop it.
         """
         self._stopping = True
-        self._wake()
+        self.wake()
+        loan = self._loan
+        if loan is not None and not loan.wait_released(5.0):
+            log.warning("the endpoint's borrower did not let go of it in 5 s")
         if self._io_thread.is_alive() and threading.current_thread() is not self._io_thread:
             self._io_thread.join(timeout=5.0)
         with self._pool_lock:
@@ -210,6 +242,8 @@ class Transport:
             except OSError:
                 pass
         self.pull.close(linger=0)
+        if loan is not None:
+            loan.close()
         self.ctx.term()
         try:
             os.unlink(self.endpoint[len("ipc://") :])
@@ -334,7 +368,7 @@ class Transport:
             heapq.heappush(self._timers, timer)
             earliest = self._timers[0] is timer
         if earliest:
-            self._wake()
+            self.wake()
         return timer
 
     def call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
@@ -376,7 +410,7 @@ class Transport:
         """Run ``fn`` on the I/O thread."""
         with self._tasks_lock:
             self._tasks.append(fn)
-        self._wake()
+        self.wake()
 
     def watch_fd(self, fd: int, handler: Callable[[int], None]) -> None:
         """Call ``handler(fd)`` on the I/O thread whenever ``fd`` is readable.
@@ -390,7 +424,7 @@ class Transport:
     def unwatch_fd(self, fd: int) -> None:
         self.call_soon(lambda: self._fd_handlers.pop(fd, None))
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         try:
             os.eventfd_write(self._wake_fd, 1)
         except OSError:
@@ -402,6 +436,11 @@ class Transport:
         poller = zmq.Poller()
         poller.register(pull, zmq.POLLIN)
         poller.register(self._wake_fd, zmq.POLLIN)
+        # While the endpoint is lent (actors._endpoint_loan) this thread must
+        # not touch it: it polls the loan's takeover timer instead.
+        polling_pull = True
+        loan: EndpointLoan | None = None
+        loan_timer = -1
         recv = pull.recv
         getsockopt = pull.getsockopt
         POLLIN = zmq.POLLIN
@@ -410,6 +449,16 @@ class Transport:
         fd_handlers = self._fd_handlers
         next_deadline: float | None = None
         while not self._stopping:
+            if loan is not self._loan:
+                if loan is not None:
+                    poller.unregister(loan_timer)
+                loan = self._loan
+                if loan is not None:
+                    loan_timer = loan.timer.fd
+                    poller.register(loan_timer, zmq.POLLIN)
+                    if loan.state != IO and polling_pull:  # made free on this thread
+                        poller.unregister(pull)
+                        polling_pull = False
             if next_deadline is None:
                 timeout = None
             else:
@@ -424,6 +473,7 @@ class Transport:
                 raise
             ready_fds: list[int] = []
             got_frames = False
+            timer_fired = False
             for sock, _ev in events:
                 if sock is pull:
                     got_frames = True
@@ -432,6 +482,9 @@ class Transport:
                         os.eventfd_read(self._wake_fd)
                     except OSError:
                         pass
+                elif sock == loan_timer and loan is not None:
+                    loan.timer.clear()
+                    timer_fired = True
                 else:
                     ready_fds.append(sock)
             if self._tasks:
@@ -455,7 +508,7 @@ class Transport:
             # handed to an actor's thread, this thread goes straight back to
             # the poll and lets go of the GIL the actor is waiting for.
             next_deadline = self._fire_timers()
-            if got_frames or ready_fds:
+            if polling_pull and (got_frames or ready_fds):
                 # A dead host's last frames (a reply it sent before it was
                 # killed) are drained before its death is handled, so a
                 # death report never overtakes them.
@@ -484,4 +537,14 @@ class Transport:
                         handler(fd)
                     except Exception:
                         log.exception("fd handler failed")
+            if loan is not None:
+                # Last in the turn: what this thread read went to the
+                # mailboxes before the borrower may read again.
+                owns = loan.io_turn(timer_fired) == IO
+                if owns != polling_pull:
+                    if owns:
+                        poller.register(pull, zmq.POLLIN)
+                    else:
+                        poller.unregister(pull)
+                    polling_pull = owns
 

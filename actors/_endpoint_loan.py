@@ -46,7 +46,6 @@ __all__ = ["EndpointLoan", "LENT_MAIL", "LENT_REFUSED", "LENT_TIMEOUT", "TAKEOVE
 
 #: Seconds a borrower may stay busy before the I/O thread reads for it.
 TAKEOVER = 0.001
-_DRAIN_BATCH = 2000
 
 # States of the endpoint.
 IO = 0
@@ -181,7 +180,6 @@ class EndpointLoan:
         transport = self._transport
         pull = transport.pull
         recv = pull.recv
-        getsockopt = pull.getsockopt
         poll = self._poller.poll
         mail_fd = self._mail_fd
         handle = transport.handle_lent_frames
@@ -213,19 +211,16 @@ class EndpointLoan:
                         except OSError:
                             pass
                 if got_frames:
-                    frames: list[bytes] = []
-                    more = True
-                    for _ in range(_DRAIN_BATCH):
-                        if not more:
-                            break
-                        try:
-                            frames.append(recv(zmq.NOBLOCK))
-                        except zmq.Again:
-                            break
-                        more = bool(getsockopt(zmq.EVENTS) & zmq.POLLIN)
-                    if frames:
-                        self.frames_read += len(frames)
-                        handle(frames)
+                    # One frame per poll: asking the socket whether more are
+                    # queued costs what the next poll costs, and a request
+                    # (one frame) then pays it only once.  A frame that is
+                    # mail for the borrower ends the loop above at once.
+                    try:
+                        frame = recv(zmq.NOBLOCK)
+                    except zmq.Again:
+                        continue
+                    self.frames_read += 1
+                    handle([frame])
         finally:
             self.waiting = False
             self._release()

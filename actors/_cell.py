@@ -175,6 +175,13 @@ class _LendingThread(_ActorThread):
         self._loan = cell.runtime.lend_endpoint(lambda: inbox.put(_ENDPOINT_BACK))
         inbox.loan = self._loan
 
+    def _actor_loop(self) -> None:
+        if self._loan is not None:
+            # Known before init runs: a registration in init is a system
+            # request, and the endpoint must be handed over for its answer.
+            self._loan.bind_thread()
+        super()._actor_loop()
+
     def _actor_loop_running(self) -> None:
         loan = self._loan
         if loan is None:  # lent to another thread already

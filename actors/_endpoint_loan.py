@@ -225,6 +225,10 @@ class EndpointLoan:
             self.waiting = False
             self._release()
 
+    def bind_thread(self) -> None:
+        """The calling thread is the borrower (before it first serves)."""
+        self.thread_id = threading.get_ident()
+
     def _take(self) -> bool:
         wake = False
         with self.lock:

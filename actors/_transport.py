@@ -201,9 +201,6 @@ class Transport:
         self.wake()  # the I/O thread starts polling the loan's timer
         return loan
 
-    def endpoint_loan(self) -> EndpointLoan | None:
-        return self._loan
-
     # -- lifecycle -----------------------------------------------------------
 
     def start(self) -> None:

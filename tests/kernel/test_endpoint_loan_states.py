@@ -173,3 +173,19 @@ def test_a_stopping_process_refuses_the_loan(parts):
     assert loan.serve(None, lambda: False) == LENT_REFUSED
     assert loan.wait_released(1.0)
 
+
+
+def test_a_borrower_bound_before_it_serves_hands_over_for_a_request_in_init(ctx, request):
+    # A host's first actor registers its name in init, before it ever
+    # served: its thread is bound first, so the answer is not left for the
+    # takeover timer.
+    transport = FakeTransport(ctx, request.node.name + "-bound")
+    loan = EndpointLoan(transport, lambda: None, free=True)
+    try:
+        loan.bind_thread()
+        loan.blocking()
+        assert transport.wakes == 1
+        assert loan.io_turn(False) == IO
+    finally:
+        loan.close()
+        transport.pull.close(linger=0)

@@ -315,6 +315,17 @@ class Cell:
 
     # -- mailbox (any thread) ------------------------------------------------------
 
+    def mailbox_empty(self) -> bool:
+        """Whether nothing waits for this actor: in its mailbox, nor, when it
+        reads its host's endpoint itself, on the endpoint (handed on first)."""
+        inbox = self.inbox
+        if not inbox.empty():
+            return False
+        loan = getattr(inbox, "loan", None)
+        if loan is not None and loan.take_in():
+            return inbox.empty()
+        return True
+
     def enqueue(self, kind: int, body: Any) -> None:
         if self.alive:
             self.inbox.put((kind, body, None))

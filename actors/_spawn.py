@@ -106,7 +106,7 @@ def start_here(
     # The actor a warm thread was kept for is the host's first: it reads the
     # host's endpoint itself while idle (actors._endpoint_loan).
     cell = Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started,
-                read_endpoint=bool(warm))
+                read_endpoint=bool(warm) and getattr(server, "reads_host_endpoint", True))
     cell.start(warm.pop().run if warm else None)
 
 

@@ -45,6 +45,12 @@ class GenServer(Behaviour):
 
     _actor_cell: "Cell"
 
+    #: Placed first in a host, the actor reads the host's endpoint itself
+    #: while idle, so requests to it skip a thread hand-off (docs/kernel.md,
+    #: *The endpoint loan*).  False leaves the reading to the host's I/O
+    #: thread, for a server better fed by it (one that works per burst).
+    reads_host_endpoint: bool = True
+
     # -- callbacks ---------------------------------------------------------------
 
     def init(self, *args: Any, **kwargs: Any) -> Any:
@@ -97,7 +103,7 @@ class GenServer(Behaviour):
         """Whether nothing waits in this actor's mailbox right now: Erlang's
         ``receive ... after 0``, for a server that acts once it has taken in
         a whole burst (IOQ submits when its mailbox is drained)."""
-        return self._actor_cell.inbox.empty()
+        return self._actor_cell.mailbox_empty()
 
     def colocated(self, ref: ActorRef) -> "GenServer | None":
         """The server object of actor ``ref`` when it is alive in this OS

@@ -8,6 +8,7 @@ asked for, so the I/O thread reads within `TAKEOVER` at the latest.
 from __future__ import annotations
 
 import select
+import threading
 import pytest
 import zmq
 
@@ -189,3 +190,39 @@ def test_a_borrower_bound_before_it_serves_hands_over_for_a_request_in_init(ctx,
     finally:
         loan.close()
         transport.pull.close(linger=0)
+
+
+def test_take_in_hands_on_what_waits_on_the_endpoint_during_a_callback(ctx, parts):
+    # mailbox_empty() of a borrower: what arrived counts, as it would if the
+    # I/O thread were reading.
+    transport, loan, _returned, _arms = parts
+    loan.bind_thread()
+    loan.serve(None, lambda: False)
+    loan.io_turn(False)  # given back: FREE, as while a callback runs
+    assert loan.take_in() is False  # nothing waits
+    push = ctx.socket(zmq.PUSH)
+    push.connect(transport.address)
+    push.send(b"one")
+    push.send(b"two")
+    for _ in range(1000):  # inproc delivery is immediate, but bounded anyway
+        if transport.pull.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            break
+    assert loan.take_in() is True
+    assert transport.frames == [b"one", b"two"]
+    assert loan.state == FREE
+    push.close(linger=0)
+
+
+def test_take_in_is_the_borrowers_alone_and_not_while_the_io_thread_reads(parts):
+    _transport, loan, _returned, _arms = parts
+    loan.bind_thread()
+    assert loan.state == IO
+    assert loan.take_in() is False  # the I/O thread reads, and hands on itself
+    loan.serve(None, lambda: False)
+    loan.io_turn(False)
+    results: list[bool] = []
+    thread = threading.Thread(target=lambda: results.append(loan.take_in()))
+    thread.start()
+    thread.join(5)
+    assert results == [False]
+    assert loan.state == FREE

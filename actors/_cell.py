@@ -277,6 +277,8 @@ class Cell:
         self._naming: str | None = None
         self._after_naming: Callable[[], None] | None = None
         self.messages_handled = 0
+        #: The actor thread's cast batches (set when its loop starts).
+        self.outbox: Any = None
         #: Seconds the loop waits for a message before ``handle_info("timeout")``:
         #: the `Timeout` the last callback returned (None: wait for ever).
         self.idle_timeout: float | None = None
@@ -613,6 +615,11 @@ class Cell:
         rt = self.runtime
 
         def notify(_ok: bool = True, _value: Any = None) -> None:
+            outbox = self.outbox
+            if outbox is not None:
+                # What the actor sent before it died goes before any word of
+                # its death (it may die on another thread: a kill).
+                rt.flush_outbox(outbox)
             if reply is not None:
                 rt.reply(reply[0], reply[1])
             for from_ in inflight:

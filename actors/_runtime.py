@@ -109,8 +109,11 @@ def current_cell() -> "Cell | None":
 def set_current_cell(cell: "Cell | None") -> None:
     """Make this thread an actor's (or no longer): an actor thread batches
     its casts and sends (see `Runtime.flush_casts`)."""
+    outbox = _Outbox() if cell is not None else None
     _thread_state.cell = cell
-    _thread_state.outbox = _Outbox() if cell is not None else None
+    _thread_state.outbox = outbox
+    if cell is not None:
+        cell.outbox = outbox  # so a death handled on another thread can flush it first
 
 
 class _Batch:
@@ -327,6 +330,11 @@ class Runtime(Transport):
 
     def _post(self, proc: str, kind: int, to: str, body: Any) -> None:
         """A cast or send: batched per destination process on actor threads."""
+        cell = _thread_state.cell
+        if cell is not None and not cell.alive:
+            # A killed actor's callback runs on (Python cannot stop it), but
+            # a dead process sends nothing.
+            return
         if proc == self.proc:
             self._deliver(kind, to, None, None, body, proc)
             return
@@ -363,6 +371,15 @@ class Runtime(Transport):
         """I/O thread: a batch waited too long for its callback to return."""
         with outbox.lock:
             outbox.armed = False
+            if not outbox.closed:
+                while outbox.batches:
+                    self._flush_locked(outbox, next(iter(outbox.batches)))
+
+    def flush_outbox(self, outbox: _Outbox) -> None:
+        """Send what an actor's thread left batched, from any thread: the
+        death of an actor handled on another thread (a ``kill``) must not
+        overtake the casts and sends it made before it died."""
+        with outbox.lock:
             if not outbox.closed:
                 while outbox.batches:
                     self._flush_locked(outbox, next(iter(outbox.batches)))

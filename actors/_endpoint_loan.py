@@ -42,12 +42,12 @@ from typing import Any
 
 import zmq
 
-__all__ = ["EndpointLoan", "LENT_MAIL", "LENT_REFUSED", "LENT_TIMEOUT", "TAKEOVER", "timers_available"]
+__all__ = ["EndpointLoan", "LENT_MAIL", "LENT_REFUSED", "LENT_TIMEOUT", "TAKEOVER", "drain", "timers_available"]
 
 #: Seconds a borrower may stay busy before the I/O thread reads for it.
 TAKEOVER = 0.001
 #: Frames read at most per poll.
-_DRAIN_BATCH = 2000
+DRAIN_BATCH = 2000
 
 # States of the endpoint.
 IO = 0
@@ -60,6 +60,27 @@ LENT_TIMEOUT = 2  # nothing came in the time given
 LENT_REFUSED = 3  # the endpoint is not the borrower's now (or the process stops): wait on the mailbox
 
 _CLOCK_MONOTONIC = 1
+
+
+def drain(sock: zmq.Socket, ready: bool) -> list[bytes]:
+    """The frames queued on ``sock``, at most `DRAIN_BATCH`, for whichever
+    thread reads it now.  ``ready``: a poll has just reported one, so the
+    first ``recv`` needs no check.  It stops on the socket's own "nothing
+    more" flag, since a raised ``zmq.Again`` costs more than the frame it
+    ends (3.7 us against 1.5 us here)."""
+    recv = sock.recv
+    getsockopt = sock.getsockopt
+    frames: list[bytes] = []
+    more = ready or bool(getsockopt(zmq.EVENTS) & zmq.POLLIN)
+    for _ in range(DRAIN_BATCH):
+        if not more:
+            break
+        try:
+            frames.append(recv(zmq.NOBLOCK))
+        except zmq.Again:
+            break
+        more = bool(getsockopt(zmq.EVENTS) & zmq.POLLIN)
+    return frames
 
 
 class _Timespec(ctypes.Structure):
@@ -181,8 +202,6 @@ class EndpointLoan:
             return LENT_REFUSED
         transport = self._transport
         pull = transport.pull
-        recv = pull.recv
-        getsockopt = pull.getsockopt
         poll = self._poller.poll
         mail_fd = self._mail_fd
         handle = transport.handle_lent_frames
@@ -216,19 +235,8 @@ class EndpointLoan:
                 if got_frames:
                     # Everything queued, as the I/O thread drains it: a burst
                     # of requests reaches the mailbox together, and a server
-                    # that batches its work per burst (IOQ's stats, replies)
-                    # sees it as one.  Stop on the socket's own "nothing
-                    # more" flag: a raised zmq.Again costs twice as much.
-                    frames: list[bytes] = []
-                    more = True
-                    for _ in range(_DRAIN_BATCH):
-                        if not more:
-                            break
-                        try:
-                            frames.append(recv(zmq.NOBLOCK))
-                        except zmq.Again:
-                            break
-                        more = bool(getsockopt(zmq.EVENTS) & zmq.POLLIN)
+                    # that batches its work per burst sees it as one.
+                    frames = drain(pull, True)
                     if frames:
                         self.frames_read += len(frames)
                         handle(frames)
@@ -258,14 +266,7 @@ class EndpointLoan:
             self.state = LENT
         frames: list[bytes] = []
         try:
-            pull = self._transport.pull
-            for _ in range(_DRAIN_BATCH):
-                if not pull.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                    break
-                try:
-                    frames.append(pull.recv(zmq.NOBLOCK))
-                except zmq.Again:
-                    break
+            frames = drain(self._transport.pull, False)
             if frames:
                 self.frames_read += len(frames)
                 self._transport.handle_lent_frames(frames)

@@ -370,10 +370,8 @@ class Runtime(Transport):
     def _flush_stale(self, outbox: _Outbox) -> None:
         """I/O thread: a batch waited too long for its callback to return."""
         with outbox.lock:
-            outbox.armed = False
-            if not outbox.closed:
-                while outbox.batches:
-                    self._flush_locked(outbox, next(iter(outbox.batches)))
+            outbox.armed = False  # a cast from now on arms a timer of its own
+        self.flush_outbox(outbox)
 
     def flush_outbox(self, outbox: _Outbox) -> None:
         """Send what an actor's thread left batched, from any thread: the
@@ -389,9 +387,7 @@ class Runtime(Transport):
         callback returns, and before the thread blocks in the kernel."""
         outbox = _thread_state.outbox
         if outbox is not None and outbox.batches:
-            with outbox.lock:
-                while outbox.batches:
-                    self._flush_locked(outbox, next(iter(outbox.batches)))
+            self.flush_outbox(outbox)
 
     def end_actor_thread(self) -> None:
         """An actor thread ends: flush, close its outbox, pool its sockets."""

@@ -27,14 +27,13 @@ from typing import Any
 import zmq
 
 from actors import stats as _stats
-from actors._endpoint_loan import IO, EndpointLoan, timers_available
+from actors._endpoint_loan import IO, EndpointLoan, drain, timers_available
 
 __all__ = ["ReplyChannel", "Timer", "Transport", "owner_of"]
 
 log = logging.getLogger("actors.transport")
 
 _SNDHWM = 200_000
-_DRAIN_BATCH = 2000
 
 
 def owner_of(peer: str) -> str:
@@ -438,10 +437,6 @@ class Transport:
         polling_pull = True
         loan: EndpointLoan | None = None
         loan_timer = -1
-        recv = pull.recv
-        getsockopt = pull.getsockopt
-        POLLIN = zmq.POLLIN
-        EVENTS = zmq.EVENTS
         handle_frames = self.handle_frames
         fd_handlers = self._fd_handlers
         next_deadline: float | None = None
@@ -509,19 +504,7 @@ class Transport:
                 # A dead host's last frames (a reply it sent before it was
                 # killed) are drained before its death is handled, so a
                 # death report never overtakes them.
-                # Stop on the socket's own "nothing more" flag rather than on
-                # zmq.Again: raising costs more than the frame it ends.  When
-                # the poll reported frames, the first recv needs no check.
-                frames: list[bytes] = []
-                more = got_frames or bool(getsockopt(EVENTS) & POLLIN)
-                for _ in range(_DRAIN_BATCH):
-                    if not more:
-                        break
-                    try:
-                        frames.append(recv(zmq.NOBLOCK))
-                    except zmq.Again:
-                        break
-                    more = bool(getsockopt(EVENTS) & POLLIN)
+                frames = drain(pull, got_frames)
                 if frames:
                     try:
                         handle_frames(frames)

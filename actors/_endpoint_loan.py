@@ -271,12 +271,7 @@ class EndpointLoan:
                 self.frames_read += len(frames)
                 self._transport.handle_lent_frames(frames)
         finally:
-            with self.lock:
-                # Still busy, but reading as it goes: timed from now.
-                self.state = FREE
-                self._free_from_now()
-                if self._transport.stopping:
-                    self._released.notify_all()
+            self._release()  # still busy, but reading as it goes: timed from now
         return bool(frames)
 
     def _take(self) -> bool:

@@ -4,16 +4,22 @@ Each OS process keeps its own `Stats`; recording is a dict update under a
 lock, cheap enough for the message path.  The node merges the snapshots of
 all its processes when the host program asks (`Node.stats()`), so services
 record locally and never send a message to count something.
+
+A path too hot even for that lock records into a write-behind buffer of its
+own (`Stats.add_source`, e.g. `actors.ioq.ioq_stats.StatsBuffer`): every
+read here first folds in what the registered buffers hold, so a reader sees
+everything recorded before it asked, and the hot path pays no lock at all.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["Histogram", "Stats", "current", "merge_snapshots"]
+__all__ = ["Histogram", "Source", "Stats", "current", "merge_snapshots"]
 
 _MAX_SAMPLES = 4096
 
@@ -98,6 +104,13 @@ def percentile(ordered: Sequence[float], pct: float) -> float:
     return float(ordered[rank])
 
 
+class Source(Protocol):
+    """A write-behind buffer in front of a `Stats`: ``flush`` hands over what
+    it holds, and is safe to call from any thread."""
+
+    def flush(self) -> None: ...
+
+
 class Stats:
     """One process's metrics; names are dotted strings like the seeds'."""
 
@@ -106,6 +119,26 @@ class Stats:
         self._counters: dict[str, int] = {}
         self._gauges: dict[str, float] = {}
         self._histograms: dict[str, Histogram] = {}
+        self._sources: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def add_source(self, source: Source) -> None:
+        """Fold ``source`` in before every read, for as long as it lives (it is
+        held weakly: a buffer should hand over its last records when it is
+        dropped, as `actors.ioq.ioq_stats.StatsBuffer` does)."""
+        with self._lock:
+            self._sources.add(source)
+
+    def remove_source(self, source: Source) -> None:
+        with self._lock:
+            self._sources.discard(source)
+
+    def _pull(self) -> None:
+        """Fold in the registered buffers (outside the lock: they record through it)."""
+        if self._sources:
+            with self._lock:
+                sources = list(self._sources)
+            for source in sources:
+                source.flush()
 
     def increment(self, name: str, amount: int = 1) -> None:
         with self._lock:
@@ -140,6 +173,7 @@ class Stats:
                 hist.update_many(values)
 
     def counter(self, name: str) -> int:
+        self._pull()
         with self._lock:
             return self._counters.get(name, 0)
 
@@ -149,6 +183,7 @@ class Stats:
 
     def snapshot(self) -> dict[str, Any]:
         """Plain data: ``{"counters": {...}, "gauges": {...}, "histograms": {...}}``."""
+        self._pull()
         with self._lock:
             return {
                 "counters": dict(self._counters),
@@ -157,6 +192,7 @@ class Stats:
             }
 
     def reset(self) -> None:
+        self._pull()  # what the buffers hold was recorded before the reset
         with self._lock:
             self._counters.clear()
             self._gauges.clear()

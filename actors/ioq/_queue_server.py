@@ -24,14 +24,10 @@ nothing the seed can observe:
   ``DOWN`` fails the waiters exactly as if the file had crashed on it.
 
 A server may record its stats through an `ioq_stats.StatsBuffer`
-(``self._stats_buffer``, set by IOQ2): its counters are flushed before any
-reply goes out and whenever a submit round ends, so the lock of the
-process's stats is taken once per burst rather than seven times a request.
-Its histogram samples (submit delay, service time, IO wait) follow in
-batches: at the latest `SAMPLES_DELAY` later (a timer message to itself,
-at most one armed), or as soon as `ioq_stats.HELD_SAMPLES` of a kind wait.
-Merging a burst's three or so samples into three histograms cost more than
-the rest of the flush.
+(``self._stats_buffer``, set by IOQ2): a write-behind log that the
+process's `Stats` folds in whenever it is read, so a request's records cost
+a deque append each and no lock; the server folds the log itself once
+`ioq_stats.FOLD_AT` records wait, and when it stops.
 """
 
 from __future__ import annotations
@@ -50,7 +46,7 @@ from .ioq_config import affects_ioq
 from .ioq_stats import StatsBuffer
 from .request import Completion
 
-__all__ = ["SUBMIT", "UPDATE_CONFIG", "QueueServer"]
+__all__ = ["SENT", "SUBMIT", "UPDATE_CONFIG", "QueueServer"]
 
 #: The message a server sends itself so it submits once its mailbox is drained.
 SUBMIT = "$ioq_submit"
@@ -59,13 +55,13 @@ UPDATE_CONFIG = "update_config"
 _MAX_FD_CACHE = 10_000
 #: Rounds of inline reads one `_submit` may run before it yields to the mailbox.
 _MAX_INLINE_ROUNDS = 64
-#: Sent by a server to itself: hand the histogram samples its `StatsBuffer` holds to the stats.
-FLUSH_SAMPLES = "$ioq_flush_samples"
-#: The longest histogram samples wait in a server's `StatsBuffer` (seconds).
-SAMPLES_DELAY = 0.25
 #: Callbacks a server that watches its own mailbox (`QueueServer._watch_drain`)
 #: may run with a submit pending before it submits anyway.
 _MAX_PENDING_CALLBACKS = 256
+#: `QueueServer._submit_one`: the request went to its file, which will answer.
+SENT = "$ioq_sent"
+#: `QueueServer._submit_one`: the request will not be answered by its file.
+_DROPPED = "$ioq_dropped"
 
 
 class QueueServer(GenServer):
@@ -101,7 +97,6 @@ class QueueServer(GenServer):
         self._mref_fd: dict[Any, Any] = {}  # mref -> fd
         self._fds: dict[str, ActorRef] = {}  # actor id -> ref, so equal fds are one object
         self._stats_buffer: StatsBuffer | None = None
-        self._samples_timer: Any = None
         me = self.ref
         self._me_wire = me.to_wire()
 
@@ -162,11 +157,6 @@ class QueueServer(GenServer):
             self._submit_pending = False
             self._submit()
             return None
-        if message == FLUSH_SAMPLES:
-            self._samples_timer = None
-            if self._stats_buffer is not None:
-                self._stats_buffer.flush()
-            return None
         kind = type(message)
         if kind is tuple and message[0] == IO_REPLY:
             done = self.state.complete(message[1], message[2], time.monotonic())
@@ -199,22 +189,12 @@ class QueueServer(GenServer):
                     break
             self._submit_later()
         finally:
-            self._flush_stats()
-
-    def _flush_stats(self) -> None:
-        """Hand the buffered counters to the stats now; the histogram samples
-        in batches, at the latest `SAMPLES_DELAY` later (a timer message)."""
-        buffer = self._stats_buffer
-        if buffer is None:
-            return
-        buffer.flush(samples=False)
-        if self._samples_timer is None and buffer.holds_samples():
-            self._samples_timer = self.send_after(SAMPLES_DELAY, FLUSH_SAMPLES)
+            buffer = self._stats_buffer
+            if buffer is not None:
+                buffer.fold_if_full()
 
     def _reply_all(self, completions: list[Completion]) -> None:
-        """Answer every waiter of ``completions`` (stats first: a caller that
-        reads them after its reply finds its request counted)."""
-        self._flush_stats()
+        """Answer every waiter of ``completions``."""
         reply = self.reply
         for done in completions:
             value = done.reply
@@ -222,49 +202,55 @@ class QueueServer(GenServer):
                 reply(waiter, value)
 
     def _send(self, reqs: list[Any]) -> bool:
-        """Send each request to its target, or read it inline and answer the
-        round's callers together; True if an inline read freed a slot."""
-        me = self._me_wire
-        monitors = self._fd_monitor
-        colocated = self.colocated
-        complete = self.state.complete
+        """Submit each request (`_submit_one`) and answer the round's inline
+        reads together; True if an inline read freed a slot."""
+        submit_one = self._submit_one
         completed: list[Completion] = []
         freed = False
         for req in reqs:
-            fd = req.fd
-            if fd not in monitors:
-                try:
-                    mref = self.monitor(fd)
-                except (AttributeError, TypeError):
-                    # not an actor: the request can never be answered
-                    self._fail(self.state.io_down(req.ref, ("badarg", repr(fd))))
-                    continue
-                monitors[fd] = mref
-                self._mref_fd[mref] = fd
-            local = colocated(fd)
-            if local is not None and isinstance(local, FileServer):
-                try:
-                    result = local.try_read(req.msg)
-                except Exception as exc:  # noqa: BLE001 - the file would have crashed on it
-                    self.exit(fd, Crash(type(exc).__name__, str(exc), traceback.format_exc()))
-                    continue
-                if result is not BUSY:
-                    freed = True
-                    done = complete(req.ref, result, time.monotonic())
-                    if done is not None:
-                        completed.append(done)
-                    continue
-            fd.send((IO_MSG, req.ref, me, req.msg))
+            outcome = submit_one(req)
+            if outcome is SENT or outcome is _DROPPED:
+                continue
+            freed = True
+            if outcome is not None:
+                completed.append(outcome)
         if completed:
             self._reply_all(completed)
         return freed
 
+    def _submit_one(self, req: Any) -> Any:
+        """Submit one chosen request: read it on this thread when its file
+        lives in this process and is idle (the `Completion`, or None for a
+        ref the state no longer knows), else send it to the file (`SENT`).
+        `_DROPPED` when this submission will never be answered by the file:
+        ``fd`` is no actor (its callers are failed now), or the read crashed
+        (the file is killed with that crash, and its ``DOWN`` fails them)."""
+        fd = req.fd
+        monitors = self._fd_monitor
+        if fd not in monitors:
+            try:
+                mref = self.monitor(fd)
+            except (AttributeError, TypeError):
+                # not an actor: the request can never be answered
+                self._fail(self.state.io_down(req.ref, ("badarg", repr(fd))))
+                return _DROPPED
+            monitors[fd] = mref
+            self._mref_fd[mref] = fd
+        local = self.colocated(fd)
+        if local is not None and isinstance(local, FileServer):
+            try:
+                result = local.try_read(req.msg)
+            except Exception as exc:  # noqa: BLE001 - the file would have crashed on it
+                self.exit(fd, Crash(type(exc).__name__, str(exc), traceback.format_exc()))
+                return _DROPPED
+            if result is not BUSY:
+                return self.state.complete(req.ref, result, time.monotonic())
+        fd.send((IO_MSG, req.ref, self._me_wire, req.msg))
+        return SENT
+
     def _fail(self, done: Completion | None) -> None:
         if done is None:
             return
-        buffer = self._stats_buffer
-        if buffer is not None:
-            buffer.flush()
         failure = IoFailure("down", done.error.reason if done.error is not None else None)
         for waiter in done.waiters:
             self.reply(waiter, failure)
@@ -307,4 +293,4 @@ class QueueServer(GenServer):
     def terminate(self, reason: Any) -> None:
         self._config.unlisten(self._listener)
         if self._stats_buffer is not None:
-            self._stats_buffer.flush()
+            self._stats_buffer.close()

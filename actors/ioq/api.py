@@ -128,6 +128,9 @@ class _Cache:
         self.listening: dict[int, Config] = {}
         self.node_id: str | None = None
         self.refs: dict[str, Any] = {}
+        #: file actor id -> (server name, server ref), for the strategies that
+        #: always send one file to one server; valid for `routing` in `node_id`.
+        self.routes: dict[str, tuple[str, Any]] = {}
 
     def settings(self) -> _Routing:
         cfg = _config.current()
@@ -140,6 +143,7 @@ class _Cache:
                 cfg.listen(self._on_change)
             self.config = cfg
             self.routing = routing = _Routing(cfg)
+            self.routes = {}
         return routing
 
     def _on_change(self, section: str, key: str, value: Any, persist: bool) -> None:
@@ -153,6 +157,7 @@ class _Cache:
             node = current_node_id()
         if node != self.node_id:
             self.refs = {}
+            self.routes = {}
             self.node_id = node
         ref = self.refs.get(name)
         if ref is None:
@@ -166,6 +171,7 @@ class _Cache:
         if self.refs.get(name) == ref:
             del self.refs[name]
         self.by_proc = None
+        self.routes = {}
 
     by_proc: dict[str, int] | None = None
     by_proc_n = 0
@@ -185,13 +191,17 @@ class _Cache:
 
 
 _cache = _Cache()
+#: Bound on `_Cache.routes` (file actors remembered per process).
+_MAX_ROUTES = 10_000
 #: ``ioq_server_<N>`` for the first N, built once (index = N).
 _server_names = [server_name(i) for i in range(256)]
 
 
-def _call_server(name: str, payload: Any, timeout: float | None, node: str | None = None) -> Any:
-    """Call a queue server by name through the cached ref; one refresh on ``noproc``."""
-    ref = _cache.ref(name, node)
+def _call_server(name: str, payload: Any, timeout: float | None, node: str | None = None, ref: Any = None) -> Any:
+    """Call a queue server by name through the cached ref (``ref``, when the
+    caller has it already); one refresh on ``noproc``."""
+    if ref is None:
+        ref = _cache.ref(name, node)
     try:
         reply = ref.call(payload, timeout)
     except Exit as exc:
@@ -225,9 +235,14 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
         if class_ in routing.bypass2:
             ioq_stats.record_bypassed(_stats.current(), rw(msg))
             return file_call(fd, msg, timeout)
+        node = current_node_id()
+        payload = (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)  # `server2.request_payload`
+        route = _cache.routes.get(fd.id) if node == _cache.node_id else None
+        if route is not None:
+            return _call_server(route[0], payload, timeout, node, route[1])
         n = routing.n
         strategy = routing.strategy
-        node = current_node_id()
+        fixed = n == 1 or strategy == DISPATCH_SINGLE_SERVER or strategy == DISPATCH_FD_HASH
         if n == 1 or strategy == DISPATCH_SINGLE_SERVER:
             sid = 1
         elif strategy == DISPATCH_FD_HASH:
@@ -236,9 +251,13 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
             sid = random.randrange(n) + 1
         else:
             sid = current_cpu() % n + 1
-        payload = (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)  # `server2.request_payload`
-        return _call_server(_server_names[sid] if sid < len(_server_names) else server_name(sid),
-                            payload, timeout, node)
+        name = _server_names[sid] if sid < len(_server_names) else server_name(sid)
+        if fixed:
+            routes = _cache.routes
+            if len(routes) >= _MAX_ROUTES:
+                routes.clear()
+            routes[fd.id] = (name, _cache.ref(name, node))
+        return _call_server(name, payload, timeout, node)
     class_, _channel = analyze_priority(dimensions)
     if class_ in routing.bypass1:
         ioq_stats.record_ioq1_bypassed(_stats.current(), class_, rw(msg))

@@ -41,7 +41,7 @@ from ._queue_server import SUBMIT, UPDATE_CONFIG, QueueServer
 from .file_server import IoFailure
 from .hqueue import DEFAULT_MAX_SIZE, Full
 from .ioq_stats import StatsBuffer
-from .request import IoqRequest, request_dimensions
+from .request import Completion, IoqRequest, request_dimensions
 from .server2_state import Ioq2State
 
 __all__ = ["IOQ2_REQUEST", "Ioq2Server", "SUBMIT", "UPDATE_CONFIG", "request_payload"]
@@ -109,14 +109,25 @@ class Ioq2Server(QueueServer):
         else in the mailbox: it would be queued and chosen at once, so
         `Ioq2State.admit` submits it without the heap and without the
         general submit loop (same priority, same stats, same dedupe).  With
-        more messages waiting it is queued, so they are prioritised with it."""
+        more messages waiting it is queued, so they are prioritised with it.
+        A read done inline here is answered as the call's return value."""
         if not self.mailbox_empty():
             self.state.enqueue(req, from_)
             self._submit_later()
             return noreply
-        if self.state.admit(req, from_, time.monotonic()) is not None and not self._send([req]):
-            self._flush_stats()  # sent to its file: the counters go now, as after any submit round
-        return noreply
+        answer = noreply
+        if self.state.admit(req, from_, time.monotonic()) is not None:
+            done = self._submit_one(req)
+            if type(done) is Completion:
+                waiters = done.waiters
+                if len(waiters) == 1 and waiters[0] is from_:
+                    answer = done.reply
+                else:
+                    self._reply_all([done])
+        buffer = self._stats_buffer
+        if buffer is not None:
+            buffer.fold_if_full()
+        return answer
 
     def handle_cast(self, request: Any) -> None:
         try:

@@ -277,6 +277,8 @@ class Cell:
         self._naming: str | None = None
         self._after_naming: Callable[[], None] | None = None
         self.messages_handled = 0
+        #: Entries of the mailbox batch being handled that are still to come.
+        self.batch_left = 0
         #: The actor thread's cast batches (set when its loop starts).
         self.outbox: Any = None
         #: Seconds the loop waits for a message before ``handle_info("timeout")``:
@@ -320,6 +322,8 @@ class Cell:
     def mailbox_empty(self) -> bool:
         """Whether nothing waits for this actor: in its mailbox, nor, when it
         reads its host's endpoint itself, on the endpoint (handed on first)."""
+        if self.batch_left:  # the rest of the entry being handled
+            return False
         inbox = self.inbox
         if not inbox.empty():
             return False
@@ -332,12 +336,30 @@ class Cell:
         if self.alive:
             self.inbox.put((kind, body, None))
 
-    def enqueue_batch(self, items: list[tuple[int, Any, None]]) -> None:
-        if self.alive:
-            if len(items) == 1:
-                self.inbox.put(items[0])
-            else:
-                self.inbox.put((_M_BATCH, items, None))
+    def enqueue_batch(self, items: list[tuple[int, Any, Any]]) -> list[From]:
+        """What one read of the endpoint brought this actor -- casts, sends
+        and calls, in arrival order -- as one mailbox entry, so the actor is
+        woken once for the lot.  Returns the calls refused because the actor
+        is dead (the caller answers them ``noproc``, as `enqueue_call`'s)."""
+        calls = [item[2] for item in items if item[2] is not None]
+        if not calls:
+            if self.alive:
+                self._put_items(items)
+            return calls
+        with self.lock:
+            if not self.alive:
+                return calls
+            inflight = self.inflight
+            for from_ in calls:
+                inflight[(from_.proc, from_.ref)] = from_
+            self._put_items(items)
+        return []
+
+    def _put_items(self, items: list[tuple[int, Any, Any]]) -> None:
+        if len(items) == 1:
+            self.inbox.put(items[0])
+        else:
+            self.inbox.put((_M_BATCH, items, None))
 
     def enqueue_call(self, kind: int, body: Any, from_: From) -> bool:
         with self.lock:
@@ -469,10 +491,17 @@ class Cell:
 
     def _handle(self, message: tuple[int, Any, Any]) -> None:
         if message[0] == _M_BATCH:
-            for item in message[1]:
-                if not self.alive:
-                    return
-                self._handle_one(item)
+            items = message[1]
+            left = len(items)
+            try:
+                for item in items:
+                    if not self.alive:
+                        return
+                    left -= 1
+                    self.batch_left = left
+                    self._handle_one(item)
+            finally:
+                self.batch_left = 0
         else:
             self._handle_one(message)
 

@@ -660,6 +660,19 @@ class Runtime(Transport):
                     else:
                         pending.append((kind, body, None))
                     return
+            elif kind == K_CALL:
+                cell = self.cells.get(to)
+                if cell is not None:
+                    # Batched too: a server handed a burst of requests wakes once for it.
+                    from_ = From(src, ref, frm[0], frm[1]) if type(frm) is list else From(src, ref, frm)
+                    pending = batch.get(cell)
+                    if pending is None:
+                        batch[cell] = [(kind, body, from_)]
+                    else:
+                        pending.append((kind, body, from_))
+                    return
+                if batch:
+                    self._flush_batch(batch)
             elif batch:
                 self._flush_batch(batch)
             self._deliver(kind, to, frm, ref, body, src)
@@ -671,10 +684,10 @@ class Runtime(Transport):
         self.dropped_frames += 1
         self.stats.increment("actors.transport.dropped_frames")
 
-    @staticmethod
-    def _flush_batch(batch: dict[Any, list[Any]]) -> None:
+    def _flush_batch(self, batch: dict[Any, list[Any]]) -> None:
         for cell, items in batch.items():
-            cell.enqueue_batch(items)
+            for from_ in cell.enqueue_batch(items):
+                self.reply_exit(from_, "noproc")
         batch.clear()
 
     def _deliver(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:

@@ -291,3 +291,25 @@ class Gate(GenServer):
             self.waiting.clear()
             return "ok"
         raise ValueError(request)
+
+
+class MailboxWatcher(GenServer):
+    """Notes, for every cast, send and ``"note"`` call it gets, whether its
+    mailbox looked empty then (`GenServer.mailbox_empty`); ``"seen"`` answers
+    the notes so far."""
+
+    def init(self) -> None:
+        self.notes: list[tuple[Any, bool]] = []
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request == "seen":
+            return list(self.notes)
+        empty = self.mailbox_empty()
+        self.notes.append((request, empty))
+        return empty
+
+    def handle_cast(self, request: Any) -> None:
+        self.notes.append((request, self.mailbox_empty()))
+
+    def handle_info(self, message: Any) -> None:
+        self.notes.append((message, self.mailbox_empty()))

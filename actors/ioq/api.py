@@ -128,9 +128,10 @@ class _Cache:
         self.listening: dict[int, Config] = {}
         self.node_id: str | None = None
         self.refs: dict[str, Any] = {}
-        #: file actor id -> (server name, server ref), for the strategies that
-        #: always send one file to one server; valid for `routing` in `node_id`.
-        self.routes: dict[str, tuple[str, Any]] = {}
+        #: file actor id -> (server name, server ref, the file's wire form), for
+        #: the strategies that always send one file to one server; valid for
+        #: `routing` in `node_id`.
+        self.routes: dict[str, tuple[str, Any, list[Any]]] = {}
 
     def settings(self) -> _Routing:
         cfg = _config.current()
@@ -236,10 +237,11 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
             ioq_stats.record_bypassed(_stats.current(), rw(msg))
             return file_call(fd, msg, timeout)
         node = current_node_id()
-        payload = (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)  # `server2.request_payload`
         route = _cache.routes.get(fd.id) if node == _cache.node_id else None
         if route is not None:
-            return _call_server(route[0], payload, timeout, node, route[1])
+            name, ref, wire = route
+            return _call_server(name, (IOQ2_REQUEST, wire, msg, dimensions, t0), timeout, node, ref)
+        payload = (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)  # `server2.request_payload`
         n = routing.n
         strategy = routing.strategy
         fixed = n == 1 or strategy == DISPATCH_SINGLE_SERVER or strategy == DISPATCH_FD_HASH
@@ -256,7 +258,7 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
             routes = _cache.routes
             if len(routes) >= _MAX_ROUTES:
                 routes.clear()
-            routes[fd.id] = (name, _cache.ref(name, node))
+            routes[fd.id] = (name, _cache.ref(name, node), payload[1])
         return _call_server(name, payload, timeout, node)
     class_, _channel = analyze_priority(dimensions)
     if class_ in routing.bypass1:

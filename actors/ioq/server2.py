@@ -86,10 +86,7 @@ class Ioq2Server(QueueServer):
             # positional: fd, msg, key, init_priority, fin_priority, ref, from_, t0, tsub, shard, user, db, class_, ddoc
             request = IoqRequest(fd, msg, None, 1.0, None, None, from_, t0, None, shard, user, db, class_, ddoc)
             if not self._submit_pending and self.state.can_admit():
-                try:
-                    return self._straight_through(request, from_)
-                finally:
-                    self._after_callback()
+                return self._straight_through(request, from_)
         if type(request) is IoqRequest:
             try:
                 self.state.enqueue(request, from_)
@@ -114,7 +111,9 @@ class Ioq2Server(QueueServer):
         if not self.mailbox_empty():
             self.state.enqueue(req, from_)
             self._submit_later()
+            self._after_callback()
             return noreply
+        # Nothing is pending from here on: no `_after_callback` to run.
         answer = noreply
         if self.state.admit(req, from_, time.monotonic()) is not None:
             done = self._submit_one(req)

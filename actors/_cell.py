@@ -336,12 +336,12 @@ class Cell:
         if self.alive:
             self.inbox.put((kind, body, None))
 
-    def enqueue_batch(self, items: list[tuple[int, Any, Any]]) -> list[From]:
+    def enqueue_batch(self, items: list[tuple[int, Any, Any]], calls: list[From]) -> list[From]:
         """What one read of the endpoint brought this actor -- casts, sends
         and calls, in arrival order -- as one mailbox entry, so the actor is
-        woken once for the lot.  Returns the calls refused because the actor
-        is dead (the caller answers them ``noproc``, as `enqueue_call`'s)."""
-        calls = [item[2] for item in items if item[2] is not None]
+        woken once for the lot; ``calls`` are the callers among ``items``.
+        Returns the calls refused because the actor is dead (the caller
+        answers them ``noproc``, as `enqueue_call`'s)."""
         if not calls:
             if self.alive:
                 self._put_items(items)

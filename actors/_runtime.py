@@ -192,6 +192,17 @@ class _FutureWaiter:
                 self.future.set_exception(Exit(value))
 
 
+class _Mail:
+    """What one read of an endpoint brought one actor: its mailbox entries
+    in arrival order, and the calls among them (put in flight together)."""
+
+    __slots__ = ("items", "calls")
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, Any, Any]] = []
+        self.calls: list[From] = []
+
+
 class _Waiter:
     """One outstanding request: a lock released by whoever resolves it."""
 
@@ -609,14 +620,14 @@ class Runtime(Transport):
             state.cell, state.outbox = cell, outbox
 
     def handle_frames(self, frames: list[bytes]) -> None:
-        batch: dict[Any, list[Any]] = {}
+        batch: dict[Any, _Mail] = {}
         on_frame = self._on_frame
         for frame in frames:
             on_frame(frame, batch)
         if batch:
             self._flush_batch(batch)
 
-    def _on_frame(self, frame: bytes, batch: dict[Any, list[Any]]) -> None:
+    def _on_frame(self, frame: bytes, batch: dict[Any, _Mail]) -> None:
         try:
             kind, to, frm, ref, src, body = decode_frame(frame)
         except FrameError:  # garbage is dropped and counted, never fatal
@@ -640,39 +651,30 @@ class Runtime(Transport):
                 for item_kind, item_to, item_body in body:
                     cell = cells.get(item_to)
                     if cell is not None:
-                        pending = batch.get(cell)
-                        if pending is None:
-                            batch[cell] = [(item_kind, item_body, None)]
-                        else:
-                            pending.append((item_kind, item_body, None))
+                        mail = batch.get(cell)
+                        if mail is None:
+                            mail = batch[cell] = _Mail()
+                        mail.items.append((item_kind, item_body, None))
                     else:
                         if batch:
                             self._flush_batch(batch)
                         self._deliver(item_kind, item_to, None, None, item_body, src)
                 return
-            if kind == K_CAST or kind == K_INFO:
+            if kind == K_CAST or kind == K_INFO or kind == K_CALL:
                 cell = self.cells.get(to)
                 if cell is not None:
-                    # Batched into the mailbox: the actor wakes once per drain.
-                    pending = batch.get(cell)
-                    if pending is None:
-                        batch[cell] = [(kind, body, None)]
+                    # Gathered per actor, which wakes once per read: a server
+                    # sent a burst of requests is woken once for the burst.
+                    mail = batch.get(cell)
+                    if mail is None:
+                        mail = batch[cell] = _Mail()
+                    if kind == K_CALL:
+                        from_ = From(src, ref, frm[0], frm[1]) if type(frm) is list else From(src, ref, frm)
+                        mail.items.append((kind, body, from_))
+                        mail.calls.append(from_)
                     else:
-                        pending.append((kind, body, None))
+                        mail.items.append((kind, body, None))
                     return
-            elif kind == K_CALL:
-                cell = self.cells.get(to)
-                if cell is not None:
-                    # Batched too: a server handed a burst of requests wakes once for it.
-                    from_ = From(src, ref, frm[0], frm[1]) if type(frm) is list else From(src, ref, frm)
-                    pending = batch.get(cell)
-                    if pending is None:
-                        batch[cell] = [(kind, body, from_)]
-                    else:
-                        pending.append((kind, body, from_))
-                    return
-                if batch:
-                    self._flush_batch(batch)
             elif batch:
                 self._flush_batch(batch)
             self._deliver(kind, to, frm, ref, body, src)
@@ -684,9 +686,9 @@ class Runtime(Transport):
         self.dropped_frames += 1
         self.stats.increment("actors.transport.dropped_frames")
 
-    def _flush_batch(self, batch: dict[Any, list[Any]]) -> None:
-        for cell, items in batch.items():
-            for from_ in cell.enqueue_batch(items):
+    def _flush_batch(self, batch: dict[Any, _Mail]) -> None:
+        for cell, mail in batch.items():
+            for from_ in cell.enqueue_batch(mail.items, mail.calls):
                 self.reply_exit(from_, "noproc")
         batch.clear()
 

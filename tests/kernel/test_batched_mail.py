@@ -67,5 +67,6 @@ def test_calls_batched_for_an_actor_that_died_are_refused_for_a_noproc_answer(no
     node.exit(watcher, "kill")
     assert down.wait(10)[1] == "killed"
     calls = [From(runtime.proc, runtime.new_ref(), "test-caller") for _ in range(2)]
-    refused = cell.enqueue_batch([(K_CALL, "a", calls[0]), (K_CAST, "not a call", None), (K_CALL, "b", calls[1])])
+    items = [(K_CALL, "a", calls[0]), (K_CAST, "not a call", None), (K_CALL, "b", calls[1])]
+    refused = cell.enqueue_batch(items, calls)
     assert refused == calls

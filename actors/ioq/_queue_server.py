@@ -46,7 +46,7 @@ from .ioq_config import affects_ioq
 from .ioq_stats import StatsBuffer
 from .request import Completion
 
-__all__ = ["SENT", "SUBMIT", "UPDATE_CONFIG", "QueueServer"]
+__all__ = ["SUBMIT", "UPDATE_CONFIG", "QueueServer"]
 
 #: The message a server sends itself so it submits once its mailbox is drained.
 SUBMIT = "$ioq_submit"
@@ -59,7 +59,7 @@ _MAX_INLINE_ROUNDS = 64
 #: may run with a submit pending before it submits anyway.
 _MAX_PENDING_CALLBACKS = 256
 #: `QueueServer._submit_one`: the request went to its file, which will answer.
-SENT = "$ioq_sent"
+_SENT = "$ioq_sent"
 #: `QueueServer._submit_one`: the request will not be answered by its file.
 _DROPPED = "$ioq_dropped"
 
@@ -189,9 +189,13 @@ class QueueServer(GenServer):
                     break
             self._submit_later()
         finally:
-            buffer = self._stats_buffer
-            if buffer is not None:
-                buffer.fold_if_full()
+            self._bound_stats()
+
+    def _bound_stats(self) -> None:
+        """Fold the stats buffer in once it is full, so it stays bounded when nobody reads the stats."""
+        buffer = self._stats_buffer
+        if buffer is not None:
+            buffer.fold_if_full()
 
     def _reply_all(self, completions: list[Completion]) -> None:
         """Answer every waiter of ``completions``."""
@@ -209,7 +213,7 @@ class QueueServer(GenServer):
         freed = False
         for req in reqs:
             outcome = submit_one(req)
-            if outcome is SENT or outcome is _DROPPED:
+            if outcome is _SENT or outcome is _DROPPED:
                 continue
             freed = True
             if outcome is not None:
@@ -221,7 +225,7 @@ class QueueServer(GenServer):
     def _submit_one(self, req: Any) -> Any:
         """Submit one chosen request: read it on this thread when its file
         lives in this process and is idle (the `Completion`, or None for a
-        ref the state no longer knows), else send it to the file (`SENT`).
+        ref the state no longer knows), else send it to the file (`_SENT`).
         `_DROPPED` when this submission will never be answered by the file:
         ``fd`` is no actor (its callers are failed now), or the read crashed
         (the file is killed with that crash, and its ``DOWN`` fails them)."""
@@ -246,7 +250,7 @@ class QueueServer(GenServer):
             if result is not BUSY:
                 return self.state.complete(req.ref, result, time.monotonic())
         fd.send((IO_MSG, req.ref, self._me_wire, req.msg))
-        return SENT
+        return _SENT
 
     def _fail(self, done: Completion | None) -> None:
         if done is None:

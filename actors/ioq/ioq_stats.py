@@ -145,7 +145,7 @@ class StatsBuffer:
 
     It takes the place of the `Stats` a server's state records into: the
     same ``increment`` / ``update_histogram`` calls, and `queued`,
-    `submitted`, `completed` (and `served`, all three at once) for what
+    `submitted` and `completed` for what
     `record_queued`, `record_submitted` and `record_completed` do.  Each
     call appends one tuple to a deque and takes no lock: a request of the
     hot path costs a few hundred nanoseconds here, where folding its seven

@@ -123,9 +123,7 @@ class Ioq2Server(QueueServer):
                     answer = done.reply
                 else:
                     self._reply_all([done])
-        buffer = self._stats_buffer
-        if buffer is not None:
-            buffer.fold_if_full()
+        self._bound_stats()
         return answer
 
     def handle_cast(self, request: Any) -> None:

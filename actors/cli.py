@@ -23,7 +23,6 @@ import math
 import os
 import shutil
 import sys
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -31,7 +30,7 @@ from typing import Any, NoReturn
 
 from actors.attach import Attached, NotANode
 from actors.config import ConfigError
-from actors.interrupt import Interrupted, catch_sigterm, exit_status
+from actors.interrupt import Interrupted, catch_sigterm, exit_status, wait_for_signal
 
 __all__ = ["COMMANDS", "CliError", "build_parser", "main", "status_text"]
 
@@ -415,7 +414,7 @@ def _run_status(args: argparse.Namespace) -> int:
             shown += 1
             if not args.watch or (args.count and shown >= args.count):
                 return 0
-            time.sleep(args.watch)  # pacing a human-facing refresh, not synchronisation
+            wait_for_signal(args.watch)  # pacing a human-facing refresh; Ctrl-C ends it at once
     except KeyboardInterrupt as exc:
         # Ctrl-C is how one stops --watch: a normal end.
         return 0 if args.watch and not isinstance(exc, Interrupted) else exit_status(exc)

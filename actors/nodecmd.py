@@ -32,7 +32,7 @@ from actors import Node, configcheck
 from actors.config import Config, ConfigError
 from actors.couch import load_config as app_config
 from actors.couch import start_app
-from actors.interrupt import deferred
+from actors.interrupt import deferred, wait_for_signal
 
 __all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
 
@@ -104,8 +104,7 @@ def run_node(args: Any) -> int:
             _stop_with_parent(os.getppid())
         print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
                                 state=state_dir), flush=True)
-        for _ in range(sys.maxsize):  # until a signal: SIGINT, and SIGTERM through catch_sigterm, raise here
-            time.sleep(3600)
+        wait_for_signal()  # until SIGINT, or SIGTERM through catch_sigterm, raises here
     except KeyboardInterrupt:
         pass
     finally:

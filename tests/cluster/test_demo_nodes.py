@@ -9,6 +9,7 @@ lost; interrupted, it stops its nodes and reports a partial summary.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import select
@@ -142,6 +143,38 @@ def test_node_command_serves_a_connectable_node_until_a_signal_and_leaves_nothin
     assert not _gone(hosts), "host processes outlived their node"
     assert not os.path.exists(ready.rundir), "runtime directory left behind"
     assert not os.path.exists(ready.state_dir), "temporary state directory left behind"
+
+
+def _signal_a_thread_other_than_main(pid: int, signum: int) -> None:
+    """What the kernel may do with a signal sent to ``pid``: give it to any thread not blocking it."""
+    tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)
+    if tgkill is None:
+        pytest.skip("needs glibc 2.30 or later (tgkill) to signal one thread of another process")
+    for task in sorted(os.listdir(f"/proc/{pid}/task")):
+        with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as fh:
+            blocked = int(next(line for line in fh if line.startswith("SigBlk:")).split()[1], 16)
+        if int(task) != pid and not blocked & (1 << (signum - 1)):
+            assert tgkill(pid, int(task), signum) == 0, os.strerror(ctypes.get_errno())
+            return
+    raise AssertionError("no thread but the main one takes the signal: nothing to test")
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_node_command_stops_when_another_thread_takes_the_signal(tmp_path, signum):
+    """The main thread waits for the stop signal; the kernel may give it to any of the node's threads."""
+    key = str(tmp_path / "cluster.key")
+    write_new(key)
+    proc, line = _start_node(tmp_path, "n3", key)
+    try:
+        _signal_a_thread_other_than_main(proc.pid, signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "node n3 stopped" in out
 
 
 @pytest.mark.timeout(60)

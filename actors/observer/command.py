@@ -8,10 +8,10 @@ away or the user interrupts it.
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 from actors.attach import Attached
+from actors.interrupt import wait_for_signal
 from actors.observer.launch import observe
 
 __all__ = ["run_observe"]
@@ -40,10 +40,9 @@ def run_observe(args: Any) -> int:
             raise OSError(exc.errno, f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
         print(f"observing node {view.node_id} (pid {view.node_pid})", flush=True)
         print(f"open {web.url}", flush=True)
-        done = threading.Event()
         try:
             while _alive(view.node_pid, args.rundir):
-                done.wait(WATCH_EVERY)  # pacing a liveness check, not synchronisation
+                wait_for_signal(WATCH_EVERY)  # pacing a liveness check; Ctrl-C ends it at once
             print("the node has exited", flush=True)
         except KeyboardInterrupt:
             pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -10,6 +11,19 @@ import threading
 import pytest
 
 from actors import Node
+
+
+def pytest_configure(config):
+    """Give SIGINT back its default handler when the suite was started with it ignored.
+
+    A shell without job control starts a background command (``pytest &`` in
+    a script, some CI runners) with SIGINT ignored, and an ignored signal stays
+    ignored across exec: every command the tests start would then be deaf to
+    Ctrl-C, and the tests of what Ctrl-C does would hang.  A handler, unlike
+    ``SIG_IGN``, is reset to the default in the children.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

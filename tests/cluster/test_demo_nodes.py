@@ -145,18 +145,42 @@ def test_node_command_serves_a_connectable_node_until_a_signal_and_leaves_nothin
     assert not os.path.exists(ready.state_dir), "temporary state directory left behind"
 
 
-def _signal_a_thread_other_than_main(pid: int, signum: int) -> None:
-    """What the kernel may do with a signal sent to ``pid``: give it to any thread not blocking it."""
+def _signal_threads_other_than_main(pid: int, signum: int) -> list[int]:
+    """What the kernel may do with a signal sent to ``pid``: give it to a thread other than the main one.
+
+    Every such thread not blocking the signal is sent it (``tgkill``), so the test does not hang on a thread
+    that happened to be exiting (a signal sent to one thread dies with it); none is sent to the main thread.
+    """
     tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)
     if tgkill is None:
         pytest.skip("needs glibc 2.30 or later (tgkill) to signal one thread of another process")
+    sent = []
     for task in sorted(os.listdir(f"/proc/{pid}/task")):
-        with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as fh:
-            blocked = int(next(line for line in fh if line.startswith("SigBlk:")).split()[1], 16)
-        if int(task) != pid and not blocked & (1 << (signum - 1)):
-            assert tgkill(pid, int(task), signum) == 0, os.strerror(ctypes.get_errno())
-            return
-    raise AssertionError("no thread but the main one takes the signal: nothing to test")
+        try:
+            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as fh:
+                blocked = int(next(line for line in fh if line.startswith("SigBlk:")).split()[1], 16)
+        except OSError:
+            continue  # the thread has just ended
+        if int(task) != pid and not blocked & (1 << (signum - 1)) and tgkill(pid, int(task), signum) == 0:
+            sent.append(int(task))
+    assert sent, "no thread but the main one takes the signal: nothing to test"
+    return sent
+
+
+def _threads_of(pid: int) -> str:
+    """Each thread's state, wait channel and signals, for a failure message."""
+    rows = []
+    for task in sorted(os.listdir(f"/proc/{pid}/task")):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            with open(f"/proc/{pid}/task/{task}/wchan", encoding="ascii") as fh:
+                wchan = fh.read().strip()
+        except OSError:
+            continue
+        rows.append(f"{task} {fields['State'].strip()} wchan={wchan} pending={fields['SigPnd'].strip()} "
+                    f"blocked={fields['SigBlk'].strip()}")
+    return "\n".join(rows)
 
 
 @pytest.mark.timeout(90)
@@ -167,8 +191,11 @@ def test_node_command_stops_when_another_thread_takes_the_signal(tmp_path, signu
     write_new(key)
     proc, line = _start_node(tmp_path, "n3", key)
     try:
-        _signal_a_thread_other_than_main(proc.pid, signum)
-        out, err = proc.communicate(timeout=60)
+        sent = _signal_threads_other_than_main(proc.pid, signum)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running after the signal went to threads {sent}:\n{_threads_of(proc.pid)}")
     finally:
         if proc.poll() is None:
             proc.kill()

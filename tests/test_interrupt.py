@@ -27,7 +27,7 @@ _PROGRAM = textwrap.dedent("""
     def take_the_signal():
         started.wait()
         signal.pthread_kill(threading.get_ident(), signum)  # given to this thread, not to the main one
-        time.sleep(60)  # stays alive (a daemon), so the signal is not retried on the main thread
+        threading.Event().wait()  # stays alive (a daemon): the main thread never sees the signal itself
 
     threading.Thread(target=take_the_signal, daemon=True).start()
     started.set()

@@ -19,8 +19,8 @@ import select
 import signal
 import sys
 import threading
-from time import monotonic as _monotonic
 from collections.abc import Iterator
+from time import monotonic as _monotonic
 from typing import Any
 
 __all__ = ["Interrupted", "catch_sigterm", "deferred", "exit_status", "wait_for_signal"]

@@ -9,7 +9,10 @@ leave nothing behind: no runtime directory, no socket file, no process.
   processes, the zygote among them): `atexit` runs hooks last-in first-out,
   so nodes close first, the zygote sees its pipe close and exits, and the
   join that follows returns.  Registered the other way round, the program
-  would wait forever on a zygote that waits for the node.
+  would wait forever on a zygote that waits for the node.  For the same
+  reason no signal may cut a close in half: `Node.close` holds SIGINT and
+  SIGTERM back until it is done (`actors.interrupt.held`), and the exit
+  hook drops those that come while it runs (the program is ending anyway).
 * **On SIGTERM.**  When the program has not chosen what SIGTERM does (the
   handler is ``SIG_DFL``) and the node is created in the main thread, SIGTERM
   becomes ``SystemExit(143)``: ``finally`` blocks and ``with`` statements
@@ -44,6 +47,8 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 import multiprocess.util  # noqa: F401  # registers its exit hook before ours (see above)
+
+from actors.interrupt import deferred
 
 __all__ = [
     "RUNDIR_PREFIX",
@@ -96,11 +101,16 @@ def untrack(node: _Closable) -> None:
 def _close_all() -> None:
     with _lock:
         nodes = list(_open)
-    for node in nodes:
-        try:
-            node.close(timeout=3.0)
-        except Exception:  # pragma: no cover - best effort at interpreter exit
-            log.exception("closing %r at exit failed", node)
+    with deferred():  # the program is on its way out: a Ctrl-C now must not leave a node half-closed
+        for node in nodes:
+            _close_at_exit(node)
+
+
+def _close_at_exit(node: _Closable) -> None:
+    try:
+        node.close(timeout=3.0)
+    except Exception:  # pragma: no cover - best effort at interpreter exit
+        log.exception("closing %r at exit failed", node)
 
 
 @contextlib.contextmanager

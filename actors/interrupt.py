@@ -8,7 +8,11 @@ stops its workload and prints what it has, `deferred` holds further signals
 back, so a second Ctrl-C cannot cut the cleanup in half (the command is
 already on its way out with the status of the first).  A command that only
 waits for the signal waits in `wait_for_signal`, which wakes whichever of
-the process's threads the signal was given to.
+the process's threads the signal was given to, inside `stop_once`, which
+turns the first signal into the exception and every later one into a note:
+there is no instant between the two at which a second signal could raise.
+`held` is for library code that must finish a step (closing a node): the
+signals that arrive meanwhile are delivered once it has.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from collections.abc import Iterator
 from time import monotonic as _monotonic
 from typing import Any
 
-__all__ = ["Interrupted", "catch_sigterm", "deferred", "exit_status", "wait_for_signal"]
+__all__ = ["Interrupted", "catch_sigterm", "deferred", "exit_status", "held", "stop_once", "wait_for_signal"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 SIGINT_STATUS = 128 + signal.SIGINT    # 130
 SIGTERM_STATUS = 128 + signal.SIGTERM  # 143
@@ -67,6 +73,71 @@ def deferred() -> Iterator[list[int]]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def stop_once() -> Iterator[list[int]]:
+    """The first SIGINT/SIGTERM raises (`KeyboardInterrupt` / `Interrupted`); every later one is only
+    recorded in the list this yields, and once one came, both stay ignored after the block, until the
+    process exits (main thread only).
+
+    Why not ``except KeyboardInterrupt`` followed by `deferred`: a second
+    signal landing between the two (Ctrl-C pressed twice, or the signal sent
+    to several of the process's threads) raises again, out of the stop, and a
+    node left half-closed keeps its zygote waiting for a close that never
+    comes.  Here the handler that raises is the one that starts recording.
+    Ignored after the block, not given back to the handlers before it: the
+    process is on its way out, and while the interpreter finalizes, Python
+    puts ``SIG_DFL`` back in place of its handlers, so a late SIGTERM would
+    still end it by the signal instead of with the status of its clean stop.
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def once(signum: int, frame: Any) -> None:
+        first = not received
+        received.append(signum)
+        if first:
+            raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for s in STOP_SIGNALS:
+        signal.signal(s, once)
+    try:
+        yield received
+    finally:
+        for s, handler in previous.items():
+            if received:
+                signal.signal(s, signal.SIG_IGN)
+            elif handler is not None:  # None: set outside Python, nothing we can put back
+                signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM back while the block runs, then deliver each that came, once, to the
+    handler that was there before (main thread only; an ignored signal stays ignored).
+
+    For a step that must not stop halfway (`Node.close`): Ctrl-C during it
+    still interrupts the program, but after the step, not inside it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    holding = [s for s, handler in previous.items() if handler is not signal.SIG_IGN and handler is not None]
+    for s in holding:
+        signal.signal(s, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        for s in holding:
+            signal.signal(s, previous[s])
+        for s in dict.fromkeys(came):
+            signal.raise_signal(s)
 
 
 def wait_for_signal(timeout: float | None = None) -> None:

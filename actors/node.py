@@ -39,6 +39,7 @@ from actors._spawn import AlreadyRegistered, SpawnError
 from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
 from actors.cluster_settings import ClusterSettings, parse_seeds
+from actors.interrupt import held
 from actors.observer.launch import observe as _observe
 
 if TYPE_CHECKING:
@@ -1043,8 +1044,12 @@ class Node:
             raise RuntimeError("this node is closed")
 
     def close(self, timeout: float = 10.0) -> None:
-        """Close the observers it started, then stop every actor and host process; idempotent."""
-        with self._close_lock:
+        """Close the observers it started, then stop every actor and host process; idempotent.
+
+        In the main thread, SIGINT/SIGTERM are held back until it is done (`actors.interrupt.held`):
+        a close cut in half leaves host processes and the zygote behind, waiting for the rest of it.
+        """
+        with held(), self._close_lock:
             if self._closed:
                 return
             deadline = time.monotonic() + timeout

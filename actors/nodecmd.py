@@ -12,6 +12,9 @@ runtime directory is what ``otpy status`` attaches to), then
 serves.  SIGTERM or SIGINT stops the tree (every service's ``terminate``
 runs), closes the node (its host processes, sockets and runtime directory
 go with it) and exits 0: a node asked to stop has done what it was asked.
+The first signal starts the stop; those after it (Ctrl-C pressed again)
+cannot cut it short, since a node closed halfway would leave its zygote
+waiting for the rest of the close; the stop is bounded by the close's timeout.
 A temporary state directory (no ``--state-dir``) is removed too.
 """
 
@@ -32,7 +35,7 @@ from actors import Node, configcheck
 from actors.config import Config, ConfigError
 from actors.couch import load_config as app_config
 from actors.couch import start_app
-from actors.interrupt import deferred, wait_for_signal
+from actors.interrupt import stop_once, wait_for_signal
 
 __all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
 
@@ -94,21 +97,21 @@ def run_node(args: Any) -> int:
     os.makedirs(state_dir, exist_ok=True)
     node: Node | None = None
     app = None
-    try:
-        # --listen wins over the ini's [cluster] listen, which wins over loopback on a free port.
-        listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
-        node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
-                    seeds=args.seeds or (), net_ticktime=args.net_ticktime)
-        app = start_app(node, None, state_dir)
-        if getattr(args, "stop_with_parent", False):
-            _stop_with_parent(os.getppid())
-        print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
-                                state=state_dir), flush=True)
-        wait_for_signal()  # until SIGINT, or SIGTERM through catch_sigterm, raises here
-    except KeyboardInterrupt:
-        pass
-    finally:
-        with deferred():
+    with stop_once():  # the first signal raises; those after it cannot cut the stop in half
+        try:
+            # --listen wins over the ini's [cluster] listen, which wins over loopback on a free port.
+            listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
+            node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
+                        seeds=args.seeds or (), net_ticktime=args.net_ticktime)
+            app = start_app(node, None, state_dir)
+            if getattr(args, "stop_with_parent", False):
+                _stop_with_parent(os.getppid())
+            print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
+                                    state=state_dir), flush=True)
+            wait_for_signal()  # until SIGINT or SIGTERM raises here
+        except KeyboardInterrupt:
+            pass
+        finally:
             if app is not None:
                 app.stop()
             if node is not None:

@@ -1,9 +1,11 @@
-"""`actors.interrupt.wait_for_signal`: the main thread wakes whichever thread the signal was given to.
+"""`actors.interrupt`: waiting for the stop signal, and steps a second signal must not cut short.
 
 The kernel gives a signal sent to a process to any thread that does not
-block it.  Each case here runs a fresh interpreter whose main thread waits
-while another thread takes the signal (``pthread_kill`` to itself): with a
-plain ``time.sleep`` the main thread would sleep on, and these would time out.
+block it.  The `wait_for_signal` cases run a fresh interpreter whose main
+thread waits while another thread takes the signal (``pthread_kill`` to
+itself): with a plain ``time.sleep`` the main thread would sleep on, and
+these would time out.  `stop_once` and `held` run in fresh interpreters too,
+since they change the process's signal handlers.
 """
 
 from __future__ import annotations
@@ -90,3 +92,78 @@ def test_only_the_main_thread_may_wait():
     t.start()
     t.join(5)
     assert errors and "main thread" in str(errors[0])
+
+
+def _program(text: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(text)], capture_output=True, text=True, timeout=30,
+                          cwd=ROOT, env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("signum,raised", [(2, "KeyboardInterrupt"), (15, "Interrupted")])
+def test_stop_once_raises_the_first_signal_and_records_the_rest(signum, raised):
+    done = _program(f"""
+        import os, signal
+        from actors.interrupt import catch_sigterm, stop_once
+        catch_sigterm()
+        with stop_once() as received:
+            try:
+                os.kill(os.getpid(), {signum})
+                print("not raised")
+            except KeyboardInterrupt as exc:
+                print(type(exc).__name__)
+                for _ in range(3):  # Ctrl-C pressed again during the stop: noted, not raised
+                    os.kill(os.getpid(), signal.SIGINT)
+                    os.kill(os.getpid(), signal.SIGTERM)
+                print("stopped")
+        print(received)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # on its way out: ignored until it exits
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGTERM)
+        print("exits")
+    """)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == raised and lines[1] == "stopped" and lines[3] == "exits"
+    assert eval(lines[2]) == [signum] + [2, 15] * 3
+
+
+@pytest.mark.timeout(30)
+def test_stop_once_without_a_signal_gives_the_handlers_back():
+    done = _program("""
+        import signal
+        from actors.interrupt import catch_sigterm, stop_once
+        catch_sigterm()
+        before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        with stop_once():
+            pass
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+        print("ok")
+    """)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+@pytest.mark.timeout(30)
+def test_held_delivers_each_signal_once_after_the_step():
+    done = _program("""
+        import os, signal
+        from actors.interrupt import catch_sigterm, held
+        catch_sigterm()
+        steps = []
+        try:
+            with held():
+                for _ in range(3):
+                    os.kill(os.getpid(), signal.SIGINT)
+                steps.append("finished")
+        except KeyboardInterrupt:
+            steps.append("interrupted after")
+        print(steps)
+        with held():
+            pass  # nothing came: nothing delivered
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with held():
+            os.kill(os.getpid(), signal.SIGTERM)  # ignored before: ignored still
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['finished', 'interrupted after']", "ok"]

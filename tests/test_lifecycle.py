@@ -15,6 +15,8 @@ import sys
 import textwrap
 import threading
 
+import pytest
+
 from actors import _lifecycle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -227,3 +229,57 @@ def test_no_thread_of_ours_holds_the_interpreter() -> None:
         ours = [t for t in threading.enumerate() if t not in before]
         assert ours, "a node runs threads of its own"
         assert [t.name for t in ours if not t.daemon] == []
+
+
+_CTRL_C_DURING_CLOSE = """
+import os, signal, sys
+from actors import GenServer, Node
+
+class CtrlCWhenStopped(GenServer):
+    # Its terminate runs inside node.close(): Ctrl-C pressed while the node closes.
+    def init(self, pid):
+        self.pid = pid
+
+    def terminate(self, reason):
+        os.kill(self.pid, signal.SIGINT)
+
+node = Node()
+node.spawn(CtrlCWhenStopped, os.getpid(), host="own")
+print(node.rundir, flush=True)
+steps = []
+try:
+    node.{close}
+    steps.append("closed")
+    sys.stdin.read()
+except KeyboardInterrupt:
+    steps.append("interrupted, rundir left: %s" % os.path.exists(node.rundir))
+print(steps, flush=True)
+"""
+
+
+@pytest.mark.parametrize("close", ["close()", "spawn(CtrlCWhenStopped, os.getpid()); raise SystemExit(3)"])
+def test_ctrl_c_during_close_comes_after_it(close: str) -> None:
+    """A close cut in half would leave host processes and the zygote behind: SIGINT waits until it is done.
+
+    Explicit ``close()``: the interrupt is raised out of it once the node is closed.  At exit (the program ends with
+    the node open): the close runs to its end and the status is the program's own."""
+    code = _CTRL_C_DURING_CLOSE.replace("{close}", close)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                            start_new_session=True)
+    assert proc.stdout is not None
+    try:
+        rundir = proc.stdout.readline().strip()
+        out, err = _finish(proc)
+    finally:
+        if proc.poll() is None:  # a close cut in half hangs at exit: end the whole group this test started
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    if close == "close()":
+        assert proc.returncode == 0, err
+        assert out.strip() == "['interrupted, rundir left: False']", err
+    else:
+        assert proc.returncode == 3, err
+        assert "KeyboardInterrupt" not in err, err
+    assert rundir and not os.path.exists(rundir)
+    assert _group_gone(proc.pid)

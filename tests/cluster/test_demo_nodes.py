@@ -389,3 +389,42 @@ def test_demo_on_nodes_with_postgres_shares_one_jobs_store():
     per_node = re.search(r"finishes per node: (.*)", text).group(1)
     assert re.search(r"n\d [1-9]", per_node), per_node
     assert re.search(r"^RESULT: nothing lost -- checked 2 nodes up \(\d+ node kills\)", text, re.M), text
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_node_command_stops_cleanly_when_the_signal_comes_again_and_again(tmp_path, signum):
+    """Ctrl-C pressed again and again while the node stops: the first starts the stop, the rest cannot cut it
+    short (a node closed halfway keeps its zygote waiting for the rest of the close, forever)."""
+    key = str(tmp_path / "cluster.key")
+    write_new(key)
+    proc, line = _start_node(tmp_path, "n4", key)
+    ready = parse_ready(line)
+    assert ready is not None
+    hosts = _descendants(proc.pid)
+    sent = 0
+    try:
+        for sent in range(1, 3001):  # every 5 ms until it has exited: at most 15 s of signals
+            try:
+                os.kill(proc.pid, signum)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=0.005)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running after {sent} signals:\n{_threads_of(proc.pid)}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert sent > 1, "it stopped before a second signal came: nothing tested"
+    assert proc.returncode == 0, err
+    assert "node n4 stopped" in out
+    assert "Traceback" not in err, err
+    assert not _gone(hosts), "host processes outlived their node"
+    assert not os.path.exists(ready.rundir), "runtime directory left behind"

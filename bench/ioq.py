@@ -22,7 +22,10 @@ with the same files and the same request mix, in two mixes:
 * ``heavy`` -- 64 KiB reads and fsync'd 4 KiB appends (3:1).
 
 Reported per (k, mix, mode): requests/second (median of ``--reps`` runs),
-p50/p99 latency, and the ratios IOQ2/bypass and IOQ2/IOQ1.
+p50/p99 latency, and the ratios IOQ2/bypass and IOQ2/IOQ1, each the median
+of the ratios within one rep: a rep runs every mode once, back to back, in
+an order that rotates from rep to rep, so drift on a shared machine lands
+on all modes of a rep alike.
 
 Then prioritisation: half the clients issue ``interactive`` reads, half
 ``db_compact`` reads, through IOQ2 with concurrency 1 and the
@@ -219,29 +222,36 @@ class Bench:
         self._sync(enabled)
 
     def throughput(self) -> dict[str, Any]:
+        """Every mode once per rep, in an order that rotates from rep to rep, and the ratios as the median
+        of the per-rep ratios: the machine's drift then lands inside a rep, on all modes alike, instead of
+        between one mode's reps and the next mode's (a shared machine drifts by more than the gap measured)."""
         args = self.args
         out: dict[str, Any] = {}
         for mix in MIXES:
-            out[mix] = {}
-            for mode in MODES:
-                self.set_mode(mode)
-                self.run(mode, mix, args.warmup)
-                runs = []
-                for rep in range(args.reps):
-                    runs.append(self.run(mode, mix, args.seconds))
+            runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
+            for rep in range(args.reps):
+                for mode in MODES[rep % len(MODES):] + MODES[:rep % len(MODES)]:
+                    self.set_mode(mode)
+                    self.run(mode, mix, args.warmup)
+                    runs[mode].append(self.run(mode, mix, args.seconds))
+                    r = runs[mode][-1]
                     log(f"  k={self.k} {mix:5s} {mode:6s} rep {rep + 1}/{args.reps}: "
-                        f"{runs[-1]['rps']:8.0f} req/s  p50 {runs[-1]['p50_ms']:.3f} ms  p99 {runs[-1]['p99_ms']:.3f} ms")
-                runs.sort(key=lambda r: r["rps"])
-                med = runs[len(runs) // 2]
-                out[mix][mode] = {
-                    "rps": statistics.median(r["rps"] for r in runs),
+                        f"{r['rps']:8.0f} req/s  p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms")
+            m: dict[str, Any] = {}
+            for mode in MODES:
+                ordered = sorted(runs[mode], key=lambda r: r["rps"])
+                med = ordered[len(ordered) // 2]
+                m[mode] = {
+                    "rps": statistics.median(r["rps"] for r in ordered),
                     "p50_ms": med["p50_ms"],
                     "p99_ms": med["p99_ms"],
-                    "runs": [round(r["rps"], 1) for r in runs],
+                    "runs": [round(r["rps"], 1) for r in runs[mode]],  # in rep order
                 }
-            m = out[mix]
-            m["ioq2_vs_bypass"] = m["ioq2"]["rps"] / m["bypass"]["rps"]
-            m["ioq2_vs_ioq1"] = m["ioq2"]["rps"] / m["ioq1"]["rps"]
+            for other in ("bypass", "ioq1"):
+                per_rep = [a["rps"] / b["rps"] for a, b in zip(runs["ioq2"], runs[other])]
+                m[f"ioq2_vs_{other}"] = statistics.median(per_rep)
+                m[f"ioq2_vs_{other}_per_rep"] = [round(x, 3) for x in per_rep]
+            out[mix] = m
         return out
 
     def prioritisation(self) -> dict[str, Any]:
@@ -280,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cores", default=",".join(str(i) for i in range(1, ncpu + 1)),
                    help="core counts to measure, e.g. 1,2,4 (default: 1..%(default)s)")
     p.add_argument("--seconds", type=float, default=3.0, help="duration of one measured run")
-    p.add_argument("--warmup", type=float, default=0.5, help="unmeasured run before each mode")
+    p.add_argument("--warmup", type=float, default=0.5, help="unmeasured run before each measured one")
     p.add_argument("--reps", type=int, default=3, help="measured runs per (cores, mix, mode); the median is reported")
     p.add_argument("--clients-per-core", type=int, default=8)
     p.add_argument("--files-per-core", type=int, default=4)
@@ -307,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     if not cores or any(c < 1 or c > ncpu for c in cores):
         p.error(f"--cores must be between 1 and {ncpu}, got {args.cores!r}")
     os.makedirs(args.out, exist_ok=True)
-    per_run = args.warmup + args.reps * args.seconds
+    per_run = args.reps * (args.warmup + args.seconds)
     estimate = len(cores) * (len(MIXES) * len(MODES) * per_run + 3 * args.prio_seconds)
     log(f"ioq bench: cores {cores}, about {estimate:.0f} s of measurement (+ setup)")
     started = time.perf_counter()

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 
 from actors.attach import Attached, NotANode
 from actors.config import ConfigError
-from actors.interrupt import Interrupted, catch_sigterm, exit_status, wait_for_signal
+from actors.interrupt import Interrupted, exit_status, stop_once, wait_for_signal
 
 __all__ = ["COMMANDS", "CliError", "build_parser", "main", "status_text"]
 
@@ -288,7 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args)
     where = f"{parser.prog} {args.command}"
     try:
-        return int(args.run(args))
+        # Every command: the first Ctrl-C or SIGTERM raises, so the command stops its work, cleans up and
+        # reports; those after it cannot cut that short (they are ignored until the process exits).
+        with stop_once():
+            return int(args.run(args))
     except (CliError, NotANode, ConfigError, configparser.Error, OSError) as exc:
         if isinstance(exc, BrokenPipeError):
             # `otpy demo | head`: the reader is gone; the command has cleaned up on its way out.
@@ -333,7 +336,6 @@ def _run_demo(args: argparse.Namespace) -> int:
     from actors.demo_cluster import run_cluster_demo
     from supervision.errors import StartError
 
-    catch_sigterm()
     try:
         return run_cluster_demo(args) if args.nodes > 1 else run_demo(args)
     except StartError as exc:
@@ -346,7 +348,6 @@ def _run_node(args: argparse.Namespace) -> int:
     from actors.nodecmd import run_node
     from supervision.errors import StartError
 
-    catch_sigterm()
     try:
         return run_node(args)
     except (KeyFileError, NetError) as exc:  # an unsafe key file, an address that cannot be bound
@@ -359,7 +360,6 @@ def _run_chaos(args: argparse.Namespace) -> int:
     from actors.chaos import run_chaos_command
     from actors.demo import run_demo
 
-    catch_sigterm()
     if args.tree == "couch":
         # The full application under the demo's workload: its report counts
         # restarts, escalations, and IO calls answered, failed and hung.
@@ -371,7 +371,6 @@ def _run_chaos(args: argparse.Namespace) -> int:
 def _run_observe(args: argparse.Namespace) -> int:
     from actors.observer.command import run_observe
 
-    catch_sigterm()
     return run_observe(args)
 
 
@@ -389,7 +388,6 @@ def _run_keygen(args: argparse.Namespace) -> int:
 def _run_bench(args: argparse.Namespace) -> int:
     from actors.benchrun import BenchError, run_benches
 
-    catch_sigterm()
     try:
         return run_benches(args)
     except BenchError as exc:
@@ -399,7 +397,6 @@ def _run_bench(args: argparse.Namespace) -> int:
 def _run_status(args: argparse.Namespace) -> int:
     if args.count is not None and args.watch is None:
         raise CliError("--count needs --watch")
-    catch_sigterm()  # so the endpoint it binds in the node's directory is removed on SIGTERM too
     view = Attached(args.rundir)
     try:
         shown = 0

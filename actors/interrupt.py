@@ -1,18 +1,18 @@
 """Ctrl-C and SIGTERM for the command line: stop the work, report, clean up, exit 130 or 143.
 
-Python turns Ctrl-C into `KeyboardInterrupt`; `catch_sigterm` makes SIGTERM
-raise `Interrupted` (a `KeyboardInterrupt` too), so one ``except
-KeyboardInterrupt`` in a command's load loop handles both, and
-`exit_status` says which status the shell expects.  While the command then
-stops its workload and prints what it has, `deferred` holds further signals
-back, so a second Ctrl-C cannot cut the cleanup in half (the command is
-already on its way out with the status of the first).  A command that only
-waits for the signal waits in `wait_for_signal`, which wakes whichever of
-the process's threads the signal was given to, inside `stop_once`, which
-turns the first signal into the exception and every later one into a note:
-there is no instant between the two at which a second signal could raise.
-`held` is for library code that must finish a step (closing a node): the
-signals that arrive meanwhile are delivered once it has.
+Python turns Ctrl-C into `KeyboardInterrupt`; SIGTERM raises `Interrupted`
+(a `KeyboardInterrupt` too), so one ``except KeyboardInterrupt`` in a
+command's load loop handles both, and `exit_status` says which status the
+shell expects.  The command line runs every command inside `stop_once`:
+the first signal raises, and every later one is only noted, so a second
+Ctrl-C cannot cut the cleanup in half (the command is already on its way
+out with the status of the first); no instant is left between the two at
+which it could raise.  `deferred` does the same for one block (`catch_sigterm`
+makes SIGTERM raise outside `stop_once`).  A command that only waits for
+the signal waits in `wait_for_signal`, which wakes whichever of the
+process's threads the signal was given to.  `held` is for library code
+that must finish a step (closing a node): the signals that arrive meanwhile
+are delivered once it has.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def _raise(signum: int, frame: Any) -> None:
 
 
 def catch_sigterm() -> None:
-    """Make SIGTERM raise `Interrupted` in the main thread (a no-op elsewhere)."""
-    if threading.current_thread() is threading.main_thread():
+    """Make SIGTERM raise `Interrupted` in the main thread (a no-op elsewhere, and inside `stop_once`,
+    whose handler does that already and must stay in charge)."""
+    if threading.current_thread() is threading.main_thread() and _stop_once_active is None:
         signal.signal(signal.SIGTERM, _raise)
 
 
@@ -75,6 +76,10 @@ def deferred() -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
+#: The signals the outermost active `stop_once` has seen (None when none is active).
+_stop_once_active: list[int] | None = None
+
+
 @contextlib.contextmanager
 def stop_once() -> Iterator[list[int]]:
     """The first SIGINT/SIGTERM raises (`KeyboardInterrupt` / `Interrupted`); every later one is only
@@ -90,11 +95,20 @@ def stop_once() -> Iterator[list[int]]:
     process is on its way out, and while the interpreter finalizes, Python
     puts ``SIG_DFL`` back in place of its handlers, so a late SIGTERM would
     still end it by the signal instead of with the status of its clean stop.
+
+    A signal ignored when the block starts (SIGINT in a command started in
+    the background by a shell) stays ignored.  Nested, the inner block is the
+    outer one: it yields the same list and changes nothing (the command line
+    runs every command in one; `catch_sigterm` inside it keeps it in charge).
     """
-    received: list[int] = []
+    global _stop_once_active
     if threading.current_thread() is not threading.main_thread():
-        yield received
+        yield []
         return
+    if _stop_once_active is not None:
+        yield _stop_once_active
+        return
+    received: list[int] = []
 
     def once(signum: int, frame: Any) -> None:
         first = not received
@@ -103,16 +117,19 @@ def stop_once() -> Iterator[list[int]]:
             raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
 
     previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    for s in STOP_SIGNALS:
+    taken = [s for s, handler in previous.items() if handler is not signal.SIG_IGN]
+    for s in taken:
         signal.signal(s, once)
+    _stop_once_active = received
     try:
         yield received
     finally:
-        for s, handler in previous.items():
+        _stop_once_active = None
+        for s in taken:
             if received:
                 signal.signal(s, signal.SIG_IGN)
-            elif handler is not None:  # None: set outside Python, nothing we can put back
-                signal.signal(s, handler)
+            elif previous[s] is not None:  # None: set outside Python, nothing we can put back
+                signal.signal(s, previous[s])
 
 
 @contextlib.contextmanager

@@ -167,3 +167,29 @@ def test_held_delivers_each_signal_once_after_the_step():
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["['finished', 'interrupted after']", "ok"]
+
+
+@pytest.mark.timeout(30)
+def test_stop_once_nested_is_the_outer_one_and_keeps_an_ignored_signal_ignored():
+    done = _program("""
+        import os, signal
+        from actors.interrupt import catch_sigterm, stop_once
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a background command
+        with stop_once() as outer:
+            catch_sigterm()  # inside stop_once: its handler stays in charge
+            with stop_once() as inner:
+                assert inner is outer
+                os.kill(os.getpid(), signal.SIGINT)  # ignored before: ignored still
+                try:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    print("not raised")
+                except KeyboardInterrupt as exc:
+                    print(type(exc).__name__)
+                os.kill(os.getpid(), signal.SIGTERM)  # the second: noted
+            print(outer)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Interrupted", "[15, 15]", "ok"]

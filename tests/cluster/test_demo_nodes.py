@@ -428,3 +428,28 @@ def test_node_command_stops_cleanly_when_the_signal_comes_again_and_again(tmp_pa
     assert "Traceback" not in err, err
     assert not _gone(hosts), "host processes outlived their node"
     assert not os.path.exists(ready.rundir), "runtime directory left behind"
+
+
+@pytest.mark.timeout(90)
+def test_node_command_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
+    """A shell without job control starts ``otpy node &`` with SIGINT ignored: it stays ignored (the node is
+    stopped with SIGTERM), as in every program; the handler that stops the node takes SIGTERM alone."""
+    key = str(tmp_path / "cluster.key")
+    write_new(key)
+    proc = subprocess.Popen([*CLI, "node", "--name", "n5", "--cluster-key", key], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout is not None
+        assert parse_ready(proc.stdout.readline()) is not None
+        with open(f"/proc/{proc.pid}/status", encoding="ascii") as fh:
+            masks = {k: int(v, 16) for k, v in (line.split(":") for line in fh if line.startswith(("SigIgn", "SigCgt")))}
+        assert masks["SigIgn"] & (1 << (signal.SIGINT - 1)), "SIGINT no longer ignored"
+        assert masks["SigCgt"] & (1 << (signal.SIGTERM - 1)), "SIGTERM not handled"
+        out, err = _stop_node(proc, signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "node n5 stopped" in out

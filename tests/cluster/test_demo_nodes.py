@@ -100,15 +100,19 @@ def _start_node(tmp_path: Path, name: str, key: str, *extra: str) -> tuple[subpr
     return proc, line
 
 
+def _kill_if_running(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate(timeout=30)
+
+
 def _stop_node(proc: subprocess.Popen[str], signum: int = signal.SIGTERM) -> tuple[str, str]:
     """Send ``signum`` and wait for the node to exit; killed if it does not, or if signalling failed."""
     try:
         os.kill(proc.pid, signum)
         return proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
+        _kill_if_running(proc)
 
 
 # -- otpy node ----------------------------------------------------------------------------------
@@ -183,6 +187,14 @@ def _threads_of(pid: int) -> str:
     return "\n".join(rows)
 
 
+def _exited(proc: subprocess.Popen[str], after: str) -> tuple[str, str]:
+    """The output of a node that exits within 60 s; else a failure listing each of its threads' state."""
+    try:
+        return proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running after {after}:\n{_threads_of(proc.pid)}") from None
+
+
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_node_command_stops_when_another_thread_takes_the_signal(tmp_path, signum):
@@ -192,14 +204,9 @@ def test_node_command_stops_when_another_thread_takes_the_signal(tmp_path, signu
     proc, line = _start_node(tmp_path, "n3", key)
     try:
         sent = _signal_threads_other_than_main(proc.pid, signum)
-        try:
-            out, err = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running after the signal went to threads {sent}:\n{_threads_of(proc.pid)}")
+        out, err = _exited(proc, f"the signal went to threads {sent}")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
+        _kill_if_running(proc)
     assert proc.returncode == 0, err
     assert "node n3 stopped" in out
 
@@ -414,14 +421,9 @@ def test_node_command_stops_cleanly_when_the_signal_comes_again_and_again(tmp_pa
                 break
             except subprocess.TimeoutExpired:
                 continue
-        try:
-            out, err = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running after {sent} signals:\n{_threads_of(proc.pid)}")
+        out, err = _exited(proc, f"{sent} signals")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
+        _kill_if_running(proc)
     assert sent > 1, "it stopped before a second signal came: nothing tested"
     assert proc.returncode == 0, err
     assert "node n4 stopped" in out
@@ -448,8 +450,6 @@ def test_node_command_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
         assert masks["SigCgt"] & (1 << (signal.SIGTERM - 1)), "SIGTERM not handled"
         out, err = _stop_node(proc, signal.SIGTERM)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
+        _kill_if_running(proc)
     assert proc.returncode == 0, err
     assert "node n5 stopped" in out

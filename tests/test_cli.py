@@ -119,6 +119,32 @@ def test_demo_interrupted_prints_partial_summary_and_cleans_up(signum, status):
 
 
 @pytest.mark.timeout(120)
+def test_demo_given_ctrl_c_again_and_again_still_reports_and_exits_130():
+    """The first Ctrl-C stops the load; the rest cannot cut the summary or the cleanup short (each used
+    to raise out of whatever cleanup it landed in, and the last could end the process by the signal)."""
+    proc, lines = _demo_until_load()
+    text = "".join(lines)
+    rundir = re.search(r"runtime directory (\S+)", text).group(1)
+    sent = 0
+    for sent in range(1, 5001):  # every 20 ms until it has exited: at most 100 s of signals
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=0.02)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    out, err = _finish(proc, 60)
+    assert sent > 1, "it stopped before a second signal came: nothing tested"
+    assert proc.returncode == 130, out + err
+    assert "RESULT: interrupted after" in out
+    assert "Traceback" not in err, err
+    assert not os.path.exists(rundir), "runtime directory leaked"
+
+
+@pytest.mark.timeout(120)
 def test_demo_into_head_does_not_leak_its_state_dir():
     shell = f"{sys.executable} -m actors demo --short --no-live --seed 4 | head -4; exit ${{PIPESTATUS[0]}}"
     out = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=110, env=ENV, cwd=ROOT)

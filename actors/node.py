@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import cloudpickle
 import multiprocess
-from multiprocess import util as _mp_util
 
 from actors import _lifecycle
 from actors import _sched
@@ -25,6 +24,7 @@ from actors._codec import FrameError, decode_frame, frame_kind, requalify
 from actors import config as _config
 from actors import stats as _stats
 from actors._host import write_message, zygote_main
+from actors._zygote_exec import ExecZygote
 from actors._logging import LogListener
 from actors._monitor import Monitor
 from actors._node_events import NodeEvents
@@ -470,31 +470,20 @@ class Node:
     # -- host processes (all on the I/O thread) --------------------------------------
 
     def _start_zygote(self) -> None:
-        single = threading.active_count() == 1
-        ctx = multiprocess.get_context("fork" if single else "spawn")
+        """Fork the zygote from this process while it runs no other thread; else exec a fresh one
+        (`actors._zygote_exec`)."""
         read_fd, write_fd = os.pipe()
         self._zygote_fd = write_fd
-        if single:
-            args = (read_fd, [write_fd], self.rundir, list(sys.path))
-        else:
-            os.set_inheritable(read_fd, True)
-            args = (read_fd, [], self.rundir, list(sys.path))
-        self._zygote = ctx.Process(target=zygote_main, args=args, name="actors-zygote", daemon=False)
-        if single:
-            self._zygote.start()
-        else:
-            # spawn passes only listed fds: hand over the read end explicitly.
-            orig = _mp_util.spawnv_passfds
-
-            def passfds(path: str, argv: list[str], fds: Any) -> int:
-                return orig(path, argv, [*fds, read_fd])
-
-            _mp_util.spawnv_passfds = passfds
-            try:
+        try:
+            if threading.active_count() == 1:
+                ctx = multiprocess.get_context("fork")
+                self._zygote = ctx.Process(target=zygote_main, args=(read_fd, [write_fd], self.rundir, list(sys.path)),
+                                           name="actors-zygote", daemon=False)
                 self._zygote.start()
-            finally:
-                _mp_util.spawnv_passfds = orig
-        os.close(read_fd)
+            else:
+                self._zygote = ExecZygote(read_fd, self.rundir, list(sys.path))
+        finally:
+            os.close(read_fd)
 
     def _install_handlers(self) -> None:
         rt = self._rt

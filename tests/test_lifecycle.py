@@ -283,3 +283,68 @@ def test_ctrl_c_during_close_comes_after_it(close: str) -> None:
         assert "KeyboardInterrupt" not in err, err
     assert rundir and not os.path.exists(rundir)
     assert _group_gone(proc.pid)
+
+
+_SCRIPT_WITH_A_THREAD = """
+import os, sys, threading
+from actors import GenServer, Node
+
+class Echo(GenServer):
+    def handle_call(self, request, from_):
+        return request
+
+threading.Thread(target=threading.Event().wait, daemon=True).start()  # forking is unsafe from here on
+node = Node()
+print(node.rundir, flush=True)
+print(node.spawn(Echo, host="own").call("answered", timeout=30), flush=True)
+sys.stdin.read()
+"""
+
+
+def _run_script(tmp_path, text: str) -> subprocess.Popen[str]:
+    """``python prog.py``: a script, not ``-c``, so ``__main__`` has a file a spawned child could re-run."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(text))
+    return subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                            cwd=str(tmp_path), start_new_session=True)
+
+
+@pytest.mark.timeout(60)
+def test_a_script_without_main_guard_creates_a_node_while_threads_run(tmp_path) -> None:
+    """The zygote is then a fresh interpreter: it must not run the script again (which would create a second
+    node in it, and leave this one waiting for hosts until it gives up)."""
+    proc = _run_script(tmp_path, _SCRIPT_WITH_A_THREAD)
+    try:
+        assert proc.stdout is not None
+        rundir = proc.stdout.readline().strip()
+        answer = proc.stdout.readline().strip()
+        out, err = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert answer == "answered", err
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert not os.path.exists(rundir)
+    assert _group_gone(proc.pid)
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_to_the_group_while_a_fresh_zygote_boots_cleans_up(tmp_path) -> None:
+    """Sent as soon as the node exists: the zygote (a fresh interpreter, still importing) inherits the
+    signals blocked, so it does not die before it can clean up."""
+    proc = _run_script(tmp_path, _SCRIPT_WITH_A_THREAD)
+    try:
+        assert proc.stdout is not None
+        rundir = proc.stdout.readline().strip()
+        os.killpg(proc.pid, signal.SIGTERM)
+        _out, err = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert proc.returncode == 143, err
+    assert rundir and not os.path.exists(rundir)
+    assert _group_gone(proc.pid)

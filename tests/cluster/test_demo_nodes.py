@@ -445,7 +445,8 @@ def test_node_command_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
         assert proc.stdout is not None
         assert parse_ready(proc.stdout.readline()) is not None
         with open(f"/proc/{proc.pid}/status", encoding="ascii") as fh:
-            masks = {k: int(v, 16) for k, v in (line.split(":") for line in fh if line.startswith(("SigIgn", "SigCgt")))}
+            rows = (line.split(":") for line in fh if line.startswith(("SigIgn", "SigCgt")))
+            masks = {k: int(v, 16) for k, v in rows}
         assert masks["SigIgn"] & (1 << (signal.SIGINT - 1)), "SIGINT no longer ignored"
         assert masks["SigCgt"] & (1 << (signal.SIGTERM - 1)), "SIGTERM not handled"
         out, err = _stop_node(proc, signal.SIGTERM)

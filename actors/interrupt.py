@@ -61,19 +61,29 @@ def exit_status(exc: BaseException) -> int:
 
 @contextlib.contextmanager
 def deferred() -> Iterator[list[int]]:
-    """Record SIGINT/SIGTERM instead of raising while the block runs (main thread only)."""
+    """Record SIGINT/SIGTERM instead of raising while the block runs (main thread only; an ignored
+    signal stays ignored)."""
+    with _recorded() as received:
+        yield received
+
+
+@contextlib.contextmanager
+def _recorded() -> Iterator[list[int]]:
+    """Both stop signals only noted in the list yielded while the block runs, then their handlers back;
+    a signal ignored, or handled outside Python (no handler to put back), is left alone."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in previous:
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    taken = [s for s, handler in previous.items() if handler is not signal.SIG_IGN and handler is not None]
+    for s in taken:
         signal.signal(s, lambda signum, frame: received.append(signum))
     try:
         yield received
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        for s in taken:
+            signal.signal(s, previous[s])
 
 
 #: The signals the outermost active `stop_once` has seen (None when none is active).
@@ -140,26 +150,18 @@ def held() -> Iterator[None]:
     For a step that must not stop halfway (`Node.close`): Ctrl-C during it
     still interrupts the program, but after the step, not inside it.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     came: list[int] = []
-    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    holding = [s for s, handler in previous.items() if handler is not signal.SIG_IGN and handler is not None]
-    for s in holding:
-        signal.signal(s, lambda signum, frame: came.append(signum))
     try:
-        yield
+        with _recorded() as came:
+            yield
     finally:
-        for s in holding:
-            signal.signal(s, previous[s])
         for s in dict.fromkeys(came):
             signal.raise_signal(s)
 
 
 def wait_for_signal(timeout: float | None = None) -> None:
     """Sleep in the main thread until a signal's handler raises (SIGINT, or SIGTERM after
-    `catch_sigterm`), or ``timeout`` seconds pass.
+    `catch_sigterm` or inside `stop_once`), or ``timeout`` seconds pass.
 
     Why not `time.sleep`: the kernel hands a signal sent to the process to any
     thread that does not block it, and this process has many; CPython then

@@ -32,33 +32,53 @@ class Events:
     def __init__(self, q: "queue.Queue[Any]") -> None:
         self.q = q
         self.seen: list[tuple] = []
+        #: Events a wait passed over but promised to keep (``keep``): the next
+        #: wait looks at them first, in order, and drops those it passes over.
+        self.kept: list[tuple] = []
 
-    def wait(self, pred: Callable[[tuple], bool], timeout: float = 20.0) -> tuple:
-        """The first event (from now on) matching ``pred``; TimeoutError after ``timeout``."""
+    def wait(self, pred: Callable[[tuple], bool], timeout: float = 20.0,
+             keep: Callable[[tuple], bool] | None = None) -> tuple:
+        """The first event (from now on) matching ``pred``; TimeoutError after ``timeout``.
+
+        The events passed over are dropped, except those ``keep`` is true of:
+        those stay for the next wait (a compaction may end while the test
+        still waits for the channels to start)."""
+        if keep is None:  # look at what earlier waits kept first
+            kept, self.kept = self.kept, []
+            for i, event in enumerate(kept):
+                if pred(event):
+                    self.kept = kept[i + 1 :]
+                    return event
 
         def matches(event: tuple) -> bool:
             self.seen.append(event)
-            return pred(event)
+            if pred(event):
+                return True
+            if keep is not None and keep(event):
+                self.kept.append(event)
+            return False
 
         event = take_first(self.q, matches, timeout)
         if event is None:
             raise TimeoutError(f"no matching smoosh event within {timeout} s; seen {self.seen[-20:]!r}")
         return event
 
-    def wait_for(self, kind: str, *args: Any, timeout: float = 20.0) -> tuple:
+    def wait_for(self, kind: str, *args: Any, timeout: float = 20.0,
+                 keep: Callable[[tuple], bool] | None = None) -> tuple:
         """The next ``("smoosh", kind, *args, ...)`` event."""
         n = len(args)
-        return self.wait(lambda e: e[1] == kind and tuple(e[2 : 2 + n]) == args, timeout)
+        return self.wait(lambda e: e[1] == kind and tuple(e[2 : 2 + n]) == args, timeout, keep)
 
     def drain(self) -> list[tuple]:
         """Everything already queued, without waiting."""
-        out = []
+        out, self.kept = self.kept, []
         while True:
             try:
-                out.append(self.q.get_nowait())
+                event = self.q.get_nowait()
             except queue.Empty:
                 break
-        self.seen.extend(out)
+            self.seen.append(event)
+            out.append(event)
         return out
 
 

@@ -95,7 +95,9 @@ def start(node, data: str, overrides=None):
     adapter = SQLiteAdapter(data)
     sup = start_smoosh(node, adapter, overrides={**FAST, **(overrides or {})}, observer=observer)
     for _ in SEVEN:
-        events.wait_for("channel_started")
+        # A compaction restored from a checkpoint may start and end before
+        # the last channel is up: its events stay for the test's own waits.
+        events.wait_for("channel_started", keep=lambda e: e[1] not in ("channel_up", "channel_started"))
     return sup, adapter, events
 
 

@@ -19,7 +19,7 @@ import pickle
 import cloudpickle
 import orjson
 
-__all__ = ["FrameError", "decode_frame", "encode_frame", "frame_kind", "is_scalar", "requalify", "unwrap_relay",
+__all__ = ["FrameError", "PlainData", "decode_frame", "encode_frame", "frame_kind", "is_scalar", "requalify", "unwrap_relay",
            "wrap_relay"]
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -49,6 +49,19 @@ class FrameError(ValueError):
     """A frame that is not one of ours."""
 
 
+class PlainData(list):
+    """A list its sender vouches holds plain data only: str, bool, None,
+    int in the 64-bit range, finite float, and lists and str-keyed dicts of
+    those.  It travels as JSON without the check `encode_frame` would
+    otherwise walk it with, which costs more than the encoding itself on a
+    hot path that knows its message's shape.  The receiver of another
+    process gets a plain ``list``; one in this process gets the object
+    itself.  A tuple inside would arrive as a list, and a non-finite float
+    as None: checking is the sender's side of the bargain."""
+
+    __slots__ = ()
+
+
 def is_scalar(value: Any) -> bool:
     """A value orjson carries unchanged on its own (the cheap test for casts)."""
     t = type(value)
@@ -72,10 +85,13 @@ def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, pl
     """One frame; ``plain=True`` says the caller already knows ``body`` is
     plain data (a batch of casts whose payloads it checked one by one)."""
     t = type(body)
-    if (plain or t is str or body is None or t is bool or t is float
+    if (plain or t is PlainData or t is str or body is None or t is bool or t is float
             or (t is int and -(2**63) <= body < 2**64)
             or ((t is list or t is dict) and _is_plain(body))):
-        return b"J" + _dumps([kind, to, frm, ref, src, body])
+        try:
+            return b"J" + _dumps([kind, to, frm, ref, src, body])
+        except orjson.JSONEncodeError:  # a str JSON cannot hold (a lone surrogate): pickle keeps it
+            pass
     header = _dumps([kind, to, frm, ref, src])
     return b"P" + len(header).to_bytes(2, "big") + header + _pdumps(body, protocol=5)
 

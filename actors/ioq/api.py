@@ -58,7 +58,7 @@ from .ioq_config import (
 from .osq import OSQ_SERVER, RELEASE
 from .request import BAD_MAGIC_NUM, QueueDepths, error_queue_depths, request_dimensions, rw
 from .server1 import IOQ1_REQUEST, IOQ1_SERVER
-from .server2 import IOQ2_REQUEST
+from .server2 import wire_payload
 from .server1_state import IOQ1_BYPASS_SECTION, analyze_priority
 
 __all__ = [
@@ -240,8 +240,9 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
         route = _cache.routes.get(fd.id) if node == _cache.node_id else None
         if route is not None:
             name, ref, wire = route
-            return _call_server(name, (IOQ2_REQUEST, wire, msg, dimensions, t0), timeout, node, ref)
-        payload = (IOQ2_REQUEST, fd.to_wire(), msg, dimensions, t0)  # `server2.request_payload`
+            return _call_server(name, wire_payload(wire, msg, dimensions, t0), timeout, node, ref)
+        wire = fd.to_wire()
+        payload = wire_payload(wire, msg, dimensions, t0)
         n = routing.n
         strategy = routing.strategy
         fixed = n == 1 or strategy == DISPATCH_SINGLE_SERVER or strategy == DISPATCH_FD_HASH
@@ -258,7 +259,7 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
             routes = _cache.routes
             if len(routes) >= _MAX_ROUTES:
                 routes.clear()
-            routes[fd.id] = (name, _cache.ref(name, node), payload[1])
+            routes[fd.id] = (name, _cache.ref(name, node), wire)
         return _call_server(name, payload, timeout, node)
     class_, _channel = analyze_priority(dimensions)
     if class_ in routing.bypass1:

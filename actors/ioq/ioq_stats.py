@@ -13,8 +13,9 @@ given ``None``.
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections import deque
+from collections import Counter, deque
 from typing import Any, Union
 
 from actors.stats import Stats
@@ -136,72 +137,75 @@ _ioq1 = _Names(IO_QUEUE + ".{}")
 _ioq1_bypassed = _Names(IO_QUEUE_BYPASSED + ".{}")
 
 
-#: Kinds of the records a `StatsBuffer` holds (the first element of each).
-_QUEUED, _SUBMITTED, _COMPLETED, _INCREMENT, _SAMPLE = range(5)
-
-
 class StatsBuffer:
     """Write-behind records of one queue server, folded into its process's `Stats` on read.
 
     It takes the place of the `Stats` a server's state records into: the
     same ``increment`` / ``update_histogram`` calls, and `queued`,
-    `submitted` and `completed` for what
-    `record_queued`, `record_submitted` and `record_completed` do.  Each
-    call appends one tuple to a deque and takes no lock: a request of the
-    hot path costs a few hundred nanoseconds here, where folding its seven
-    records into the stats under their lock costs microseconds.
+    `submitted` and `completed` for what `record_queued`,
+    `record_submitted` and `record_completed` do.  Those three append each
+    value to a list of its own (a column) and take no lock: a request of
+    the hot path costs a few list appends here, where folding its records
+    into the stats under their lock costs microseconds, and a column folds
+    at C speed (`collections.Counter` for the counters, one slice per
+    histogram) where a record per call would be walked one by one.
 
     The buffer registers with its `Stats` (`Stats.add_source`), which folds
-    it in before every read, on the reader's thread: deque appends and pops
-    are atomic, so the server records while a reader folds.  A caller that
-    reads `Node.stats` after its answer therefore finds its request
-    counted, histograms included.  The server folds the buffer itself once
-    `FOLD_AT` records wait (`fold_if_full`), which bounds its memory when
-    nobody reads, and when it stops; records left in a buffer that is
-    dropped without that (a killed server) are folded when it is collected.
+    it in before every read, on the reader's thread.  Only the server
+    appends; a reader folds, under the buffer's lock, what each column
+    holds past what was folded before (a list slice is atomic), so the
+    server records while a reader folds.  A caller that reads `Node.stats`
+    after its answer therefore finds its request counted, histograms
+    included.  The server folds the buffer itself and empties the columns
+    once `FOLD_AT` records wait (`fold_if_full`), which bounds its memory
+    whether anybody reads or not, and when it stops; records left in a
+    buffer that is dropped without that (a killed server) are folded when
+    it is collected.
     """
 
-    __slots__ = ("target", "_log", "_append", "__weakref__")
+    __slots__ = ("target", "_records", "queued", "_submitted", "_completed", "increment", "update_histogram",
+                 "__weakref__")
 
     def __init__(self, target: Stats) -> None:
         self.target = target
-        log: deque[tuple[Any, ...]] = deque()
-        self._log = log
-        self._append = log.append
-        weakref.finalize(self, _fold, log, target)
+        records = _Records()
+        self._records = records
+        #: `record_queued`: a request of kind ``rw`` entered the queue.
+        self.queued = records.queued_rw.append
+        self._submitted = (records.submitted_class.append, records.submitted_rw.append, records.submit_delay.append)
+        self._completed = (records.svctm.append, records.iowait.append)
+        self.increment = records.increment
+        self.update_histogram = records.update_histogram
+        weakref.finalize(self, records.fold, target)
         target.add_source(self)
-
-    def increment(self, name: str, amount: int = 1) -> None:
-        self._append((_INCREMENT, name, amount))
-
-    def update_histogram(self, name: str, value: float) -> None:
-        self._append((_SAMPLE, name, value))
-
-    def queued(self, rw: str) -> None:
-        """`record_queued`: a request of kind ``rw`` entered the queue."""
-        self._append((_QUEUED, rw))
 
     def submitted(self, class_: str | None, rw: str, submit_delay_ms: float) -> None:
         """`record_submitted`: a request was sent to (or read for) its target."""
-        self._append((_SUBMITTED, class_, rw, submit_delay_ms))
+        add_class, add_rw, add_delay = self._submitted
+        add_class(class_)
+        add_rw(rw)
+        add_delay(submit_delay_ms)
 
     def completed(self, svctm_ms: float, iowait_ms: float) -> None:
         """`record_completed`: the target answered."""
-        self._append((_COMPLETED, svctm_ms, iowait_ms))
+        add_svctm, add_iowait = self._completed
+        add_svctm(svctm_ms)
+        add_iowait(iowait_ms)
 
     def pending(self) -> int:
-        """Records not folded in yet."""
-        return len(self._log)
+        """Records (calls) not folded in yet."""
+        return self._records.pending()
 
     def fold_if_full(self) -> None:
-        """Fold once `FOLD_AT` records wait: the server's bound on the buffer."""
-        if len(self._log) >= FOLD_AT:
-            _fold(self._log, self.target)
+        """Fold and empty the columns once `FOLD_AT` records wait: the server's
+        bound on the buffer (only the server, the one thread that appends, calls it)."""
+        records = self._records
+        if records.size() >= FOLD_AT:
+            records.fold(self.target, empty=True)
 
     def flush(self) -> None:
         """Fold every record so far into the stats; any thread may call it."""
-        if self._log:
-            _fold(self._log, self.target)
+        self._records.fold(self.target)
 
     def close(self) -> None:
         """Fold what is left and stop being read through: the server stops."""
@@ -213,60 +217,84 @@ class StatsBuffer:
 FOLD_AT = 1024
 
 
-def _fold(log: deque[tuple[Any, ...]], target: Stats) -> None:
-    """Take the records now in ``log`` (other threads may take some too) and
-    add them to ``target`` under one lock."""
-    counters: dict[str, int] = {}
-    delay: list[float] = []
-    svctm: list[float] = []
-    iowait: list[float] = []
-    other: dict[str, list[float]] = {}
-    queued: dict[str, int] = {}  # rw -> n
-    submitted: dict[tuple[Any, str], int] = {}  # (class, rw) -> n
-    popleft = log.popleft
-    for _ in range(len(log)):
-        try:
-            rec = popleft()
-        except IndexError:  # another thread folded the rest
-            break
-        kind = rec[0]
-        if kind == _QUEUED:
-            rw = rec[1]
-            queued[rw] = queued.get(rw, 0) + 1
-        elif kind == _SUBMITTED:
-            key = (rec[1], rec[2])
-            submitted[key] = submitted.get(key, 0) + 1
-            delay.append(rec[3])
-        elif kind == _COMPLETED:
-            svctm.append(rec[1])
-            iowait.append(rec[2])
-        elif kind == _INCREMENT:
-            counters[rec[1]] = counters.get(rec[1], 0) + rec[2]
-        else:
-            held = other.get(rec[1])
-            if held is None:
-                other[rec[1]] = [rec[2]]
-            else:
-                held.append(rec[2])
-    total = 0
-    for rw, n in queued.items():
-        total += n
-        name = _rw_queued[rw]
-        counters[name] = counters.get(name, 0) + n
-    if total:
-        counters[QUEUED] = counters.get(QUEUED, 0) + total
-    for (class_, rw), n in submitted.items():
-        for name in (_count[class_], _count[rw]):
-            counters[name] = counters.get(name, 0) + n
-    for name, values in ((SUBMIT_DELAY, delay), (SVCTM, svctm), (IOWAIT, iowait)):
-        if values:
-            held = other.get(name)
-            if held is None:
-                other[name] = values
-            else:
-                held.extend(values)
-    if counters or other:
-        target.record_many(counters, other)
+class _Records:
+    """The columns of a `StatsBuffer`, apart from it so that its finalizer can fold them."""
+
+    __slots__ = ("lock", "queued_rw", "submitted_class", "submitted_rw", "submit_delay", "svctm", "iowait",
+                 "other", "folded")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.queued_rw: list[str] = []
+        self.submitted_class: list[str | None] = []
+        self.submitted_rw: list[str] = []
+        self.submit_delay: list[float] = []
+        self.svctm: list[float] = []
+        self.iowait: list[float] = []
+        #: ``(name, amount, is_sample)`` of the generic calls (merged, io errors: rare).
+        self.other: deque[tuple[str, Any, bool]] = deque()
+        #: How much of each column (in `_columns` order) is folded in already.
+        self.folded = [0] * 6
+
+    def _columns(self) -> tuple[list[Any], ...]:
+        return (self.queued_rw, self.submitted_class, self.submitted_rw, self.submit_delay, self.svctm, self.iowait)
+
+    def increment(self, name: str, amount: int = 1) -> None:
+        self.other.append((name, amount, False))
+
+    def update_histogram(self, name: str, value: float) -> None:
+        self.other.append((name, value, True))
+
+    def size(self) -> int:
+        """Records held, folded or not: what bounds the columns."""
+        return len(self.queued_rw) + len(self.submitted_class) + len(self.svctm) + len(self.other)
+
+    def pending(self) -> int:
+        folded = self.folded
+        return (len(self.queued_rw) - folded[0] + len(self.submitted_class) - folded[1]
+                + len(self.svctm) - folded[4] + len(self.other))
+
+    def fold(self, target: Stats, empty: bool = False) -> None:
+        """Add what the columns hold past what was folded before to
+        ``target``; ``empty``: then clear them (only the appending thread
+        may ask, so nothing lands in a column between the fold and the clear)."""
+        with self.lock:
+            columns = self._columns()
+            folded = self.folded
+            parts = []
+            for i, column in enumerate(columns):
+                end = len(column)
+                parts.append(column[folded[i] : end])
+                folded[i] = end
+            queued_rw, submitted_class, submitted_rw, delay, svctm, iowait = parts
+            counters: dict[str, int] = {}
+            samples: dict[str, list[float]] = {}
+            other = self.other
+            popleft = other.popleft
+            for _ in range(len(other)):
+                name, value, is_sample = popleft()
+                if is_sample:
+                    samples.setdefault(name, []).append(value)
+                else:
+                    counters[name] = counters.get(name, 0) + value
+            if queued_rw:
+                for rw, n in Counter(queued_rw).items():
+                    name = _rw_queued[rw]
+                    counters[name] = counters.get(name, 0) + n
+                counters[QUEUED] = counters.get(QUEUED, 0) + len(queued_rw)
+            for column in (submitted_class, submitted_rw):
+                for key, n in Counter(column).items():
+                    name = _count[key]
+                    counters[name] = counters.get(name, 0) + n
+            for name, values in ((SUBMIT_DELAY, delay), (SVCTM, svctm), (IOWAIT, iowait)):
+                if values:
+                    samples.setdefault(name, []).extend(values)
+            if empty:
+                for column in columns:
+                    column.clear()
+                self.folded = [0] * 6
+            if counters or samples:
+                target.record_many(counters, samples)
 
 
 #: What a state records into: the process's `Stats`, or a server's buffer in front of it.

@@ -212,7 +212,7 @@ class Ioq2State:
         out: list[IoqRequest] = []
         submit = self.submit
         extract_max = queue.extract_max
-        while len(reqs) < limit and queue:
+        for _ in range(min(limit - len(reqs), len(queue))):
             priority, req = extract_max()
             req.fin_priority = priority
             out.append(submit(req, now))

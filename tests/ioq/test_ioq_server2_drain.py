@@ -144,6 +144,26 @@ def test_the_server_folds_its_buffer_once_it_is_full():
     assert stats.counter("couchdb.io_queue2.queued") == ioq_stats.FOLD_AT
 
 
+def test_the_buffer_stays_bounded_while_readers_fold_it():
+    """Readers fold without emptying (the server may be appending); the
+    server empties the columns once `FOLD_AT` records are held, folded or not."""
+    stats = Stats()
+    buf = ioq_stats.StatsBuffer(stats)
+    for i in range(3 * ioq_stats.FOLD_AT):
+        buf.queued("reads")
+        buf.submitted("interactive", "reads", 1.0)
+        buf.completed(1.0, 2.0)
+        if i % 7 == 0:
+            assert stats.counter("couchdb.io_queue2.queued") == i + 1  # a reader folds
+        buf.fold_if_full()
+        assert buf._records.size() < ioq_stats.FOLD_AT
+    snap = stats.snapshot()
+    assert snap["counters"]["couchdb.io_queue2.queued"] == 3 * ioq_stats.FOLD_AT
+    assert snap["counters"]["couchdb.io_queue2.reads.count"] == 3 * ioq_stats.FOLD_AT
+    assert snap["histograms"]["couchdb.io_queue2.iowait"]["n"] == 3 * ioq_stats.FOLD_AT
+    assert snap["histograms"]["couchdb.io_queue2.iowait"]["sum"] == 6.0 * ioq_stats.FOLD_AT
+
+
 def test_a_buffer_dropped_unfolded_hands_its_records_over():
     """A killed server never runs ``terminate``: its last records still count."""
     stats = Stats()

@@ -3,7 +3,6 @@
 The public surface of the kernel; everything else lives in private modules.
 """
 
-from actors._codec import PlainData
 from actors._reasons import CallTimeout, Continue, Crash, Exit, Stop, Timeout, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
 from actors._runtime import Timer
@@ -29,7 +28,6 @@ __all__ = [
     "Monitor",
     "NetError",
     "Node",
-    "PlainData",
     "SpawnError",
     "Stop",
     "Timeout",

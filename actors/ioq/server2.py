@@ -9,7 +9,7 @@ with an `IoqRequest`; it answers later, when the IO is done
    to encode between processes: no class to look up, the file's ref as its
    wire form, the dimensions as the caller gave them, parsed here through
    the same cache as at the caller), or, when ``msg`` and the dimensions
-   are flat tuples of scalars (every read), the same as `actors.PlainData`
+   are flat tuples of scalars (every read), the same as `actors.plain.PlainData`
    with both as lists and the tag ``"$ioq2f"``: JSON between processes,
    which encodes and decodes in a third of pickle's time; the server makes
    them tuples again -- queues the request (or merges it into an
@@ -38,7 +38,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from actors import ActorRef, PlainData, noreply
+from actors import ActorRef, noreply
+from actors.plain import PlainData
 from actors import stats as _stats
 
 from ._queue_server import SUBMIT, UPDATE_CONFIG, QueueServer
@@ -52,7 +53,7 @@ __all__ = ["IOQ2_FLAT", "IOQ2_REQUEST", "Ioq2Server", "SUBMIT", "UPDATE_CONFIG",
 
 #: First element of the plain request tuple (see `request_payload`).
 IOQ2_REQUEST = "$ioq2"
-#: First element of the same request as `actors.PlainData` (see `wire_payload`).
+#: First element of the same request as `actors.plain.PlainData` (see `wire_payload`).
 IOQ2_FLAT = "$ioq2f"
 _INT_MIN = -(2**63)
 _INT_END = 2**64

@@ -1,4 +1,4 @@
-"""What an IOQ2 caller sends: flat requests (every read) go as `actors.PlainData`,
+"""What an IOQ2 caller sends: flat requests (every read) go as `actors.plain.PlainData`,
 JSON on the wire, and the server makes their message and dimensions tuples
 again, so the file and the queue see exactly what the caller gave; anything
 JSON could change travels pickled as before."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from actors import PlainData
+from actors.plain import PlainData
 from actors._codec import decode_frame, encode_frame
 from actors.ioq import api
 from actors.ioq.file_server import FileServer

@@ -1,4 +1,4 @@
-"""`actors.PlainData`: a list its sender vouches is plain data travels as JSON
+"""`actors.plain.PlainData`: a list its sender vouches is plain data travels as JSON
 unchecked; a string JSON cannot hold falls back to pickle instead of failing."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from actors import GenServer, PlainData
+from actors import GenServer
+from actors.plain import PlainData
 from actors._codec import decode_frame, encode_frame
 
 pytestmark = pytest.mark.timeout(60)

@@ -58,7 +58,7 @@ from .ioq_config import (
 from .osq import OSQ_SERVER, RELEASE
 from .request import BAD_MAGIC_NUM, QueueDepths, error_queue_depths, request_dimensions, rw
 from .server1 import IOQ1_REQUEST, IOQ1_SERVER
-from .server2 import wire_payload
+from .server2 import flat_dimensions, payload_with
 from .server1_state import IOQ1_BYPASS_SECTION, analyze_priority
 
 __all__ = [
@@ -128,10 +128,11 @@ class _Cache:
         self.listening: dict[int, Config] = {}
         self.node_id: str | None = None
         self.refs: dict[str, Any] = {}
-        #: file actor id -> (server name, server ref, the file's wire form), for
-        #: the strategies that always send one file to one server; valid for
-        #: `routing` in `node_id`.
-        self.routes: dict[str, tuple[str, Any, list[Any]]] = {}
+        #: (file actor id, dimensions) -> (server name, server ref, the file's
+        #: wire form, `flat_dimensions`), for the strategies that always send
+        #: one file to one server, and dimensions whose class is not bypassed;
+        #: valid for `routing` in `node_id`.
+        self.routes: dict[tuple[str, Any], tuple[str, Any, list[Any], Any]] = {}
 
     def settings(self) -> _Routing:
         cfg = _config.current()
@@ -192,7 +193,7 @@ class _Cache:
 
 
 _cache = _Cache()
-#: Bound on `_Cache.routes` (file actors remembered per process).
+#: Bound on `_Cache.routes` ((file actor, dimensions) pairs remembered per process).
 _MAX_ROUTES = 10_000
 #: ``ioq_server_<N>`` for the first N, built once (index = N).
 _server_names = [server_name(i) for i in range(256)]
@@ -232,17 +233,22 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
     routing = _cache.settings()
     t0 = time.monotonic()
     if routing.enabled:
+        node = current_node_id()
+        if node == _cache.node_id:
+            try:
+                route = _cache.routes.get((fd.id, dimensions))
+            except TypeError:  # unhashable dimensions: no route kept for them
+                route = None
+            if route is not None:  # a known file with these dimensions: not bypassed, parsed, flattened
+                name, ref, wire, flat = route
+                return _call_server(name, payload_with(wire, msg, dimensions, flat, t0), timeout, node, ref)
         class_ = request_dimensions(dimensions)[0]
         if class_ in routing.bypass2:
             ioq_stats.record_bypassed(_stats.current(), rw(msg))
             return file_call(fd, msg, timeout)
-        node = current_node_id()
-        route = _cache.routes.get(fd.id) if node == _cache.node_id else None
-        if route is not None:
-            name, ref, wire = route
-            return _call_server(name, wire_payload(wire, msg, dimensions, t0), timeout, node, ref)
         wire = fd.to_wire()
-        payload = wire_payload(wire, msg, dimensions, t0)
+        flat = flat_dimensions(dimensions)
+        payload = payload_with(wire, msg, dimensions, flat, t0)
         n = routing.n
         strategy = routing.strategy
         fixed = n == 1 or strategy == DISPATCH_SINGLE_SERVER or strategy == DISPATCH_FD_HASH
@@ -259,7 +265,10 @@ def call(fd: Any, msg: Any, dimensions: Any = None, *, timeout: float | None = D
             routes = _cache.routes
             if len(routes) >= _MAX_ROUTES:
                 routes.clear()
-            routes[fd.id] = (name, _cache.ref(name, node), wire)
+            try:
+                routes[(fd.id, dimensions)] = (name, _cache.ref(name, node), wire, flat)
+            except TypeError:  # unhashable dimensions: routed every time
+                pass
         return _call_server(name, payload, timeout, node)
     class_, _channel = analyze_priority(dimensions)
     if class_ in routing.bypass1:

@@ -49,7 +49,17 @@ from .ioq_stats import StatsBuffer
 from .request import Completion, IoqRequest, request_dimensions
 from .server2_state import Ioq2State
 
-__all__ = ["IOQ2_FLAT", "IOQ2_REQUEST", "Ioq2Server", "SUBMIT", "UPDATE_CONFIG", "request_payload", "wire_payload"]
+__all__ = [
+    "IOQ2_FLAT",
+    "IOQ2_REQUEST",
+    "Ioq2Server",
+    "SUBMIT",
+    "UPDATE_CONFIG",
+    "flat_dimensions",
+    "payload_with",
+    "request_payload",
+    "wire_payload",
+]
 
 #: First element of the plain request tuple (see `request_payload`).
 IOQ2_REQUEST = "$ioq2"
@@ -68,18 +78,28 @@ def request_payload(fd: ActorRef, msg: Any, dimensions: Any, t0: float | None) -
 
 def wire_payload(wire: list[Any], msg: Any, dimensions: Any, t0: float | None) -> Any:
     """`request_payload` with the file's wire form at hand (callers cache it)."""
-    if dimensions is None:
-        flat_dimensions = None
-    else:
-        try:
-            flat_dimensions = _flat_dimensions.get(dimensions) if type(dimensions) is tuple else False
-        except TypeError:  # an unhashable part: not flat either
-            flat_dimensions = False
-        if flat_dimensions is None:
-            flat_dimensions = _remember_dimensions(dimensions)
-    if flat_dimensions is not False and type(t0) is float and _flat(msg):
-        return PlainData((IOQ2_FLAT, wire, list(msg), flat_dimensions, t0))
+    return payload_with(wire, msg, dimensions, flat_dimensions(dimensions), t0)
+
+
+def payload_with(wire: list[Any], msg: Any, dimensions: Any, flat: list[Any] | bool | None, t0: float | None) -> Any:
+    """`wire_payload` with `flat_dimensions` of ``dimensions`` at hand too."""
+    if flat is not False and type(t0) is float and _flat(msg):
+        return PlainData((IOQ2_FLAT, wire, list(msg), flat, t0))
     return (IOQ2_REQUEST, wire, msg, dimensions, t0)
+
+
+def flat_dimensions(dimensions: Any) -> list[Any] | bool | None:
+    """``dimensions`` as the list `wire_payload` sends (None for None), or
+    False when they are not a flat tuple of scalars."""
+    if dimensions is None:
+        return None
+    try:
+        flat = _flat_dimensions.get(dimensions) if type(dimensions) is tuple else False
+    except TypeError:  # an unhashable part: not flat either
+        return False
+    if flat is None:
+        flat = _remember_dimensions(dimensions)
+    return flat
 
 
 #: ``dimensions -> their list form, or False`` when they are not `_flat`: a

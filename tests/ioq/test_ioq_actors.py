@@ -153,6 +153,24 @@ def test_bypass_goes_straight_to_the_file(node, ioq2):
     assert counters["couchdb.io_queue2.reads.bypassed_count"] == 1
 
 
+def test_a_class_bypassed_after_its_route_was_cached_is_bypassed(node, ioq2):
+    """Callers remember a (file, dimensions) route; a config change drops them all."""
+    _sup, f = ioq2
+    pos = api.call(f, ("append_bin", b"routed"), ("db_update", SHARD))
+    for _ in range(3):  # queued, and the route is remembered
+        assert api.call(f, ("pread_iolist", pos), ("interactive", SHARD)) == b"routed"
+    before = node.stats()["counters"]  # this process's counters outlive a node: compare
+    queued = before["couchdb.io_queue2.queued"]
+    node.config.set("ioq2.bypass", "interactive", "true")
+    assert api.call(f, ("pread_iolist", pos), ("interactive", SHARD)) == b"routed"
+    counters = node.stats()["counters"]
+    assert counters["couchdb.io_queue2.bypassed_count"] == before.get("couchdb.io_queue2.bypassed_count", 0) + 1
+    assert counters["couchdb.io_queue2.queued"] == queued
+    node.config.set("ioq2.bypass", "interactive", "false")
+    assert api.call(f, ("pread_iolist", pos), ("interactive", SHARD)) == b"routed"
+    assert node.stats()["counters"]["couchdb.io_queue2.queued"] == queued + 1
+
+
 @pytest.mark.parametrize("strategy", ["server_per_scheduler", "fd_hash", "random", "single_server"])
 def test_dispatch_strategies_all_answer(node, ioq2, strategy):
     _sup, f = ioq2

@@ -52,7 +52,7 @@ class GatedFile(FileServer):
                 return "held"
             if msg[0] == "pread_iolist" and msg[1] == BOOM:
                 raise RuntimeError("boom")
-            self.log.append((tuple(msg), threading.get_ident() != self.own_thread))
+            self.log.append((msg, threading.get_ident() != self.own_thread))  # as it arrived
             return inner(msg)
 
         self._handle = handle

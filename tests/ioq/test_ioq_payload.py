@@ -13,35 +13,15 @@ import pytest
 from actors.plain import PlainData
 from actors._codec import decode_frame, encode_frame
 from actors.ioq import api
-from actors.ioq.file_server import FileServer
 from actors.ioq.server2 import IOQ2_FLAT, IOQ2_REQUEST, wire_payload
 from actors.ioq.sup import start_ioq
+from tests.ioq.test_ioq_colocated import GatedFile
 from tests.polling import poll_until
 
 pytestmark = pytest.mark.timeout(60)
 
 SHARD = "shards/00000000-1fffffff/foo/bar.1503945430"
 WIRE = ["node", "h1", "h1.7", 1234, None]
-
-
-class TypedFile(FileServer):
-    """A `FileServer` that logs the type and value of every IO message it runs."""
-
-    def init(self, path: str) -> None:
-        super().init(path)
-        self.log: list[tuple[str, Any]] = []
-        inner = self._handle
-
-        def handle(msg: Any) -> Any:
-            self.log.append((type(msg).__name__, msg))
-            return inner(msg)
-
-        self._handle = handle
-
-    def handle_call(self, request: Any, from_: Any) -> Any:
-        if request == "log":
-            return list(self.log)
-        return super().handle_call(request, from_)
 
 
 @pytest.mark.parametrize(
@@ -94,12 +74,12 @@ def server(node):
 
 def test_the_file_and_the_queue_see_the_callers_tuples(server, tmp_path):
     # A file in a host of its own: the server sends it ("$io", ...) with the message it rebuilt.
-    f = server.spawn(TypedFile, str(tmp_path / "a.couch"), host="files")
+    f = server.spawn(GatedFile, str(tmp_path / "a.couch"), host="files")
     pos = f.call(("append_bin", b"block"))
     assert api.call(f, ("pread_iolist", pos), ("interactive", SHARD)) == b"block"
     assert api.call(f, ("pread", pos, 4), ("db_compact", SHARD, "_design/x")) == b"\x00\x00\x00\x05"
     assert api.call(f, ["pread_iolist", pos], ("interactive", SHARD)) == b"block"
-    reads = [entry for entry in f.call("log") if entry[1][0] != "append_bin"]
+    reads = [(type(msg).__name__, msg) for msg, _inline in f.call("log") if msg[0] != "append_bin"]
     assert reads == [("tuple", ("pread_iolist", pos)), ("tuple", ("pread", pos, 4)), ("list", ["pread_iolist", pos])]
     counters = server.stats()["counters"]
     assert counters["couchdb.io_queue2.interactive.count"] == 2

@@ -39,8 +39,8 @@ import time
 from typing import Any
 
 from actors import ActorRef, noreply
-from actors.plain import PlainData
 from actors import stats as _stats
+from actors.plain import PlainData
 
 from ._queue_server import SUBMIT, UPDATE_CONFIG, QueueServer
 from .file_server import IoFailure

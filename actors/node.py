@@ -149,8 +149,16 @@ class Node:
             self.id = f"{os.getpid()}-{next(_node_counter)}-{os.urandom(3).hex()}"
         if rundir is None:
             _lifecycle.sweep_stale()
+        else:
+            _check_rundir(rundir)
         _lifecycle.install_sigterm()
         self.rundir = rundir or tempfile.mkdtemp(prefix=_lifecycle.RUNDIR_PREFIX)
+        if rundir is None:
+            try:
+                _check_rundir(self.rundir)
+            except ValueError:
+                os.rmdir(self.rundir)
+                raise
         os.makedirs(self.rundir, mode=0o700, exist_ok=True)
         os.chmod(self.rundir, 0o700)
         self._closed = False
@@ -169,15 +177,19 @@ class Node:
         self._normal_priority = _sched.current()  # the zygote's, so every host's
         with _lifecycle.stop_signals_blocked():
             self._start_zygote()
-        self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
-        self._idle_spares = _sched.idle_reversible(self._normal_priority)  # a thread: after the zygote too
-        self._rt = Runtime(self.id, self.rundir, "n")
-        self._rt.registry = Registry()
-        _install_spawn(self._rt)
-        self._install_handlers()
+        try:
+            self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
+            self._idle_spares = _sched.idle_reversible(self._normal_priority)  # a thread: after the zygote too
+            self._rt = Runtime(self.id, self.rundir, "n")
+            self._rt.registry = Registry()
+            _install_spawn(self._rt)
+            self._install_handlers()
+            self._rt.start()
+        except BaseException:
+            self._abandon_start()
+            raise
         self._previous_config = _config.set_current(self.config)
         self._config_listener = self.config.listen(self._broadcast_config)
-        self._rt.start()
         # Incarnations of other nodes this node declared down (node id -> why):
         # they never connect again, so no ref of theirs comes back to life.
         self._lost: dict[str, str] = {}
@@ -484,6 +496,28 @@ class Node:
                 self._zygote = ExecZygote(read_fd, self.rundir, list(sys.path))
         finally:
             os.close(read_fd)
+
+    def _abandon_start(self) -> None:
+        """Undo a start that failed after the zygote: a zygote left waiting for its
+        command pipe would hold the program at exit (and keep the runtime directory)."""
+        self._closed = True
+        undo = [getattr(self, "_rt", None) and self._rt.shutdown,
+                getattr(self, "_log_listener", None) and self._log_listener.close]
+        for step in undo:
+            if step:
+                try:
+                    step()
+                except Exception:
+                    log.exception("undoing the start of node %s: %r failed", self.id, step)
+        try:
+            os.close(self._zygote_fd)  # EOF: the zygote removes the runtime directory and exits
+        except OSError:
+            pass
+        self._zygote.join(5.0)
+        if self._zygote.is_alive():
+            self._zygote.kill()
+            self._zygote.join(2.0)
+        shutil.rmtree(self.rundir, ignore_errors=True)
 
     def _install_handlers(self) -> None:
         rt = self._rt
@@ -1095,6 +1129,26 @@ class Node:
             self.kill(ref)
         except Exit:
             pass
+
+
+# The longest socket file name a node's processes put in its runtime directory:
+# an attached command line's reply channel, ``cli<pid>~r<n>.sock``, with the
+# largest pid Linux gives (4194304) and a thousand reply channels.  Hosts
+# (``h<n>.sock``) and the log socket (``log.sock``) are shorter.
+_SOCKET_NAME_ROOM = len("cli4194304~r999.sock")
+# A Unix socket's path holds at most this many bytes (``sun_path`` less its NUL).
+_SOCKET_PATH_MAX = 107
+
+
+def _check_rundir(rundir: str) -> None:
+    """Refuse a runtime directory whose socket paths would not fit in ``sun_path``: the
+    node would otherwise fail halfway through starting, on whichever socket came first."""
+    size = len(os.fsencode(rundir)) + 1 + _SOCKET_NAME_ROOM
+    if size > _SOCKET_PATH_MAX:
+        limit = _SOCKET_PATH_MAX - 1 - _SOCKET_NAME_ROOM
+        raise ValueError(f"the runtime directory {rundir!r} is {len(os.fsencode(rundir))} bytes long; "
+                         f"the node's socket files need it at most {limit} bytes "
+                         "(pass a shorter rundir=, or set TMPDIR to a shorter directory)")
 
 
 def _as_config(config: Any) -> _config.Config:

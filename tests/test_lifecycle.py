@@ -356,3 +356,57 @@ def test_sigterm_to_the_group_while_a_fresh_zygote_boots_cleans_up(tmp_path) -> 
     assert proc.returncode == 143, err
     assert rundir and not os.path.exists(rundir)
     assert _group_gone(proc.pid)
+
+
+def _run_to_end(code: str, tmp_path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in its own session; kill its group if it is still there after (a hang)."""
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), start_new_session=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path)))
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    assert _group_gone(proc.pid)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_a_rundir_too_long_for_its_sockets_is_refused_before_anything_starts(tmp_path) -> None:
+    rundir = str(tmp_path / ("r" * 80))
+    done = _run_to_end(f"""
+        from actors import Node
+        try:
+            Node(rundir={rundir!r})
+        except ValueError as exc:
+            print(exc)
+    """, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "bytes long" in done.stdout and "shorter" in done.stdout
+    assert not os.path.exists(rundir)
+
+
+def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(tmp_path) -> None:
+    """The zygote is up when the node's own sockets are bound: a failure there must not
+    leave it waiting on its command pipe (the program would hang at exit)."""
+    done = _run_to_end("""
+        import os
+        from actors import _logging, node as node_module
+        from actors import Node
+
+        class Refused(_logging.LogListener):
+            def __init__(self, rundir):
+                raise OSError("no socket for you")
+
+        node_module.LogListener = Refused
+        try:
+            Node()
+        except OSError as exc:
+            print("refused:", exc, flush=True)
+        print("end", flush=True)
+    """, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["refused: no socket for you", "end"]
+    assert "Traceback" not in done.stderr, done.stderr
+    assert [p for p in os.listdir(tmp_path) if p.startswith("otpy-")] == []

@@ -13,6 +13,7 @@ from actors._monitor import Monitor
 from actors._net import ConnectError, NetError
 from actors.node import Node
 from actors.api import call, cast, monitor, send, whereis
+from actors.interrupt import run_forever
 
 __all__ = [
     "ActorRef",
@@ -39,6 +40,7 @@ __all__ = [
     "is_normal_exit",
     "monitor",
     "noreply",
+    "run_forever",
     "send",
     "whereis",
 ]

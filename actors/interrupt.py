@@ -23,11 +23,12 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from time import monotonic as _monotonic
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["Interrupted", "catch_sigterm", "deferred", "exit_status", "held", "stop_once", "wait_for_signal"]
+__all__ = ["Interrupted", "catch_sigterm", "deferred", "exit_status", "held", "run_forever", "stop_once",
+           "wait_for_signal"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -190,3 +191,42 @@ def wait_for_signal(timeout: float | None = None) -> None:
         signal.set_wakeup_fd(previous)
         os.close(read_end)
         os.close(write_end)
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def run_forever(node: _Closable, *, on_ready: Callable[[], None] | None = None,
+                timeout: float | None = None) -> int:
+    """Serve until SIGINT or SIGTERM, then close ``node``; returns the exit status the shell
+    expects (130 or 143), for ``sys.exit(actors.run_forever(node))``.
+
+    The loop every embedding program that serves until it is told to stop
+    would write, with the three pieces above in their places: `stop_once`
+    around it all (the first signal ends the wait, and a second one, Ctrl-C
+    pressed again, cannot cut the close in half), `wait_for_signal` for the
+    wait (woken whichever thread the kernel gave the signal to), and the
+    close after it.  Once a signal came, both stay ignored until the process
+    exits.  The node is closed also when the wait ends another way.
+
+    ``on_ready`` is called once the stop signals are handled here: where a
+    program prints its ready line or tells its supervisor it is up (systemd's
+    ``READY=1``), as a signal sent after it is sure to stop the program this
+    way.  ``timeout`` bounds the wait, for a run of fixed length: then the
+    node is closed and the status is 0.  Main thread only: Python runs signal
+    handlers nowhere else.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("run_forever runs in the main thread, where Python runs signal handlers")
+    status = 0
+    with stop_once():
+        try:
+            if on_ready is not None:
+                on_ready()
+            wait_for_signal(timeout)
+        except KeyboardInterrupt as exc:
+            status = exit_status(exc)
+        finally:
+            node.close()
+    return status

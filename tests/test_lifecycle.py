@@ -410,3 +410,86 @@ def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(tmp_pat
     assert done.stdout.split("\n")[:2] == ["refused: no socket for you", "end"]
     assert "Traceback" not in done.stderr, done.stderr
     assert [p for p in os.listdir(tmp_path) if p.startswith("otpy-")] == []
+
+
+_RUN_FOREVER = """
+import os, signal, sys
+import actors
+from actors import GenServer, Node
+
+class SignalWhenStopped(GenServer):
+    # Its terminate runs inside the close that run_forever starts: a second signal meanwhile.
+    def init(self, pid, signum):
+        self.pid, self.signum = pid, signum
+
+    def handle_call(self, request, from_):
+        return request
+
+    def terminate(self, reason):
+        if self.signum:
+            os.kill(self.pid, self.signum)
+
+node = Node()
+echo = node.spawn(SignalWhenStopped, os.getpid(), {again}, host="own")
+assert echo.call("up") == "up"
+status = actors.run_forever(node, on_ready=lambda: print(node.rundir, flush=True))
+print("status", status, flush=True)
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("again", [0, signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_run_forever_serves_until_a_signal_then_closes_the_node(signum: int, status: int, again: int) -> None:
+    code = _RUN_FOREVER.replace("{again}", str(int(again)))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                            start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        rundir = proc.stdout.readline().strip()
+        assert rundir, proc.stderr.read()
+        assert os.path.exists(os.path.join(rundir, "node.json"))  # ready: the node serves
+        os.kill(proc.pid, signum)
+        proc.wait(timeout=30)
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert proc.returncode == status, err
+    assert out.strip() == f"status {status}", err   # the second signal (if any) changed nothing
+    assert "Traceback" not in err, err
+    assert not os.path.exists(rundir)
+    assert _group_gone(proc.pid)
+
+
+def test_run_forever_with_a_timeout_closes_the_node_and_returns_0() -> None:
+    import actors
+
+    node = actors.Node()
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert actors.run_forever(node, timeout=0.05) == 0
+    assert not os.path.exists(node.rundir)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # no signal came
+
+
+def test_run_forever_only_in_the_main_thread() -> None:
+    import actors
+
+    class Never:
+        def close(self) -> None:
+            raise AssertionError("closed")
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            actors.run_forever(Never())
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(5)
+    assert len(errors) == 1 and "main thread" in str(errors[0])

@@ -501,23 +501,30 @@ class Node:
         """Undo a start that failed after the zygote: a zygote left waiting for its
         command pipe would hold the program at exit (and keep the runtime directory)."""
         self._closed = True
-        undo = [getattr(self, "_rt", None) and self._rt.shutdown,
-                getattr(self, "_log_listener", None) and self._log_listener.close]
-        for step in undo:
-            if step:
-                try:
-                    step()
-                except Exception:
-                    log.exception("undoing the start of node %s: %r failed", self.id, step)
+        started: list[Callable[[], None]] = []  # what the start got to
+        if hasattr(self, "_rt"):
+            started.append(self._rt.shutdown)
+        if hasattr(self, "_log_listener"):
+            started.append(self._log_listener.close)
+        for step in started:
+            try:
+                step()
+            except Exception:
+                log.exception("undoing the start of node %s: %r failed", self.id, step)
+        self._end_zygote()
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def _end_zygote(self) -> None:
+        """Close its command pipe (on EOF it kills its hosts, removes the runtime directory
+        and exits); kill it if it has not gone within 5 s."""
         try:
-            os.close(self._zygote_fd)  # EOF: the zygote removes the runtime directory and exits
+            os.close(self._zygote_fd)
         except OSError:
             pass
         self._zygote.join(5.0)
         if self._zygote.is_alive():
             self._zygote.kill()
             self._zygote.join(2.0)
-        shutil.rmtree(self.rundir, ignore_errors=True)
 
     def _install_handlers(self) -> None:
         rt = self._rt
@@ -1108,14 +1115,7 @@ class Node:
                         pass
             for cell in list(self._rt.cells.values()):
                 cell.die("shutdown")
-            try:
-                os.close(self._zygote_fd)
-            except OSError:
-                pass
-            self._zygote.join(5.0)
-            if self._zygote.is_alive():
-                self._zygote.kill()
-                self._zygote.join(2.0)
+            self._end_zygote()
             self._log_listener.close()  # hosts are gone: re-emit what they sent, then stop
             self._rt.shutdown()
             _config.set_current(self._previous_config)

@@ -184,12 +184,12 @@ class Node:
             self._rt.registry = Registry()
             _install_spawn(self._rt)
             self._install_handlers()
+            self._previous_config = _config.set_current(self.config)
+            self._config_listener = self.config.listen(self._broadcast_config)
             self._rt.start()
         except BaseException:
             self._abandon_start()
             raise
-        self._previous_config = _config.set_current(self.config)
-        self._config_listener = self.config.listen(self._broadcast_config)
         # Incarnations of other nodes this node declared down (node id -> why):
         # they never connect again, so no ref of theirs comes back to life.
         self._lost: dict[str, str] = {}
@@ -511,6 +511,10 @@ class Node:
                 step()
             except Exception:
                 log.exception("undoing the start of node %s: %r failed", self.id, step)
+        if hasattr(self, "_config_listener"):
+            self.config.unlisten(self._config_listener)
+        if hasattr(self, "_previous_config"):
+            _config.set_current(self._previous_config)
         self._end_zygote()
         shutil.rmtree(self.rundir, ignore_errors=True)
 
@@ -1143,10 +1147,9 @@ _SOCKET_PATH_MAX = 107
 def _check_rundir(rundir: str) -> None:
     """Refuse a runtime directory whose socket paths would not fit in ``sun_path``: the
     node would otherwise fail halfway through starting, on whichever socket came first."""
-    size = len(os.fsencode(rundir)) + 1 + _SOCKET_NAME_ROOM
-    if size > _SOCKET_PATH_MAX:
-        limit = _SOCKET_PATH_MAX - 1 - _SOCKET_NAME_ROOM
-        raise ValueError(f"the runtime directory {rundir!r} is {len(os.fsencode(rundir))} bytes long; "
+    size, limit = len(os.fsencode(rundir)), _SOCKET_PATH_MAX - len("/") - _SOCKET_NAME_ROOM
+    if size > limit:
+        raise ValueError(f"the runtime directory {rundir!r} is {size} bytes long; "
                          f"the node's socket files need it at most {limit} bytes "
                          "(pass a shorter rundir=, or set TMPDIR to a shorter directory)")
 

@@ -228,5 +228,8 @@ def run_forever(node: _Closable, *, on_ready: Callable[[], None] | None = None,
         except KeyboardInterrupt as exc:
             status = exit_status(exc)
         finally:
-            node.close()
+            try:
+                node.close()
+            except KeyboardInterrupt as exc:  # the first signal came during the close after a timed wait:
+                status = exit_status(exc)     # `held` delivered it once the node was closed
     return status

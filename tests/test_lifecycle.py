@@ -432,7 +432,7 @@ class SignalWhenStopped(GenServer):
 node = Node()
 echo = node.spawn(SignalWhenStopped, os.getpid(), {again}, host="own")
 assert echo.call("up") == "up"
-status = actors.run_forever(node, on_ready=lambda: print(node.rundir, flush=True))
+status = actors.run_forever(node, on_ready=lambda: print(node.rundir, flush=True), timeout={timeout})
 print("status", status, flush=True)
 sys.exit(status)
 """
@@ -441,7 +441,7 @@ sys.exit(status)
 @pytest.mark.parametrize("again", [0, signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_run_forever_serves_until_a_signal_then_closes_the_node(signum: int, status: int, again: int) -> None:
-    code = _RUN_FOREVER.replace("{again}", str(int(again)))
+    code = _RUN_FOREVER.replace("{again}", str(int(again))).replace("{timeout}", "None")
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
                             start_new_session=True)
@@ -462,6 +462,20 @@ def test_run_forever_serves_until_a_signal_then_closes_the_node(signum: int, sta
     assert "Traceback" not in err, err
     assert not os.path.exists(rundir)
     assert _group_gone(proc.pid)
+
+
+@pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_run_forever_given_a_signal_during_the_close_after_its_timeout(signum: int, status: int) -> None:
+    """The wait ended by its timeout, the close is under way, and the first signal comes: the close
+    still runs to its end, and the status is the signal's."""
+    code = _RUN_FOREVER.replace("{again}", str(int(signum))).replace("{timeout}", "0.05")
+    done = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    rundir, *rest = done.stdout.splitlines()
+    assert done.returncode == status, done.stderr
+    assert rest == [f"status {status}"], done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not os.path.exists(rundir)
 
 
 def test_run_forever_with_a_timeout_closes_the_node_and_returns_0() -> None:

@@ -1,0 +1,106 @@
+"""couch_jobs on PostgreSQL reads a job it is about to write under a row lock.
+
+Under READ COMMITTED, a writer that read the job without ``FOR UPDATE``
+would act on the version committed before a concurrent writer's, and its
+upsert would then overwrite that writer's change: a lost update.  The race
+that matters is a worker's `finish` against the activity monitor's
+re-enqueue of the same (idle) job, in either order.  Each test holds one
+transaction open after its write, waits (by asking PostgreSQL) until the
+other is blocked on a lock, commits, and checks that the second writer saw
+the first one's change."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+import pytest
+
+from tests.couch_jobs.pg import HOW_TO_GET
+from tests.polling import poll_until
+
+psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
+pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
+pytest.importorskip("pgserver", reason=HOW_TO_GET)
+
+from actors.couch_jobs import CouchJobs, Halt, db  # noqa: E402
+from actors.couch_jobs.activity import ActivityMonitorLogic  # noqa: E402
+from actors.couch_jobs.model import encode_type  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+TYPE = "locked"
+KEY = encode_type(TYPE)
+
+
+def _in_thread(work: Any) -> "tuple[threading.Thread, queue.Queue[Any]]":
+    """Run ``work()`` on a thread; its outcome, ``("ok", value)`` or ``("raised", exc)``, goes on the queue."""
+    out: "queue.Queue[Any]" = queue.Queue()
+
+    def run() -> None:
+        try:
+            out.put(("ok", work()))
+        except BaseException as exc:  # the test asserts on what was raised
+            out.put(("raised", exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _wait_until_blocked_on_a_lock(pg_url: str, thread: threading.Thread) -> None:
+    """Until a backend of this database waits for a lock (or the thread is
+    done: then the assertions after the commit say what went wrong)."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        def blocked() -> bool:
+            (waiting,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'").fetchone()
+            return waiting > 0 or not thread.is_alive()
+
+        poll_until(blocked, "the second writer to wait for the first one's row lock", 30.0)
+
+
+def _running_job(jobs: CouchJobs) -> tuple[Any, int]:
+    jobs.set_type_timeout(TYPE, 60)
+    jobs.add(None, TYPE, "j", {"step": 0})
+    job, _data = jobs.accept(TYPE, timeout=5)
+    with jobs.transaction(write=False) as tx:
+        seq = db.get_running_seqs(tx, KEY)["j"]
+    return job, seq
+
+
+def test_a_finish_behind_the_monitors_re_enqueue_is_halted(pg_url: str) -> None:
+    with CouchJobs(pg_url) as jobs:
+        job, seq = _running_job(jobs)
+        with jobs.transaction() as tx:  # the activity monitor's transaction, held open
+            assert db.re_enqueue_inactive(tx, KEY, {"j": seq}) == ["j"]
+            thread, outcome = _in_thread(lambda: jobs.finish(None, job, {"step": "done"}))
+            _wait_until_blocked_on_a_lock(pg_url, thread)
+        kind, value = outcome.get(timeout=20)
+        thread.join(10)
+        # The worker's finish read the job after the re-enqueue committed: it
+        # no longer holds the job, so it is told so rather than overwriting it.
+        assert kind == "raised" and isinstance(value, Halt), (kind, value)
+        assert [(j[1], j[2], j[3]) for j in jobs.get_jobs(TYPE)] == [("j", "pending", {"step": 0})]
+        again, data = jobs.accept(TYPE, timeout=5)  # and it is queued: a worker gets it again
+        assert again.id == "j" and data == {"step": 0}
+
+
+def test_the_monitors_re_enqueue_behind_a_finish_leaves_the_job_finished(pg_url: str) -> None:
+    with CouchJobs(pg_url) as jobs:
+        job, _seq = _running_job(jobs)
+        monitor = ActivityMonitorLogic(TYPE, jobs.store)
+        assert monitor.check_activity() == []  # the first check only records the running jobs
+        with jobs.transaction() as tx:  # the worker's finish, held open
+            jobs.finish(tx, job, {"step": "done"})
+            thread, outcome = _in_thread(monitor.check_activity)  # j looks idle since the last check
+            _wait_until_blocked_on_a_lock(pg_url, thread)
+        kind, value = outcome.get(timeout=20)
+        thread.join(10)
+        # The monitor read the job after the finish committed: nothing to re-enqueue.
+        assert (kind, value) == ("ok", [])
+        assert [(j[1], j[2], j[3]) for j in jobs.get_jobs(TYPE)] == [("j", "finished", {"step": "done"})]
+        with jobs.transaction(write=False) as tx:
+            assert tx.pending_range(KEY, 0, 1 << 62, 10) == []

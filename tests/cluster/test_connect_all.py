@@ -38,3 +38,19 @@ def test_a_node_with_connect_all_off_connects_only_where_it_is_told(key, peer_b,
         assert node._net.stats().get("connects_soon", 0) == 0, "a dialed a node it was not told to"
         assert node.nodes() == ["b"]
         assert peer_c.ask("nodes", "NODES") == "b"
+
+
+def test_a_peers_list_is_acted_on_for_at_most_1000_entries(node_a, monkeypatch):
+    """A list of 1,500 nodes (a peer gone wrong, or a hostile one) makes the
+    node dial only the first 1,000: one message cannot make it open an
+    unbounded number of connections.  The dials are recorded, not made."""
+    assert node_a._net is not None
+    dialed = []
+    monkeypatch.setattr(node_a._net, "connect_soon",
+                        lambda address, expect, timeout=10.0: dialed.append((expect, address)))
+    known = [[f"n{i:04d}", f"tcp://127.0.0.1:{20000 + i}"] for i in range(1500)]
+    rt = node_a._rt
+    # As a connected peer's list arrives; handled in place (a system message to
+    # this very process), so every dial is recorded when it returns.
+    rt.sys_send(rt.node_proc, "known_nodes", (known,))
+    assert dialed == [tuple(entry) for entry in known[:1000]]

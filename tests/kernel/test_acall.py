@@ -95,7 +95,9 @@ def test_timeout_raises_call_timeout_and_the_late_reply_is_dropped(node):
 
     async def main() -> None:
         with pytest.raises(CallTimeout):
-            await ref.acall("hold", timeout=0.2)
+            # Bounded here too: were acall's own timeout broken, this fails in
+            # 10 s with a TimeoutError of its own instead of hanging the test.
+            await asyncio.wait_for(ref.acall("hold", timeout=0.2), 10.0)
         assert not rt.pending
         assert await ref.acall("release") == "released"  # the late "late" goes nowhere
         assert await ref.acall("next") == "next"

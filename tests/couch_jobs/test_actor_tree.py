@@ -20,7 +20,7 @@ from tests.couch_jobs.actor_fixtures import (
     wait_restored,
 )
 from tests.couch_jobs.actor_workers import Worker
-from tests.couch_jobs.seed_cases import subscribe_case, subscribe_wait_multiple_case
+from tests.couch_jobs.seed_cases import nothing_more, subscribe_case, subscribe_wait_multiple_case
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -117,7 +117,7 @@ def test_subscribe(ctx):
 
 def test_subscribe_wait_multiple(ctx):
     # a finished event in flight crosses actors here: watch longer for it
-    subscribe_wait_multiple_case(ctx, unsubscribed_quiet=0.2)
+    subscribe_wait_multiple_case(ctx)
 
 
 @pytest.mark.timeout(30)
@@ -153,7 +153,8 @@ def test_subscribe_and_wait_from_another_process(ctx):
     assert watcher.call(("wait", [sub], "running", 5), timeout=10) == (t, j, "running", {"v": 1})
     couch_jobs.finish(None, job, {"v": 2})
     assert watcher.call(("wait", sub, "finished", 5), timeout=10) == (t, j, "finished", {"v": 2})
-    assert watcher.call(("wait", sub, None, 0.05), timeout=10) is None
+    nothing_more(sub, subscribe=lambda marker: watcher.call(("subscribe", marker), timeout=30),
+                 wait=lambda subs: watcher.call(("wait", subs, None, 10), timeout=20))
 
     # and the other way round: the host program waits on a job worked elsewhere
     couch_jobs.add(None, t, "j2", {})

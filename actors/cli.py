@@ -334,10 +334,13 @@ def start_failure(exc: Any) -> CliError:
 def _run_demo(args: argparse.Namespace) -> int:
     from actors.demo import run_demo
     from actors.demo_cluster import run_cluster_demo
+    from actors.observer import observe
     from supervision.errors import StartError
 
     try:
-        return run_cluster_demo(args) if args.nodes > 1 else run_demo(args)
+        if args.nodes > 1:
+            return run_cluster_demo(args, observe=observe)
+        return run_demo(args, observe=observe)
     except StartError as exc:
         raise start_failure(exc) from exc
 

@@ -112,14 +112,16 @@ def _state_dir(requested: str | None) -> tuple[str, bool]:
 
 
 def run_demo(args: Any, *, make_node: Callable[[str], Node] | None = None, body: Callable[..., None] | None = None,
-             ) -> int:
+             observe: Callable[..., Any] | None = None) -> int:
     """``otpy demo``: 0 when nothing was lost, 1 when something was, 130/143 when interrupted.
 
     A temporary state directory is removed however the run ends, except
     when a check failed: then it is kept, and named, for inspection.
     ``make_node(state_dir)`` and ``body`` (`_run`'s signature) are how
     ``demo --nodes N`` (`actors.demo_cluster`) runs its controller instead
-    of the single node.
+    of the single node.  ``observe(node, port=)`` serves the observer page
+    for ``--observe`` (the command line passes `actors.observer.observe`: a
+    tool over the application, which the application does not import).
     """
     duration = SHORT_DURATION if args.short else args.duration
     rate = max(args.kill_rate, SHORT_MIN_KILL_RATE) if args.short else args.kill_rate
@@ -142,7 +144,9 @@ def run_demo(args: Any, *, make_node: Callable[[str], Node] | None = None, body:
             web = None
             try:
                 if getattr(args, "observe", None) is not None:
-                    web = node.observe(port=args.observe)
+                    if observe is None:
+                        raise ValueError("demo --observe: no observer given (observe=actors.observer.observe)")
+                    web = observe(node, port=args.observe)
                     print(f"observer: {web.url}", flush=True)
                 (body or _run)(node, cfg, state_dir, duration, rate, grace, live, seed, outcome, short=args.short)
             finally:

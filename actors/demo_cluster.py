@@ -38,6 +38,7 @@ from __future__ import annotations
 import configparser
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from actors import ActorRef, CallTimeout, Exit, Node
@@ -117,8 +118,8 @@ def _descends_from(pid: int, roots: set[int], depth: int = 6) -> bool:
     return False
 
 
-def run_cluster_demo(args: Any) -> int:
-    """``demo --nodes N`` (N >= 2): exit statuses as `run_demo`'s."""
+def run_cluster_demo(args: Any, *, observe: Callable[..., Any] | None = None) -> int:
+    """``demo --nodes N`` (N >= 2): exit statuses as `run_demo`'s (``observe`` as there)."""
     n_nodes = int(args.nodes)
 
     def make_node(state_dir: str) -> Node:
@@ -130,7 +131,7 @@ def run_cluster_demo(args: Any) -> int:
              seed: int, outcome: Outcome, *, short: bool) -> None:
         _run_cluster(node, cfg, state_dir, n_nodes, duration, rate, grace, live, seed, outcome, short=short)
 
-    return run_demo(args, make_node=make_node, body=body)
+    return run_demo(args, make_node=make_node, body=body, observe=observe)
 
 
 def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration: float, rate: float, grace: float,

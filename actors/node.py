@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import cloudpickle
 import multiprocess
@@ -40,10 +40,6 @@ from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
 from actors.cluster_settings import ClusterSettings, parse_seeds
 from actors.interrupt import held
-from actors.observer.launch import observe as _observe
-
-if TYPE_CHECKING:
-    from actors.observer.server import Observer
 
 __all__ = ["HostInfo", "Monitor", "Node", "NodeMonitor"]
 
@@ -163,7 +159,7 @@ class Node:
         os.chmod(self.rundir, 0o700)
         self._closed = False
         self._close_lock = threading.Lock()
-        # Run first by close(), newest first: what the node started beside its actors (observers).
+        # Run first by close(), newest first: what was started beside its actors (`on_close`).
         self._on_close: list[Callable[[], None]] = []
         self._hosts: dict[str, HostInfo] = {}
         self._spares: list[HostInfo] = []  # warm spare hosts, oldest first
@@ -468,16 +464,15 @@ class Node:
                     continue
         return _stats.merge_snapshots(snaps)
 
-    def observe(self, port: int = 8421, host: str = "127.0.0.1", token: str | None = None) -> "Observer":
-        """Serve a live web page of this node: the tree, its processes, its services,
-        kill buttons (docs/observer.md).  Returns the running observer: print its
-        ``url`` (it carries the access token).  Closing the node closes it first;
-        ``close()`` stops it sooner.  Needs the ``[observer]`` extra; ``port=0``
-        picks a free port."""
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` when the node closes, first, before its actors
+        stop (the newest callback first): for what a program started beside
+        the node's actors and that reads them, such as an observer
+        (`actors.observer.observe`), so it never outlives the node.  A
+        callback that raises is logged and the close goes on.  `RuntimeError`
+        when the node is closed."""
         self._check_open()
-        observer = _observe(self, port=port, host=host, token=token)
-        self._on_close.append(observer.close)
-        return observer
+        self._on_close.append(callback)
 
     # -- host processes (all on the I/O thread) --------------------------------------
 
@@ -1078,7 +1073,7 @@ class Node:
             raise RuntimeError("this node is closed")
 
     def close(self, timeout: float = 10.0) -> None:
-        """Close the observers it started, then stop every actor and host process; idempotent.
+        """Run the `on_close` callbacks (observers), then stop every actor and host process; idempotent.
 
         In the main thread, SIGINT/SIGTERM are held back until it is done (`actors.interrupt.held`):
         a close cut in half leaves host processes and the zygote behind, waiting for the rest of it.

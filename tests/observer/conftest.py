@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import pytest
 
 from actors import Node
+from actors.observer import observe
 from supervision import ChildSpec, Supervisor, SupFlags, start_supervisor
 from tests.observer.browser import chromium, missing
 from tests.supervision.workers import Worker
@@ -39,7 +40,7 @@ def tree_node() -> Iterator[Node]:
 
 @pytest.fixture
 def observer(tree_node: Node) -> Iterator[Any]:
-    web = tree_node.observe(port=0)
+    web = observe(tree_node, port=0)
     try:
         yield web
     finally:

@@ -16,6 +16,7 @@ import pytest
 
 import actors.couch_jobs as couch_jobs
 from actors import Node
+from actors.observer import observe
 from actors.observer.source import ref_of
 from tests.couch_jobs.conftest import pg_cluster, pg_database, pg_url, store_url  # noqa: F401 (fixtures)
 from tests.couch_jobs.pg import HOW_TO_GET
@@ -203,7 +204,7 @@ def test_closing_the_node_closes_its_observers_first() -> None:
     """No ``web.close()``: the node's close stops both observers' threads and frees their ports."""
     node = Node()
     small_tree(node)
-    webs = [node.observe(port=0), node.observe(port=0)]
+    webs = [observe(node, port=0), observe(node, port=0)]
     assert len(_observer_threads()) == 4
     node.close()
     assert _observer_threads() == []
@@ -212,12 +213,12 @@ def test_closing_the_node_closes_its_observers_first() -> None:
             probe.connect(("127.0.0.1", web.port))
     node.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
-        node.observe(port=0)
+        observe(node, port=0)
 
 
 def test_an_observer_closed_first_closes_once_more_with_the_node() -> None:
     with Node() as node:
-        web = node.observe(port=0)
+        web = observe(node, port=0)
         assert snapshot(web)["node"]
         web.close()
         assert _observer_threads() == []

@@ -14,7 +14,14 @@ from actors._reasons import Exit, NotRegistered
 from actors._ref import ActorRef
 from actors._runtime import current_runtime
 
-__all__ = ["call", "cast", "monitor", "send", "whereis"]
+__all__ = ["call", "cast", "monitor", "node_id", "send", "whereis"]
+
+
+def node_id() -> str:
+    """The id of the node the calling process belongs to (``"a@<incarnation>"``
+    on a distributed node named a): what a service tags its state with, from
+    an actor, a thread of a host process or the host program alike."""
+    return current_runtime().node_id
 
 
 def whereis(name: str, node: str | None = None, timeout: float | None = 5.0) -> ActorRef | None:

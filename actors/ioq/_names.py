@@ -1,11 +1,10 @@
 """Name registration and lookup from anywhere in a node's processes.
 
-IOQ needs two things the kernel's public API does not offer yet: an actor
-started by a supervisor registering itself under a name (``ChildSpec`` has no
-``name``), and a name lookup from code that is not an actor (the facade
-`actors.ioq.call` runs in client threads and actors alike).  Both are done
-here, in one place, through the runtime of the calling process, preferring a
-public API when the kernel grows one.
+An actor started by a supervisor registers itself under a name
+(``ChildSpec`` has no ``name``), and code that is not an actor looks names
+up (the facade `actors.ioq.call` runs in client threads and actors alike).
+Both go through the kernel's public API (`GenServer.register`,
+`actors.whereis`, `actors.api.node_id`), here in one place.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors import whereis as _whereis
-from actors._runtime import current_runtime
+from actors.api import node_id
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 __all__ = ["current_node_id", "register_self", "whereis"]
@@ -21,7 +20,7 @@ __all__ = ["current_node_id", "register_self", "whereis"]
 
 def current_node_id() -> str:
     """The id of the node the calling process belongs to."""
-    return current_runtime().node_id
+    return node_id()
 
 
 def whereis(name: str) -> Any:

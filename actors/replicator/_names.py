@@ -3,16 +3,17 @@
 The kernel's public API lets `Node.spawn`/`spawn_link` give a name, but a
 `supervision.ChildSpec` has no ``name`` and an actor cannot register itself,
 so the scheduler, its job supervisor and its reader register themselves in
-``init`` here, through the runtime of the calling process.  Lookups without a
-`Node` or an actor at hand (a plain thread of a host process) go through the
-same runtime.  One place to change when the kernel grows a public way.
+``init`` here (`GenServer.register`).  Lookups without a `Node` or an actor
+at hand (a plain thread of a host process) use `actors.whereis`, and the
+node's name comes from `actors.api.node_id`: the kernel's public API.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from actors._runtime import current_runtime
+from actors import whereis as _whereis
+from actors.api import node_id
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 
@@ -21,7 +22,7 @@ __all__ = ["node_name", "register_self", "whereis"]
 
 def whereis(name: str) -> Any:
     """The ref registered under ``name`` in the calling process's node, or None."""
-    return current_runtime().whereis(name)
+    return _whereis(name)
 
 
 def register_self(server: Any, name: str) -> None:
@@ -36,6 +37,5 @@ def register_self(server: Any, name: str) -> None:
 def node_name() -> str | None:
     """The calling process's node's name in its cluster (``"a"`` of ``"a@<incarnation>"``),
     None when the node is not distributed."""
-    node_id = current_runtime().node_id
-    name, at, _ = node_id.rpartition("@")
+    name, at, _ = node_id().rpartition("@")
     return name if at and name else None

@@ -1,16 +1,16 @@
 """Registered names of the smoosh actors, and finding them from anywhere.
 
 A `supervision.ChildSpec` carries no name, so ``smoosh_server`` registers
-itself in ``init``; the API looks names up through the runtime of the
-calling process (the host program, a host process, or an actor's thread).
-One place to change when the kernel grows a public way to do both.
+itself in ``init`` (`GenServer.register`); the API looks names up with
+`actors.whereis`, which works in the host program, a host process or an
+actor's thread alike.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from actors._runtime import current_runtime
+from actors import whereis as _whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 
@@ -39,7 +39,7 @@ def channel_name(channel: str) -> str:
 
 def whereis(name: str) -> Any:
     """The ref registered under ``name`` in the calling process's node, or None."""
-    return current_runtime().whereis(name)
+    return _whereis(name)
 
 
 def register_self(server: Any, name: str) -> None:

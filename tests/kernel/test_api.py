@@ -25,6 +25,8 @@ class Finder(GenServer):
                 return ("exit", exc.reason)
         if op == "monitor":
             return actors.monitor(args[0]).wait(5)
+        if op == "node_id":
+            return actors.api.node_id()
         raise ValueError(op)
 
 
@@ -38,6 +40,7 @@ def test_process_level_api_from_a_host(node):
     node.kill(echo)
     mon.wait(5)
     assert finder.call(("monitor", echo)) == (echo, "noproc")
+    assert finder.call(("node_id",)) == node.id == actors.api.node_id()
 
 
 def test_process_level_api_in_the_host_program(node):

@@ -347,7 +347,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _run_node(args: argparse.Namespace) -> int:
     from actors._cluster_key import KeyFileError
-    from actors._net import NetError
+    from actors import NetError
     from actors.nodecmd import run_node
     from supervision.errors import StartError
 

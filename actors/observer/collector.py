@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from actors._reasons import CallTimeout, Exit
+from actors import CallTimeout, Exit
 from actors.observer import model
 from actors.observer.probes import panels
 from actors.observer.procstat import ProcSampler

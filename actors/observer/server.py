@@ -32,7 +32,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from actors._reasons import CallTimeout, Exit
+from actors import CallTimeout, Exit
 from actors.observer.collector import Collector
 from actors.observer.source import Source, ref_of
 

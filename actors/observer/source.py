@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from actors._ref import ActorRef
+from actors import ActorRef
 from actors.observer.jobs_view import JobsView
 
 __all__ = ["Observed", "Source", "ref_of"]

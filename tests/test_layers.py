@@ -1,0 +1,386 @@
+"""The layers of the code, read from the imports of every module.
+
+Every module of ``actors/`` and ``supervision/`` (and the programs in
+``examples/``) is parsed, not imported, and every import it makes is
+collected: top-level ones, local ones inside functions, those under
+``if TYPE_CHECKING:``, and the module names given as strings to
+``importlib.import_module``, ``__import__`` and ``importlib.resources.files``
+(a dynamic import the checker cannot read is itself a violation).  Each
+module is placed in a layer, and each layer may import only the layers
+below it:
+
+    tools -> app -> services -> supervision -> the kernel's public face
+                                                       -> the kernel's private modules
+
+- the kernel (``actors/_*.py`` and the public kernel modules) imports
+  nothing of supervision, the services, the application or the tools;
+- ``supervision`` imports only the kernel's public face (``actors`` and its
+  public modules), never ``actors._*``;
+- a service imports itself, ``supervision`` and the kernel's public face:
+  never another service, never ``actors._*``, never the app or the tools;
+- the application (the CouchDB tree, the demos, chaos, the workload, the
+  config check, the node command) imports services, ``supervision`` and the
+  public face; the tools (command line, attach, status tree, bench runner,
+  observer) also import the application;
+- nothing outside the kernel imports ``actors._*`` (tests and bench may);
+- ``actors/__main__.py`` is the one module allowed to reach up (to the
+  command line).
+
+The layout is data (`Layout`): moving the code (a ``_core`` package, ``app/``,
+``tools/``) means changing the prefixes in `TODAY`, not the checker.  What
+does not hold yet is listed in `ALLOWED`, each with its reason; an entry no
+longer needed fails the test too, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+KERNEL = "kernel"  # the kernel's public face: what every layer above may import
+PRIVATE = "kernel.private"  # the kernel's own modules: only the kernel imports them
+SUPERVISION = "supervision"
+SERVICE = "service"  # one layer per service: a service may import only itself
+APP = "app"
+TOOLS = "tools"
+ENTRY = "entry"  # ``python -m actors``: may import anything
+OUTSIDE = "outside"  # examples: user programs, public API only
+
+#: Which layers each layer may import (its own included; ``SERVICE`` means any service).
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    PRIVATE: frozenset({PRIVATE, KERNEL}),
+    KERNEL: frozenset({PRIVATE, KERNEL}),
+    SUPERVISION: frozenset({SUPERVISION, KERNEL}),
+    SERVICE: frozenset({SUPERVISION, KERNEL}),  # and itself, never another service
+    APP: frozenset({APP, SERVICE, SUPERVISION, KERNEL}),
+    TOOLS: frozenset({TOOLS, APP, SERVICE, SUPERVISION, KERNEL}),
+    OUTSIDE: frozenset({TOOLS, APP, SERVICE, SUPERVISION, KERNEL}),
+}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each module belongs, by module name (a name or a package prefix)."""
+
+    packages: tuple[str, ...]  # folders under the root whose modules are checked
+    kernel_public: frozenset[str]  # modules of the kernel's public face
+    kernel_private: tuple[str, ...]  # prefixes: a module whose name starts so is the kernel's own
+    services: tuple[str, ...]
+    app: tuple[str, ...]
+    tools: tuple[str, ...]
+    entry: frozenset[str]
+    supervision: tuple[str, ...] = ("supervision",)
+    outside: tuple[str, ...] = ("examples",)
+
+    def layer(self, module: str) -> tuple[str, str] | None:
+        """``(layer, unit)``: the unit is the service's package for a service, else the layer."""
+        if module in self.entry:
+            return ENTRY, ENTRY
+        if module in self.kernel_public:
+            return KERNEL, KERNEL
+        if any(module.startswith(p) for p in self.kernel_private):
+            return PRIVATE, PRIVATE
+        for service in self.services:
+            if _within(module, service):
+                return SERVICE, service
+        for name, prefixes in ((SUPERVISION, self.supervision), (APP, self.app), (TOOLS, self.tools),
+                               (OUTSIDE, self.outside)):
+            if any(_within(module, p) for p in prefixes):
+                return name, name
+        return None
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+#: The layout as it stands.  The kernel's public modules are those the
+#: package re-exports or that programs import by name; `actors.interrupt`
+#: (signals for `run_forever`) and `actors.cluster_settings` are read by the
+#: node itself, so they are kernel, not tools.
+TODAY = Layout(
+    packages=("actors", "supervision", "examples"),
+    kernel_public=frozenset({
+        "actors", "actors.node", "actors.gen_server", "actors.api", "actors.config", "actors.stats",
+        "actors.clock", "actors.plain", "actors.interrupt", "actors.cluster_settings",
+    }),
+    kernel_private=("actors._",),
+    services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),
+    app=("actors.couch", "actors.demo", "actors.demo_cluster", "actors.chaos", "actors.workload",
+         "actors.configcheck", "actors.nodecmd"),
+    tools=("actors.cli", "actors.attach", "actors.tree", "actors.benchrun", "actors.observer"),
+    entry=frozenset({"actors.__main__"}),
+)
+
+#: Imports that break the rule today, each with why it stays for now.
+#: ``(importer, imported)``, both module names as `imports_of` reports them.
+ALLOWED: dict[tuple[str, str], str] = {
+    # The key file is the kernel's format (curve keys, mode 0600); `otpy keygen`
+    # and the cluster demo write one with the kernel's own writer.  Goes when the
+    # kernel exposes key writing publicly.
+    ("actors.cli", "actors._cluster_key"): "keygen writes the kernel's key file format",
+    ("actors.demo_cluster", "actors._cluster_key"): "the cluster demo writes a key file for its nodes",
+    # `attach` is a foreign process speaking the node's own wire protocol to
+    # its runtime directory (status, observe RUNDIR): it is a kernel client by
+    # nature and builds a `Runtime` of its own.
+    ("actors.attach", "actors._runtime"): "attach runs a Runtime of its own to talk to a running node",
+    ("actors.attach", "actors._reasons"): "attach raises the kernel's exceptions from its own Runtime",
+    ("actors.attach", "actors._ref"): "attach builds refs to a running node's actors",
+    # The workload (application) drives nodes through `attach` and renders the
+    # status tree (tools): they move below the app, or the workload takes them
+    # as arguments, when app/ and tools/ are split.
+    ("actors.workload.nodes", "actors.attach"): "the workload's node killer attaches to the nodes it runs",
+    ("actors.workload.view", "actors.tree"): "the live view renders the status tree",
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str
+    line: int
+    how: str  # "import", "from", "TYPE_CHECKING", "local", "dynamic"
+
+    def __str__(self) -> str:
+        return f"{self.importer}:{self.line} imports {self.imported} ({self.how})"
+
+
+@dataclass
+class Modules:
+    """The modules under ``root`` in ``packages``: name -> path."""
+
+    root: Path
+    packages: Iterable[str]
+    paths: dict[str, Path] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for package in self.packages:
+            base = self.root / package
+            if not base.is_dir():
+                continue
+            for path in sorted(base.rglob("*.py")):
+                parts = list(path.relative_to(self.root).with_suffix("").parts)
+                if parts[-1] == "__init__":
+                    parts.pop()
+                self.paths[".".join(parts)] = path
+
+
+def _dynamic_name(call: ast.Call) -> tuple[bool, str | None]:
+    """(is a dynamic import, the module named when it is a constant)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name not in ("import_module", "__import__", "files"):
+        return False, None
+    if name == "files" and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
+                                and func.value.attr == "resources"):
+        return False, None  # only importlib.resources.files imports its package
+    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        return True, call.args[0].value
+    return True, None
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    """Lines inside ``if TYPE_CHECKING:`` blocks."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
+            if name == "TYPE_CHECKING":
+                for stmt in node.body:
+                    lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def _local_lines(tree: ast.Module) -> set[int]:
+    """Lines inside function bodies (imports there run late: local imports)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for stmt in node.body:
+                lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def imports_of(modules: Modules, module: str) -> list[Import]:
+    """Every import ``module`` makes of a module under the checked packages.
+
+    ``from package import name`` counts as an import of ``package.name`` when
+    that is a module, else of ``package``.  A dynamic import whose module is
+    not a constant string is reported as importing ``"<dynamic>"``.  One
+    entry per (module imported, line)."""
+    return list({(i.imported, i.line): i for i in _imports(modules, module)}.values())
+
+
+def _imports(modules: Modules, module: str) -> Iterator[Import]:
+    path = modules.paths[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    guarded = _type_checking_lines(tree)
+    local = _local_lines(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+    def how(node: ast.AST, default: str) -> str:
+        line = getattr(node, "lineno", 0)
+        return "TYPE_CHECKING" if line in guarded else "local" if line in local else default
+
+    def ours(name: str) -> bool:
+        return any(_within(name, p) for p in modules.packages)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if ours(alias.name):
+                    yield Import(module, alias.name, node.lineno, how(node, "import"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not ours(target):
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                yield Import(module, sub if sub in modules.paths else target, node.lineno, how(node, "from"))
+        elif isinstance(node, ast.Call):
+            dynamic, name = _dynamic_name(node)
+            if not dynamic:
+                continue
+            if name is None:
+                yield Import(module, "<dynamic>", node.lineno, "dynamic")
+            elif ours(name):
+                yield Import(module, name, node.lineno, "dynamic")
+
+
+def violations(root: Path, layout: Layout, allowed: dict[tuple[str, str], str] | None = None,
+               used: set[tuple[str, str]] | None = None) -> list[str]:
+    """What breaks the layering under ``root``; ``used`` collects the allow-list entries that were needed."""
+    allowed = allowed or {}
+    modules = Modules(root, layout.packages)
+    out: list[str] = []
+    for module in sorted(modules.paths):
+        placed = layout.layer(module)
+        if placed is None:
+            out.append(f"{module} is in no layer: place it in the layout of tests/test_layers.py")
+            continue
+        layer, unit = placed
+        if layer == ENTRY:
+            continue
+        for imp in imports_of(modules, module):
+            if imp.imported == "<dynamic>":
+                out.append(f"{imp}: a dynamic import the checker cannot read")
+                continue
+            target = layout.layer(imp.imported)
+            if target is None:
+                out.append(f"{imp}: {imp.imported} is in no layer")
+                continue
+            to_layer, to_unit = target
+            if to_layer == SERVICE and layer == SERVICE:
+                ok = to_unit == unit
+            else:
+                ok = to_layer in MAY_IMPORT[layer]
+            if ok:
+                continue
+            key = (imp.importer, imp.imported)
+            if key in allowed:
+                if used is not None:
+                    used.add(key)
+                continue
+            out.append(f"{imp}: {layer} ({unit}) may not import {to_layer} ({to_unit})")
+    return out
+
+
+# -- the repository ----------------------------------------------------------------
+
+
+def test_the_layers_hold() -> None:
+    used: set[tuple[str, str]] = set()
+    found = violations(ROOT, TODAY, ALLOWED, used)
+    assert not found, "imports that break the layering:\n" + "\n".join(found)
+    stale = sorted(set(ALLOWED) - used)
+    assert not stale, f"allowed exceptions no longer needed (remove them from ALLOWED): {stale}"
+
+
+def test_every_module_is_read() -> None:
+    """The checker sees the whole tree: the kernel, each service, the app, the tools."""
+    modules = Modules(ROOT, TODAY.packages)
+    layers = {TODAY.layer(m) for m in modules.paths}
+    for unit in ("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"):
+        assert (SERVICE, unit) in layers
+    for layer in (KERNEL, PRIVATE, SUPERVISION, APP, TOOLS, ENTRY, OUTSIDE):
+        assert (layer, layer) in layers
+    assert len(modules.paths) > 150
+
+
+# -- the checker, on small trees made for it -----------------------------------------
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in {"actors/__init__.py": "from actors.node import Node\n",
+                       "actors/_runtime.py": "import threading\n",
+                       "actors/node.py": "from actors import _runtime\n",
+                       "actors/ioq/__init__.py": "from actors import Node\nimport supervision\n",
+                       "actors/smoosh/__init__.py": "from actors.api import whereis\n",
+                       "actors/api.py": "from actors._runtime import threading\n",
+                       "actors/cli.py": "import actors.ioq\nimport actors.demo\n",
+                       "actors/demo.py": "import actors.smoosh\n",
+                       "actors/__main__.py": "from actors.cli import main\n",
+                       "supervision/__init__.py": "from actors import Node\n",
+                       **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_a_clean_tree_passes(tmp_path: Path) -> None:
+    assert violations(_tree(tmp_path, {}), TODAY) == []
+
+
+def test_a_backwards_import_fails_in_every_form(tmp_path: Path) -> None:
+    """The kernel reaching up, written each way an import can hide."""
+    forms = {
+        "import": "import actors.ioq\n",
+        "from": "from actors.smoosh import whereis\n",
+        "relative": "from .ioq import Node\n",
+        "local": "def f():\n    from actors import cli\n    return cli\n",
+        "TYPE_CHECKING": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import supervision\n",
+        "importlib": "import importlib\nM = importlib.import_module('actors.demo')\n",
+        "__import__": "M = __import__('actors.cli')\n",
+        "unreadable": "import importlib\nNAME = 'actors.' + 'cli'\nM = importlib.import_module(NAME)\n",
+    }
+    for how, text in forms.items():
+        root = _tree(tmp_path / how, {"actors/node.py": "from actors import _runtime\n" + text})
+        found = violations(root, TODAY)
+        assert len(found) == 1 and found[0].startswith("actors.node:"), (how, found)
+
+
+def test_each_rule_fails_on_its_own_breach(tmp_path: Path) -> None:
+    breaches = {
+        "supervision -> private kernel": ("supervision/__init__.py", "from actors._runtime import threading\n"),
+        "supervision -> service": ("supervision/__init__.py", "import actors.ioq\n"),
+        "service -> service": ("actors/ioq/__init__.py", "from actors.smoosh import whereis\n"),
+        "service -> private kernel": ("actors/ioq/__init__.py", "from actors._runtime import threading\n"),
+        "service -> app": ("actors/ioq/__init__.py", "import actors.demo\n"),
+        "app -> tools": ("actors/demo.py", "import actors.cli\n"),
+        "app -> private kernel": ("actors/demo.py", "import actors._runtime\n"),
+        "example -> private kernel": ("examples/prog.py", "import actors._runtime\n"),
+        "a module in no layer": ("actors/newthing.py", "import actors\n"),
+    }
+    for what, (name, text) in breaches.items():
+        root = _tree(tmp_path / what.replace(" ", "_").replace(">", ""), {name: text})
+        assert len(violations(root, TODAY)) == 1, what
+
+
+def test_the_entry_point_may_reach_up_and_an_allowed_import_is_counted(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"actors/__main__.py": "import actors.cli\nimport actors._runtime\n",
+                            "actors/demo.py": "import actors.smoosh\nimport actors.cli\n"})
+    used: set[tuple[str, str]] = set()
+    reason = {("actors.demo", "actors.cli"): "for the test"}
+    assert violations(root, TODAY, reason, used) == []
+    assert used == {("actors.demo", "actors.cli")}

@@ -46,7 +46,7 @@ from actors._cluster_key import write_new
 from actors.config import Config
 from actors.couch import COUCH_SUP, start_app
 from actors.demo import SMOOSH_OVERRIDES, Outcome, _load, _report, run_demo
-from actors.interrupt import deferred, exit_status
+from actors.interrupt import deferred
 from actors.workload import (
     WORKLOAD_SUP,
     DbWriter,

@@ -12,7 +12,7 @@ starting anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Literal, Sequence
+from typing import Any, Final, Hashable, Iterable, Literal, Sequence
 
 from supervision._spec import AUTO_SHUTDOWN_MODES, RESTART_TYPES, STRATEGIES, SupFlags
 
@@ -34,11 +34,11 @@ __all__ = [
     "decide_exit",
 ]
 
-RUNNING = "running"
+RUNNING: Final = "running"
 """The child has a live process."""
-RESTARTING = "restarting"
+RESTARTING: Final = "restarting"
 """A restart of the child failed and is being retried (OTP ``{restarting, Pid}``)."""
-STOPPED = "stopped"
+STOPPED: Final = "stopped"
 """The spec is kept but no process exists (OTP ``pid = undefined``)."""
 
 ChildStatus = Literal["running", "restarting", "stopped"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Literal, Mapping
+from typing import Any, Hashable, Iterable, Literal, Mapping, cast
 
 from supervision.errors import InvalidChildSpec, InvalidSupFlags
 
@@ -184,7 +184,7 @@ class ChildSpec:
         if shutdown is _DEFAULT_SHUTDOWN:
             return "infinity" if self.type == "supervisor" else WORKER_SHUTDOWN
         if isinstance(shutdown, str) and shutdown in ("brutal_kill", "infinity"):
-            return shutdown
+            return cast(Shutdown, shutdown)
         if _is_real_number(shutdown) and math.isfinite(shutdown) and shutdown >= 0:
             return shutdown
         raise InvalidChildSpec(

@@ -22,6 +22,7 @@ from supervision._policy import (
     RUNNING,
     STOPPED,
     ChildRecord,
+    ChildStatus,
     add_restart,
     decide_exit,
     decide_restart,
@@ -56,14 +57,14 @@ class ChildInfo(NamedTuple):
     id: Hashable
     child: ActorRef | str | None
     type: str
-    modules: list[str]
+    modules: list[str] | str  # or "dynamic", as OTP's
 
 
 @dataclass
 class _Child:
     spec: ChildSpec
     ref: ActorRef | None = None
-    status: str = STOPPED
+    status: ChildStatus = STOPPED
     starts: int = 0
     last_exit: Any = None
 

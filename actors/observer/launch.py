@@ -31,11 +31,16 @@ def observe(target: Any, port: int = 8421, host: str = "127.0.0.1", token: str |
     for a node closed already); ``close()`` stops it sooner.  ``port=0``
     picks a free port."""
     started: list[Observer] = []
+
+    def close_started() -> None:
+        for web in started:
+            web.close()
+
     on_close = getattr(target, "on_close", None)  # a Node has it; an Attached view does not
     if on_close is not None:
         # Hooked before anything starts: a closed node refuses here
         # (RuntimeError), and a node that closes from now on closes this observer.
-        on_close(lambda: [web.close() for web in started])
+        on_close(close_started)
     try:
         server = importlib.import_module("actors.observer.server")
     except ModuleNotFoundError as exc:

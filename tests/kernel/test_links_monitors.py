@@ -155,7 +155,7 @@ def test_exit_from_parent_runs_terminate_when_trapping(node):
 
     q: queue.Queue = queue.Queue()
     parent, pq = probe(node, trap=True)
-    child = parent.call(("spawn_link", Terminating, q, True))
+    parent.call(("spawn_link", Terminating, q, True))
     # the parent exits abnormally: the trapping child terminates (not a message)
     node.exit(parent, "kill")
     assert q.get(timeout=5) == ("terminated", "killed")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import os
 import queue
-import signal
 import subprocess
 import sys
 import textwrap

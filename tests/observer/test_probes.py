@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from actors.couch_jobs import CouchJobs
 from actors.observer.jobs_view import JobsView, store_location
 from actors.observer.probes import _type_label

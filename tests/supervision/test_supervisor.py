@@ -12,7 +12,7 @@ import time
 import pytest
 
 import supervision as sv
-from actors import Exit, GenServer, SpawnError
+from actors import Exit
 from actors.clock import FakeClock
 from supervision import ChildSpec, SupFlags
 from tests.supervision.workers import Gated, Ignorer, Slow, Worker

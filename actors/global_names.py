@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 from actors._global_state import NameTable, node_name_of
 from actors._reasons import CallTimeout, Exit, NotRegistered, Stop
 from actors._ref import ActorRef
+from actors._runtime import current_runtime
 from actors.api import whereis as _local_whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 
@@ -275,6 +276,21 @@ def _unlock(server: ActorRef, name: str, token: tuple[str, str]) -> None:
         pass  # gone or stuck: the lease frees it
 
 
+def _servers_now(local: ActorRef, timeout: float) -> list[ActorRef]:
+    """The servers to lock: those this node's server knows, and the server of
+    any connected node it has not discovered yet (a node that connected a
+    moment ago), so that a registration covers every connected node."""
+    servers: list[ActorRef] = local.call(("servers",), timeout=timeout)
+    known = {node_name_of(server) for server in servers}
+    runtime = current_runtime()
+    for node in runtime.sys_request(runtime.node_proc, "nodes", (), timeout=timeout):
+        if node not in known:
+            server = _local_whereis(SERVER_NAME, node=node, timeout=timeout)
+            if server is not None:
+                servers.append(server)
+    return sorted(servers, key=lambda ref: (node_name_of(ref), ref.node_id))
+
+
 def _run(name: str, ref: ActorRef | None, drop: bool, timeout: float) -> bool:
     if not isinstance(name, str) or not name:
         raise ValueError(f"a global name is a non-empty string, got {name!r}")
@@ -282,7 +298,7 @@ def _run(name: str, ref: ActorRef | None, drop: bool, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     for attempt in itertools.count():
         token = (local.node_id, os.urandom(8).hex())
-        outcome = _attempt(local.call(("servers",), timeout=timeout), name, ref, token, drop)
+        outcome = _attempt(_servers_now(local, timeout), name, ref, token, drop)
         if outcome != "busy":
             return outcome == "ok"
         if time.monotonic() >= deadline:

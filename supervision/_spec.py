@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Literal, Mapping, cast
 
+from actors.global_names import GlobalName
 from supervision.errors import InvalidChildSpec, InvalidSupFlags
 
 __all__ = [
@@ -83,7 +84,10 @@ class ChildSpec:
     whose node was lost (exit ``noconnection``) restarts on a survivor.
     ``host`` and ``cpus`` place the child as ``Node.spawn`` does; ``cpus`` is
     normalised to a frozenset.  ``name`` registers the child under that name
-    each time it is started (OTP's ``start_link({local, Name}, ...)``).  ``significant`` marks a child whose exit may
+    each time it is started (OTP's ``start_link({local, Name}, ...)``);
+    ``name=GlobalName("x")`` registers it cluster-wide before its ``init``
+    runs (``{global, Name}``, `actors.global_names`), which with ``node``
+    candidates makes a singleton that fails over.  ``significant`` marks a child whose exit may
     shut the supervisor down (see ``SupFlags.auto_shutdown``); it must not
     be permanent.  ``modules`` is OTP's key of that name: a list of module
     or class names (or classes), or ``"dynamic"``; left out, ``which_children``
@@ -100,7 +104,7 @@ class ChildSpec:
     host: str | None = None
     cpus: frozenset[int] | None = None
     significant: bool = False
-    name: str | None = None
+    name: str | GlobalName | None = None
     node: str | tuple[str, ...] | None = None
     modules: tuple[Any, ...] | Literal["dynamic"] | None = None
 
@@ -113,8 +117,10 @@ class ChildSpec:
                     or not all(isinstance(n, str) and n for n in nodes)):
                 raise InvalidChildSpec("node", self.node, "is neither None, a node name nor a list of them")
             object.__setattr__(self, "node", self.node if isinstance(self.node, str) else tuple(nodes))
-        if self.name is not None and not isinstance(self.name, str):
-            raise InvalidChildSpec("name", self.name, "is neither None nor a string")
+        if self.name is not None and not isinstance(self.name, (str, GlobalName)):
+            raise InvalidChildSpec("name", self.name, "is neither None, a string nor a GlobalName")
+        if isinstance(self.name, GlobalName) and (not isinstance(self.name.name, str) or not self.name.name):
+            raise InvalidChildSpec("name", self.name, "is a GlobalName without a non-empty string")
         object.__setattr__(self, "start", self._checked_start(self.start))
         if not _one_of(self.restart, RESTART_TYPES):
             raise InvalidChildSpec("restart", self.restart, _one_of_text(RESTART_TYPES))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple, Sequence
 
 from actors import ActorRef, AlreadyRegistered, Exit, GenServer, SpawnError, ignore, is_normal_exit
+from actors import global_names
 from actors import stats as _stats
 from actors.clock import MonotonicClock
 from supervision._policy import (
@@ -120,10 +121,14 @@ class Supervisor(GenServer):
 
     def _start(self, child: _Child) -> ActorRef | None:
         spec = child.spec
+        cls, name = spec.start_class, spec.name
+        if isinstance(name, global_names.GlobalName):
+            # Registered by the child itself before its init, as {global, Name}.
+            cls, name = global_names.named(cls, name.name), None
         ref = self.spawn_link(
-            spec.start_class,
+            cls,
             *spec.start_args,
-            name=spec.name,
+            name=name,
             host=spec.host,
             cpus=spec.cpus,
             kwargs=spec.start_kwargs,

@@ -9,19 +9,26 @@ NAME is connected), ``wait_down NAME`` (prints ``DOWN nodedown`` once NAME
 is not connected), ``nodes`` (prints ``NODES a,b``), ``couch_jobs URL
 [KEY=VALUE ...]`` (starts couch_jobs on the store at URL with those
 ``[couch_jobs]`` settings; prints ``COUCH_JOBS started``, and stops it
-before the node closes).
+before the node closes), ``groups_start`` (starts this node's pg scope and
+global name server; prints ``GROUPS started``), ``gregister NAME`` (a
+`Member`, registered locally as NAME, takes the global NAME: prints
+``GREGISTERED NAME True|False``, then ``GEXIT NAME <reason>`` once it dies),
+``gwhereis NAME`` (prints ``GWHEREIS NAME <node of the holder>|None``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 
 from actors import Node
+from actors import global_names, pg
 from actors._net import NetError
 from actors.couch_jobs import app
 
 from tests.cluster.dist_actors import Worker
+from tests.cluster.group_actors import Member
 from tests.cluster.peer_loop import connect_command, say, serve
 
 
@@ -56,6 +63,29 @@ def main() -> int:
             couch_jobs_started = True
             say("COUCH_JOBS started")
 
+        def groups_start(words: list[str]) -> None:
+            pg.start(node)
+            global_names.start(node)
+            say("GROUPS started")
+
+        def gregister(words: list[str]) -> None:
+            name = words[0]
+            member = node.spawn(Member, name, name=name, host="own")
+            watch = node.monitor(member)
+            say(f"GREGISTERED {name} {global_names.register(name, member)}")
+
+            def report() -> None:
+                try:
+                    say(f"GEXIT {name} {watch.wait(60.0)[1]!r}")
+                except TimeoutError:
+                    pass
+
+            threading.Thread(target=report, daemon=True).start()
+
+        def gwhereis(words: list[str]) -> None:
+            holder = global_names.whereis(words[0])
+            say(f"GWHEREIS {words[0]} {holder.node_id.partition('@')[0] if holder else None}")
+
         say(f"ADDR {node.address}")
         try:
             serve({
@@ -65,6 +95,9 @@ def main() -> int:
                 "wait_down": wait_down,
                 "nodes": lambda words: say(f"NODES {','.join(node.nodes())}"),
                 "couch_jobs": start_couch_jobs,
+                "groups_start": groups_start,
+                "gregister": gregister,
+                "gwhereis": gwhereis,
             })
         finally:
             if couch_jobs_started:

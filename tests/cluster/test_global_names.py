@@ -1,0 +1,177 @@
+"""``actors.global_names`` on three nodes, each its own OS process on
+127.0.0.1 (a is the test's): concurrent registrations (exactly one winner),
+a holder killed, its node SIGKILLed, two groups of nodes that registered
+one name meeting (one survives), and a supervised singleton failing over."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from actors import ActorRef, Node
+from actors import global_names as gn
+from supervision import ChildSpec, SupFlags, start_supervisor, which_children
+
+from tests.cluster.group_actors import Member
+from tests.cluster.netkit import NodeProcess
+from tests.polling import poll_until
+
+
+def mesh(node_a: Node, *peers: NodeProcess) -> None:
+    for peer in peers:
+        assert node_a.connect(peer.address) == peer.name
+    for peer in peers:
+        for other in peers:
+            if other is not peer:
+                assert peer.ask(f"wait_for {other.name}", "WAITED") == "True"
+
+
+def start_servers(node_a: Node, *names: str) -> list[ActorRef]:
+    return [gn.start(node_a)] + [node_a.spawn(gn.NameServer, node=n) for n in names]
+
+
+def answers(asker: ActorRef, name: str) -> Any:
+    return asker.call(("whereis", name))
+
+
+@pytest.mark.timeout(180)
+def test_concurrent_registrations_from_three_nodes_have_exactly_one_winner(node_a: Node, key: str) -> None:
+    b, c = NodeProcess("b", key), NodeProcess("c", key)
+    try:
+        mesh(node_a, b, c)
+        start_servers(node_a, "b", "c")
+        racers = [node_a.spawn(Member, "ra", host="own"), node_a.spawn(Member, "rb", node="b", host="own"),
+                  node_a.spawn(Member, "rc", node="c", host="own")]
+        names = [f"trial{i}" for i in range(100)]
+        results: dict[ActorRef, list[bool]] = {}
+        go = threading.Barrier(len(racers))
+
+        def race(racer: ActorRef) -> None:
+            go.wait(30.0)
+            results[racer] = racer.call(("race", names), timeout=120.0)
+
+        threads = [threading.Thread(target=race, args=(r,)) for r in racers]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(150.0)
+        took = time.monotonic() - started
+        assert len(results) == 3
+        wins = {r.node_id.partition("@")[0]: sum(results[r]) for r in racers}
+        print(f"\n100 names raced for by 3 nodes in {took:.2f} s; wins per racer {wins}")
+        for i, name in enumerate(names):
+            winners = [r for r in racers if results[r][i]]
+            assert len(winners) == 1, (name, winners)
+            for asker in racers:  # every node's copy names the winner
+                assert answers(asker, name) == winners[0]
+    finally:
+        b.close()
+        c.close()
+
+
+def test_the_name_is_released_when_its_holder_dies_or_its_node_is_killed(node_a: Node, key: str) -> None:
+    b, c = NodeProcess("b", key), NodeProcess("c", key)
+    try:
+        mesh(node_a, b, c)
+        start_servers(node_a, "b", "c")
+        ma = node_a.spawn(Member, "a", host="own")
+        mb = node_a.spawn(Member, "b", node="b", host="own")
+        mc = node_a.spawn(Member, "c", node="c")
+        b_asker = node_a.spawn(Member, "b2", node="b")
+        # a holder that is killed
+        assert mb.call(("register", "k")) is True
+        assert mc.call(("register", "k")) is False
+        for asker in (ma, mb, mc):
+            assert answers(asker, "k") == mb
+        node_a.kill(mb)
+        for asker in (ma, b_asker, mc):  # each copy frees it once it sees the death
+            poll_until(lambda: answers(asker, "k") is None, f"k released at {asker}")
+        assert ma.call(("register", "k")) is True
+
+        # a holder whose node is SIGKILLed
+        assert mc.call(("register", "s")) is True
+        assert gn.whereis("s") == mc and gn.registered()["s"] == mc
+        c.kill()
+        poll_until(lambda: gn.whereis("s") is None, "s released on a")
+        assert gn.register("s", ma) is True  # the survivors take it over
+        assert gn.whereis("s") == ma
+        assert gn.unregister("s") is True and gn.unregister("s") is False
+        assert gn.whereis("s") is None and ma.call(("ping",)) == ("pong", "a")  # the holder lives on
+    finally:
+        b.close()
+        c.close()
+
+
+@pytest.mark.timeout(120)
+def test_two_sides_that_registered_one_name_meet_and_one_holder_survives(node_a: Node, key: str) -> None:
+    """Side {a} and side {b, c} run apart (a cut; here they are nodes started
+    apart, as nodes whose seeds were cut off at start) and both register
+    "x"; when they connect, every node keeps a's holder (a sorts first) and
+    b's holder exits with ("global_name_conflict", "x").  No node's copy
+    ever answers anything but its own side's holder, then the survivor."""
+    b, c = NodeProcess("b", key), NodeProcess("c", key)
+    try:
+        assert b.ask(f"connect {c.address}", "CONNECTED") == "c"
+        for peer in (b, c):
+            assert peer.ask("groups_start", "GROUPS") == "started"
+        assert b.ask("gregister x", "GREGISTERED") == "x True"
+        assert c.ask("gwhereis x", "GWHEREIS") == "x b"
+        gn.start(node_a)
+        ma = node_a.spawn(Member, "a", host="own")
+        assert gn.register("x", ma) is True
+
+        node_a.connect(b.address)  # the sides meet (connect_all brings c along)
+        assert node_a.wait_for_node("c", 20.0)
+        servers = {name: node_a.whereis(gn.SERVER_NAME, node=name) for name in ("b", "c")}
+        history: dict[str, list[Any]] = {name: [] for name in ("a", "b", "c")}
+        deadline = time.monotonic() + 30.0
+        for _ in range(100_000):  # every copy, asked in turn until all name the survivor
+            history["a"].append(gn.whereis("x"))
+            for name, server in servers.items():
+                history[name].append(server.call(("whereis", "x")))
+            if all(h[-1] == ma for h in history.values()) or time.monotonic() > deadline:
+                break
+        assert b.expect("GEXIT x", 20.0) == "GEXIT x ('global_name_conflict', 'x')"
+        assert set(history["a"]) == {ma}
+        for name in ("b", "c"):
+            seen = history[name]
+            assert seen[-1] == ma, (name, seen[-5:])
+            first = seen.index(ma)  # before: b's holder; from then on: a's only, never None
+            assert all(h is not None and h != ma for h in seen[:first])
+            assert all(h == ma for h in seen[first:])
+            assert len(set(seen[:first])) <= 1
+        assert c.ask("gwhereis x", "GWHEREIS") == "x a"
+        assert b.ask("gregister x", "GREGISTERED") == "x False"  # the survivor holds it
+    finally:
+        b.close()
+        c.close()
+
+
+def test_a_supervised_singleton_is_found_from_every_node_and_fails_over(node_a: Node, key: str) -> None:
+    b, c = NodeProcess("b", key), NodeProcess("c", key)
+    try:
+        mesh(node_a, b, c)
+        start_servers(node_a, "b", "c")
+        spec = ChildSpec("solo", (Member, ("solo",)), name=gn.GlobalName("solo"), node=["b", "c"])
+        sup = start_supervisor(node_a, SupFlags(intensity=5, period=10), [spec])
+        asker = node_a.spawn(Member, "c-asker", node="c")
+        first = poll_until(lambda: gn.whereis("solo"), "the singleton registered")
+        assert first.node_id.startswith("b@") and answers(asker, "solo") == first
+        assert first.call(("ping",)) == ("pong", "solo")
+        # a second start of it anywhere fails: the name is held by a live actor
+        with pytest.raises(Exception) as info:
+            node_a.spawn(gn.named(Member, "solo"), node="c")
+        assert "already_started" in repr(info.value)
+        b.kill()  # its node is lost: the child exits noconnection and restarts on c
+        moved = poll_until(lambda: (r := gn.whereis("solo")) is not None and r != first and r,
+                           "the singleton restarted on c")
+        assert moved.node_id.startswith("c@") and answers(asker, "solo") == moved
+        assert moved.call(("ping",)) == ("pong", "solo")
+        assert which_children(sup)[0].child == moved
+    finally:
+        b.close()
+        c.close()

@@ -68,6 +68,14 @@ _TAG = "$global"
 _GONE = ("noconnection", "noproc")
 
 
+def _tell(ref: ActorRef, message: Any) -> None:
+    """Send, never failing: a peer whose node is gone misses it (its monitor says so)."""
+    try:
+        ref.send(message)
+    except Exit:
+        pass
+
+
 class GlobalName(NamedTuple):
     """A cluster-wide name, where a local name (a string) is also accepted:
     ``ChildSpec(..., name=GlobalName("leader"))``."""
@@ -96,7 +104,7 @@ class NameServer(GenServer):
     def _discover(self, node: str) -> None:
         peer = self.whereis(SERVER_NAME, node=node)
         if peer is not None:
-            peer.send((_TAG, "discover", self.ref))
+            _tell(peer, (_TAG, "discover", self.ref))
 
     def _know(self, peer: ActorRef) -> bool:
         if peer in self.peer_mons:
@@ -171,9 +179,9 @@ class NameServer(GenServer):
         if not isinstance(peer, ActorRef) or peer == self.ref:
             return
         if kind == "discover":
-            peer.send((_TAG, "sync", self.ref, self.table.held_on(self.ref.node_id)))
+            _tell(peer, (_TAG, "sync", self.ref, self.table.held_on(self.ref.node_id)))
             if self._know(peer):
-                peer.send((_TAG, "discover", self.ref))
+                _tell(peer, (_TAG, "discover", self.ref))
         elif kind == "sync" and isinstance(message[3], dict):
             self._know(peer)
             self._merge(message[3])

@@ -33,6 +33,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from actors._pg_state import Change, PgState
+from actors._reasons import Exit
 from actors._ref import ActorRef
 from actors._runtime import current_cell
 from actors.api import whereis
@@ -56,6 +57,15 @@ __all__ = [
 #: The scope used when none is named (OTP's default scope is ``pg`` too).
 DEFAULT_SCOPE = "pg"
 _TAG = "$pg"
+
+
+def _tell(ref: ActorRef, message: Any) -> None:
+    """Send, never failing: a peer or subscriber whose node is gone misses it
+    (its loss is handled by its monitor)."""
+    try:
+        ref.send(message)
+    except Exit:
+        pass
 
 
 def scope_name(scope: str) -> str:
@@ -90,7 +100,7 @@ class Scope(GenServer):
         (one that starts later discovers this one itself)."""
         peer = self.whereis(scope_name(self.scope), node=node)
         if peer is not None:
-            peer.send((_TAG, "discover", self.ref))
+            _tell(peer, (_TAG, "discover", self.ref))
 
     def _know(self, peer: ActorRef) -> bool:
         """Keep ``peer`` (monitored, so its node's loss drops its members); True if new."""
@@ -101,14 +111,14 @@ class Scope(GenServer):
 
     def _to_peers(self, message: tuple[Any, ...]) -> None:
         for peer in self.state.remote:
-            peer.send(message)
+            _tell(peer, message)
 
     # -- notifications ---------------------------------------------------------------
 
     def _notify(self, changes: list[Change]) -> None:
         for change in changes:
             for watcher in self.state.watchers_of(change[1]):
-                watcher.send(change)
+                _tell(watcher, change)
 
     def _local_changed(self, changes: list[Change]) -> None:
         """A local join or leave: subscribers here hear it, peers get the delta."""
@@ -195,9 +205,9 @@ class Scope(GenServer):
         if not isinstance(peer, ActorRef) or peer == self.ref:
             return
         if kind == "discover":
-            peer.send((_TAG, "sync", self.ref, self.state.snapshot()))
+            _tell(peer, (_TAG, "sync", self.ref, self.state.snapshot()))
             if self._know(peer):
-                peer.send((_TAG, "discover", self.ref))
+                _tell(peer, (_TAG, "discover", self.ref))
         elif kind == "sync" and isinstance(message[3], dict):
             self._know(peer)
             self._notify(self.state.sync_peer(peer, message[3]))
@@ -299,5 +309,5 @@ def broadcast(group: Hashable, message: Any, scope: str = DEFAULT_SCOPE, timeout
     """Send ``message`` to every member (`send`: to ``handle_info``); how many it went to."""
     targets = members(group, scope, timeout)
     for target in targets:
-        target.send(message)
+        _tell(target, message)
     return len(targets)

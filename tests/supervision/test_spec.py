@@ -11,6 +11,7 @@ import pickle
 
 import pytest
 
+from actors.global_names import GlobalName
 from supervision._spec import ChildSpec, SupFlags, check_childspecs, check_startspec
 from supervision.errors import (
     AlreadyPresent,
@@ -301,3 +302,14 @@ def test_error_messages_name_child_and_reason() -> None:
     assert "simple_one_for_one" in str(SimpleOneForOne("restart_child"))
     assert AlreadyStarted("ref-1").ref == "ref-1"
     assert StartError("c", 1) != StartError("c", 2)
+
+
+def test_a_child_may_be_named_cluster_wide() -> None:
+    spec = ChildSpec("solo", (object, ()), name=GlobalName("solo"), node=["b", "c"])
+    assert spec.name == GlobalName("solo") and spec.to_map()["name"] == GlobalName("solo")
+    assert pickle.loads(pickle.dumps(spec)).name == GlobalName("solo")
+    with pytest.raises(InvalidChildSpec) as info:
+        ChildSpec("solo", (object, ()), name=GlobalName(""))
+    assert info.value.field == "name"
+    with pytest.raises(InvalidChildSpec):
+        ChildSpec("solo", (object, ()), name=("solo",))  # a plain tuple is not a GlobalName

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from actors import ActorRef, CallTimeout, Exit, Node
+from actors import ActorRef, CallTimeout, Exit, Node, global_names, pg
 from actors._cluster_key import write_new
 from actors.config import Config
 from actors.couch import COUCH_SUP, start_app
@@ -62,8 +62,9 @@ from actors.workload.ioq_reads import file_specs, make_files
 from actors.workload.jobs import JOB_TYPE, JobWorker
 from actors.workload.node_reads import NodeReads, reader_spec
 from actors.workload.nodes import NodeKiller, NodeProc, NodeSet
+from actors.workload.singleton import SingletonWatch, singleton_spec
 from actors.workload.view import LiveView
-from supervision import ChildSpec
+from supervision import ChildSpec, start_child
 
 __all__ = ["CONTROLLER", "WORKERS_PER_NODE", "node_config", "run_cluster_demo"]
 
@@ -138,6 +139,8 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
                  live: bool, seed: int, outcome: Outcome, *, short: bool) -> None:
     t0 = time.monotonic()
     print(f"controller {node.name} at {node.address}, runtime directory {node.rundir}", flush=True)
+    pg.start(node)  # the readers' group, seen from here; every `otpy node` runs its own
+    global_names.start(node)
     writer_box: list[Any] = []
     observer = node.spawn(SmooshObserver, lambda ev, rest: writer_box and writer_box[0].on_event(ev, rest))
     app = start_app(node, cfg, state_dir, smoosh_overrides=SMOOSH_OVERRIDES, smoosh_observer=observer)
@@ -169,10 +172,12 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
                   flush=True)
 
         workload_sup = start_workload(node, paths, workers=0)
+        start_child(workload_sup, singleton_spec(names))  # one Beacon in the cluster, failing over
         writer = DbWriter(node, app.data_dir, app.smoosh_state_dir, dbs=6 if short else 10, seed=seed)
         writer_box.append(writer)
         reads = IoqReaders(node, files, threads=2, seed=seed)
         node_reads = NodeReads(node, nodes.up)
+        singleton = SingletonWatch(node, nodes.up)
         repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up, replicator_db,
                                    jobs=6 if short else 9, seed=seed)
         repl.setup()
@@ -196,17 +201,18 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         killer = Killer(node, trees, rate, seed=seed, may_sigkill=may_sigkill)
         node_killer = NodeKiller(nodes, NODE_KILL_PERIOD, first_after=min(NODE_KILL_PERIOD, duration / 3), seed=seed)
         drivers = {"smoosh": writer, "ioq": reads, "node_ioq": node_reads, "jobs": jobs, "replication": repl,
-                   "killer": killer, "nodes": nodes, "node_killer": node_killer}
+                   "killer": killer, "nodes": nodes, "node_killer": node_killer, "singleton": singleton}
         view = LiveView(node, app, drivers, duration)
-        start = _load(view, (writer, reads, node_reads, jobs, repl, killer, node_killer), duration, live,
+        start = _load(view, (writer, reads, node_reads, jobs, repl, singleton, killer, node_killer), duration, live,
                       short, outcome,
               f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
               f"{len(writer.dbs)} "
               f"databases for smoosh on {node.name}, {repl.n_jobs} replications over {n_nodes} nodes, couch_jobs "
-              f"workers on every node ({WORKERS_PER_NODE} each); killing actors "
+              f"workers on every node ({WORKERS_PER_NODE} each), one singleton named cluster-wide; killing actors "
               f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s")
         with deferred():
-            _report(node, app, view, [killer, node_killer], drivers, (nodes, jobs, repl, writer, reads, node_reads),
+            _report(node, app, view, [killer, node_killer], drivers,
+                    (nodes, jobs, repl, writer, reads, node_reads, singleton),
                     duration, rate, seed, grace, start, live, outcome)
     finally:
         with deferred():

@@ -2,7 +2,8 @@
 
 This is how a node is deployed on a machine of a cluster (and how
 ``demo --nodes N`` starts its nodes): a `Node` listening on tcp with the
-cluster key, `actors.couch.start_app` under it, and nothing else.  Once
+cluster key, `actors.couch.start_app` under it, and the default `actors.pg` scope and
+`actors.global_names` server beside it.  Once
 every service is up it prints one line::
 
     node n1 up at tcp://127.0.0.1:40123 pid 4242 rundir /tmp/otpy-k2j3 state /var/lib/otpy/n1
@@ -31,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from actors import Node, configcheck
+from actors import Node, configcheck, global_names, pg
 from actors.config import Config, ConfigError
 from actors.couch import load_config as app_config
 from actors.couch import start_app
@@ -103,6 +104,8 @@ def run_node(args: Any) -> int:
             listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
             node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
                         seeds=args.seeds or (), net_ticktime=args.net_ticktime)
+            pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
+            global_names.start(node)
             app = start_app(node, None, state_dir)
             if getattr(args, "stop_with_parent", False):
                 _stop_with_parent(os.getppid())

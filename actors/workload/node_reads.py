@@ -7,6 +7,8 @@ random slices of the controller's files (the same files: one machine)
 through the node's IOQ and compares them with the bytes it loaded at
 ``init``.  It counts, it never decides: ``("counts",)`` returns its tallies,
 and `NodeReads` on the controller polls every reader about once a second.
+Each reader joins the process group ``demo_readers`` (`actors.pg`), and the
+controller finds the readers of every node as that group's members.
 
 A reader's tallies die with it (an actor kill, a SIGKILLed node): the
 controller keeps the last report of every reader it ever saw, keyed by the
@@ -22,16 +24,18 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from actors import CallTimeout, Exit, GenServer, Node
+from actors import CallTimeout, Exit, GenServer, Node, pg
 from actors.ioq import IoTargetDown, call
 from supervision import ChildSpec
 
 from .base import Check, Driver
 from .ioq_reads import FILE_NAME, SHARD
 
-__all__ = ["NODE_READER", "NodeReader", "NodeReads", "reader_spec"]
+__all__ = ["NODE_READER", "READERS", "NodeReader", "NodeReads", "reader_spec"]
 
 NODE_READER = "demo_node_reader"
+#: The process group every node's reader joins.
+READERS = "demo_readers"
 
 
 class NodeReader(GenServer):
@@ -46,6 +50,10 @@ class NodeReader(GenServer):
         self.period = period
         self.max_len = max_len
         self.counts: Counter = Counter()
+        try:
+            pg.join(READERS, self.ref)
+        except LookupError:  # a node without the pg scope: found by its name instead
+            pass
         self.send_after(period, "read")
 
     def handle_info(self, message: Any) -> None:
@@ -97,18 +105,32 @@ class NodeReads(Driver):
     def tick(self, index: int) -> None:
         self.poll()
 
-    def poll(self) -> None:
+    def _readers(self) -> list[Any]:
+        """The members of ``demo_readers`` (every node's reader), or, where
+        this node runs no pg scope, each live node's registered reader."""
+        try:
+            return pg.members(READERS)
+        except LookupError:
+            pass
+        found = []
         for name in self.live():
             try:
                 ref = self.node.whereis(NODE_READER, node=name, timeout=2.0)
-                if ref is None:
-                    continue
+            except (Exit, CallTimeout):
+                continue
+            if ref is not None:
+                found.append(ref)
+        return found
+
+    def poll(self) -> None:
+        for ref in self._readers():
+            try:
                 counts = ref.call(("counts",), timeout=2.0)
             except (Exit, CallTimeout):
                 continue
             with self.lock:
                 self.reports[(ref.node_id, ref.id)] = counts
-                self.where[(ref.node_id, ref.id)] = name
+                self.where[(ref.node_id, ref.id)] = ref.node_id.rpartition("@")[0]
 
     def totals(self) -> tuple[Counter, Counter]:
         """All counts, and ``ok`` reads per node name."""

@@ -337,6 +337,11 @@ def test_demo_on_three_nodes_survives_a_node_kill_and_loses_nothing():
     assert "0 wrong bytes" in node_reads and "0 hung" in node_reads, node_reads
     assert {"n1", "n2", "n3"} <= set(re.findall(r"\b(n\d) \d+", node_reads)), node_reads  # reads on every node
     assert "finished exactly once" in text and "0 missing" in text and "0 hung" in text
+    # the readers were found as members of their process group; the Beacon is one, cluster-wide
+    readers = re.search(r"by (\d+) readers", node_reads)
+    assert readers and int(readers.group(1)) >= 3, node_reads  # one per node at least, found in the group
+    singleton = re.search(r"singleton: .*", text).group(0)
+    assert "0 found two live holders" in singleton and "name one live holder" in singleton, singleton
     result = [line for line in text.splitlines() if line.startswith("RESULT:")]
     assert len(result) == 1 and result[0].startswith("RESULT: nothing lost -- checked 3 nodes up ("), result
     state_dir = re.search(r"state directory (\S+)", text).group(1)

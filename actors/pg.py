@@ -242,7 +242,11 @@ def _ask(scope: str, request: tuple[Any, ...], timeout: float | None) -> Any:
 
 
 def _as_list(refs: ActorRef | list[ActorRef] | tuple[ActorRef, ...]) -> list[ActorRef]:
-    return [refs] if isinstance(refs, ActorRef) else list(refs)
+    if isinstance(refs, ActorRef):
+        return [refs]
+    if not isinstance(refs, (list, tuple)):
+        raise TypeError(f"pg needs an ActorRef or a list of them, got {refs!r}")
+    return list(refs)
 
 
 def _caller(ref: ActorRef | None) -> ActorRef:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from actors import ActorRef, Node
+from actors import ActorRef, ConnectError, Node
 from actors import global_names as gn
 from supervision import ChildSpec, SupFlags, start_supervisor, which_children
 
@@ -172,6 +172,36 @@ def test_a_supervised_singleton_is_found_from_every_node_and_fails_over(node_a: 
         assert moved.node_id.startswith("c@") and answers(asker, "solo") == moved
         assert moved.call(("ping",)) == ("pong", "solo")
         assert which_children(sup)[0].child == moved
+    finally:
+        b.close()
+        c.close()
+
+
+def test_a_cut_link_leaves_no_node_with_two_holders(node_a: Node, key: str) -> None:
+    """The link a-b is cut (a test hook severs it; each side declares the
+    other down) while c still sees both: a's copy frees b's holder, but a
+    registration on a still finds it held in c's copy and fails, so no node
+    ever names a second holder.  The cut cannot heal without a restart (a
+    lost incarnation is quarantined; docs/distribution.md)."""
+    b, c = NodeProcess("b", key), NodeProcess("c", key)
+    try:
+        mesh(node_a, b, c)
+        start_servers(node_a, "b", "c")
+        ma = node_a.spawn(Member, "a", host="own")
+        mb = node_a.spawn(Member, "b", node="b", host="own")
+        mc = node_a.spawn(Member, "c", node="c")
+        assert mb.call(("register", "x")) is True
+        down = node_a.monitor_node("b")
+        assert node_a._net is not None
+        node_a._net.disconnect("b")  # the cut: a and b each see the other down
+        assert down.wait(10.0) == ("nodedown", "b")
+        poll_until(lambda: gn.whereis("x") is None, "a's copy freeing b's holder")
+        assert answers(mc, "x") == mb  # c still sees b and its holder
+        assert gn.register("x", ma) is False  # c's copy says it is held: no second holder
+        assert mc.call(("register", "x")) is False
+        assert answers(mc, "x") == mb and gn.whereis("x") is None
+        with pytest.raises(ConnectError):
+            node_a.connect(b.address, timeout=5.0)  # quarantined until b restarts
     finally:
         b.close()
         c.close()

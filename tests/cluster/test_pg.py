@@ -111,7 +111,8 @@ def test_a_killed_node_leaves_and_a_restarted_one_never_brings_its_old_members_b
         new = node_a.spawn(Member, "b-new", node="b")
         new.call(("join", "g"))
         await_views(ws, {"g": [ma, new], "h": []})
-        assert Counter(new.call(("members", "g"))) == Counter([ma, new])  # b learned the others in its sync
+        poll_until(lambda: Counter(new.call(("members", "g"))) == Counter([ma, new]),
+                   "b learning the others' members in its sync")
         assert all(new.node_id != m.node_id for m in old)
         for w in ws:  # the old members left once and never joined again
             events = w.call(("events",))

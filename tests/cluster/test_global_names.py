@@ -214,3 +214,40 @@ def test_a_cut_link_leaves_no_node_with_two_holders(node_a: Node, key: str) -> N
     finally:
         b.close()
         c.close()
+
+
+def _reports(node: Node, sup: ActorRef) -> list[dict[str, Any]]:
+    entry = next(a for a in node.actors() if a["id"] == sup.id)
+    return entry["status"]["detail"]["reports"]
+
+
+def test_a_supervised_holder_that_loses_a_clash_is_an_ordinary_exit_to_its_supervisor(key: str) -> None:
+    """Side {z} runs a supervisor whose child holds "x" cluster-wide; side
+    {b, c} registered "x" too.  They meet: b's holder keeps it (b sorts
+    before z), and z's supervisor sees its child exit with
+    ("global_name_conflict", "x"), a report like any child's exit."""
+    b, c = NodeProcess("b", key), NodeProcess("c", key)
+    try:
+        assert b.ask(f"connect {c.address}", "CONNECTED") == "c"
+        for peer in (b, c):
+            assert peer.ask("groups_start", "GROUPS") == "started"
+        assert b.ask("gregister x", "GREGISTERED") == "x True"
+        with Node(name="z", listen="tcp://127.0.0.1:0", cluster_key=key) as z:
+            gn.start(z)
+            spec = ChildSpec("x", (Member, ("z",)), name=gn.GlobalName("x"), restart="temporary")
+            sup = start_supervisor(z, SupFlags(), [spec])
+            assert sup is not None
+            child = which_children(sup)[0].child
+            assert isinstance(child, ActorRef) and gn.whereis("x") == child
+            watch = z.monitor(child)
+            z.connect(b.address)
+            assert watch.wait(20.0) == (child, ("global_name_conflict", "x"))
+            report = poll_until(lambda: [r for r in _reports(z, sup) if r["report"] == "child_terminated"],
+                                "the supervisor's report of its child's exit")[0]
+            assert report["child"] == "x" and report["action"] == "not restarted" and "global_name_conflict" in report["reason"], report
+            assert which_children(sup) == []  # temporary: not restarted
+            holder = poll_until(lambda: gn.whereis("x"), "z's copy naming b's holder")
+            assert holder.node_id.startswith("b@") and holder.call(("ping",)) == ("pong", "x")
+    finally:
+        b.close()
+        c.close()

@@ -73,6 +73,7 @@ def test_concurrent_registrations_from_three_nodes_have_exactly_one_winner(node_
         c.close()
 
 
+@pytest.mark.timeout(120)
 def test_the_name_is_released_when_its_holder_dies_or_its_node_is_killed(node_a: Node, key: str) -> None:
     b, c = NodeProcess("b", key), NodeProcess("c", key)
     try:
@@ -157,6 +158,7 @@ def test_two_sides_that_registered_one_name_meet_and_one_holder_survives(node_a:
         c.close()
 
 
+@pytest.mark.timeout(120)
 def test_a_supervised_singleton_is_found_from_every_node_and_fails_over(node_a: Node, key: str) -> None:
     b, c = NodeProcess("b", key), NodeProcess("c", key)
     try:
@@ -186,6 +188,7 @@ def test_a_supervised_singleton_is_found_from_every_node_and_fails_over(node_a: 
         c.close()
 
 
+@pytest.mark.timeout(120)
 def test_a_cut_link_leaves_no_node_with_two_holders(node_a: Node, key: str) -> None:
     """The link a-b is cut (a test hook severs it; each side declares the
     other down) while c still sees both: a's copy frees b's holder, but a
@@ -221,6 +224,7 @@ def _reports(node: Node, sup: ActorRef) -> list[dict[str, Any]]:
     return entry["status"]["detail"]["reports"]
 
 
+@pytest.mark.timeout(120)
 def test_a_supervised_holder_that_loses_a_clash_is_an_ordinary_exit_to_its_supervisor(key: str) -> None:
     """Side {z} runs a supervisor whose child holds "x" cluster-wide; side
     {b, c} registered "x" too.  They meet: b's holder keeps it (b sorts

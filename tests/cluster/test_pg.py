@@ -47,6 +47,7 @@ def await_views(ws: list[ActorRef], expected: dict[Any, list[ActorRef]], timeout
         assert w.call(("await", expected), timeout=timeout) == "ok", w
 
 
+@pytest.mark.timeout(120)
 def test_joins_and_leaves_from_every_node_and_a_killed_member(node_a: Node, key: str) -> None:
     b, c = NodeProcess("b", key), NodeProcess("c", key)
     try:
@@ -87,6 +88,7 @@ def test_joins_and_leaves_from_every_node_and_a_killed_member(node_a: Node, key:
         c.close()
 
 
+@pytest.mark.timeout(120)
 def test_a_killed_node_leaves_and_a_restarted_one_never_brings_its_old_members_back(node_a: Node, key: str) -> None:
     b, c = NodeProcess("b", key), NodeProcess("c", key)
     b2 = None

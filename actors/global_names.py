@@ -94,7 +94,7 @@ class NameServer(GenServer):
         self.table = NameTable()
         self.holder_mons: dict[ActorRef, Any] = {}
         self.peer_mons: dict[ActorRef, Any] = {}
-        self.register(SERVER_NAME)
+        self.register(SERVER_NAME, wait=PREVIOUS_HOLDER_WAIT)  # a restart may meet its old self leaving
         self.monitor_nodes()
         for node in self.nodes():
             self._discover(node)

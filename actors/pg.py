@@ -37,7 +37,7 @@ from actors._reasons import Exit
 from actors._ref import ActorRef
 from actors._runtime import current_cell
 from actors.api import whereis
-from actors.gen_server import GenServer
+from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 
 __all__ = [
     "DEFAULT_SCOPE",
@@ -88,7 +88,7 @@ class Scope(GenServer):
         self.member_mons: dict[ActorRef, Any] = {}
         self.peer_mons: dict[ActorRef, Any] = {}
         self.watcher_mons: dict[ActorRef, Any] = {}
-        self.register(scope_name(scope))
+        self.register(scope_name(scope), wait=PREVIOUS_HOLDER_WAIT)  # a restart may meet its old self leaving
         self.monitor_nodes()  # before reading nodes(): a node up meanwhile is announced
         for node in self.nodes():
             self._discover(node)

@@ -101,12 +101,14 @@ def _within(module: str, prefix: str) -> bool:
 #: The layout as it stands.  The kernel's public modules are those the
 #: package re-exports or that programs import by name; `actors.interrupt`
 #: (signals for `run_forever`) and `actors.cluster_settings` are read by the
-#: node itself, so they are kernel, not tools.
+#: node itself, so they are kernel, not tools.  `actors.pg` and
+#: `actors.global_names` are the kernel's as OTP's ``pg`` and ``global`` are.
 TODAY = Layout(
     packages=("actors", "supervision", "examples"),
     kernel_public=frozenset({
         "actors", "actors.node", "actors.gen_server", "actors.api", "actors.config", "actors.stats",
         "actors.clock", "actors.plain", "actors.interrupt", "actors.cluster_settings",
+        "actors.pg", "actors.global_names",
     }),
     kernel_private=("actors._",),
     services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),

@@ -41,7 +41,7 @@ class Beacon(GenServer):
 
 def singleton_spec(nodes: list[str]) -> ChildSpec:
     """The beacon's spec: named cluster-wide, started on the first of ``nodes`` that is up."""
-    return ChildSpec(SINGLETON, (Beacon, ()), name=global_names.GlobalName(SINGLETON), node=list(nodes),
+    return ChildSpec(SINGLETON, (Beacon, ()), name=global_names.GlobalName(SINGLETON), node=tuple(nodes),
                      shutdown=2.0)
 
 
@@ -91,7 +91,8 @@ class SingletonWatch(Driver):
 
     def _settled(self) -> bool:
         holders = set(self.copies().values())
-        return len(holders) == 1 and None not in holders and _alive(next(iter(holders)))
+        holder = next(iter(holders)) if len(holders) == 1 else None
+        return holder is not None and _alive(holder)
 
     def settle(self, deadline: float) -> None:
         wait_until(self._settled, deadline)

@@ -5,8 +5,9 @@ Upstream, every node's ``couch_replicator_doc_processor`` reads the
 document into a ``#rep{}``; the clustering layer then decides which node
 runs it.  Here the ``_replicator`` database is a `DocStore` file that every
 node opens: on one machine the same file, which is what makes the cluster
-share it.  (Nodes on several machines need a shared store instead of a local
-file; see docs/replicator.md, "Across nodes".)
+share it; nodes on several machines share it in PostgreSQL instead (a
+``postgresql://`` URL where a path would go: the ``_replicator`` database of
+that store, see `stores`).
 
 A document::
 
@@ -24,14 +25,17 @@ ownership key is ``"<db>/<doc id>"`` as `clustering.job_key` makes it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from .docstore import Change, Conflict, DocStore
+from .docs_model import Change, Conflict, StoreUnavailable
+from .docstore_sql import SQLDocStore
 from .records import Rep
+from .stores import open_replicator_db
 
 __all__ = [
     "BadReplicationDoc",
@@ -42,6 +46,8 @@ __all__ = [
     "rep_from_doc",
     "replication_id",
 ]
+
+log = logging.getLogger("actors.replicator.replicator_db")
 
 #: The name jobs made from documents carry as ``Rep.db_name``.
 DB_NAME = "_replicator"
@@ -89,28 +95,38 @@ def rep_from_doc(doc_id: str, body: Mapping[str, Any], db_name: str = DB_NAME) -
 
 
 class ReplicatorDb:
-    """Reads a ``_replicator`` file's changes feed into the current set of documents.
+    """Reads a ``_replicator`` database's changes feed into the current set of documents.
 
     `poll` returns the documents changed since the last poll: ``doc id ->
     body`` for live ones and ``doc id -> None`` for deleted ones.  It opens
-    the file on first use (creating it), so a node may start before anyone
-    wrote a document.
+    the database on first use (creating it), so a node may start before anyone
+    wrote a document.  ``path`` is a SQLite file or a PostgreSQL store URL.
+    While the store is unreachable a poll logs it and returns nothing new
+    (the next one reconnects): the documents already read stay in force.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._store: DocStore | None = None
+        self._store: SQLDocStore | None = None
         self.since = 0
+        self.unreachable: str | None = None
 
-    def _open(self) -> DocStore:
+    def _open(self) -> SQLDocStore:
         if self._store is None:
-            self._store = DocStore(self.path, create=True)
+            self._store = open_replicator_db(self.path)
         return self._store
 
     def poll(self, limit: int | None = None) -> dict[str, dict | None]:
-        store = self._open()
+        try:
+            store = self._open()
+            changes: list[Change] = store.changes(self.since, limit=limit)
+        except StoreUnavailable as exc:
+            if self.unreachable is None:
+                log.warning("the _replicator database is unreachable: %s", exc)
+            self.unreachable = str(exc)
+            return {}
+        self.unreachable = None
         changed: dict[str, dict | None] = {}
-        changes: list[Change] = store.changes(self.since, limit=limit)
         for change in changes:
             doc = None if change.deleted else store.get(change.id)
             changed[change.id] = None if doc is None else doc.body
@@ -125,11 +141,12 @@ class ReplicatorDb:
 
 def put_replication(path: str | os.PathLike[str], doc_id: str, source: str, target: str, *,
                     continuous: bool = False, **options: Any) -> str:
-    """Write (or replace) a replication document in the ``_replicator`` file at ``path``;
-    returns its new revision.  The document is checked first (`BadReplicationDoc`)."""
+    """Write (or replace) a replication document in the ``_replicator`` database at ``path``
+    (a SQLite file, or a PostgreSQL store URL); returns its new revision.  The document
+    is checked first (`BadReplicationDoc`)."""
     body = {"source": source, "target": target, "continuous": continuous, **options}
     rep_from_doc(doc_id, body)
-    with DocStore(path, create=True) as store:
+    with open_replicator_db(path) as store:
         for _ in range(10):  # another writer may replace it between our read and write
             current = store.get(doc_id)
             try:
@@ -142,7 +159,7 @@ def put_replication(path: str | os.PathLike[str], doc_id: str, source: str, targ
 def delete_replication(path: str | os.PathLike[str], doc_id: str) -> bool:
     """Delete a replication document; False when there was none.  Its job stops on
     whichever node runs it."""
-    with DocStore(path, create=True) as store:
+    with open_replicator_db(path) as store:
         current = store.get(doc_id)
         if current is None:
             return False

@@ -1,4 +1,4 @@
-"""The SQLite document store on real temporary files."""
+"""The document store on real temporary SQLite files, and the same tests on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from actors.replicator.docstore import Conflict, DatabaseNotFound, Doc, DocStore
 pytestmark = pytest.mark.timeout(30)
 
 
-@pytest.fixture
-def db(tmp_path):
-    with DocStore(tmp_path / "a.db", create=True) as store:
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request, tmp_path):
+    if request.param == "sqlite":
+        store = DocStore(tmp_path / "a.db", create=True)
+    else:
+        from actors.replicator.docstore_pg import PgDocStore
+
+        store = PgDocStore(request.getfixturevalue("pg_url"), "a", create=True)
+    with store:
         yield store
 
 

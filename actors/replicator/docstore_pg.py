@@ -1,0 +1,123 @@
+"""The document store on PostgreSQL: the databases of every node, on every machine.
+
+A PostgreSQL database (the store URL, ``[replicator] store``) holds many
+replicator databases -- ``_replicator`` and the sources and targets that
+replications name -- in the tables of `docstore_sql`, with a ``db`` column,
+and the leases and the audit of runs (`lease_sql`).  psycopg 3, one
+connection per handle, autocommit outside explicit transactions; row locks
+(``FOR UPDATE`` on a database's sequence row, ``FOR SHARE`` on a lease a
+write is fenced by) do what SQLite's whole-file writer lock does.
+
+The store's clock is PostgreSQL's (``clock_timestamp()``): lease expiries
+are compared on one clock, whatever the nodes' clocks say.  A connection that
+fails raises `StoreUnavailable` (naming the URL without its password) and is
+dropped; the next call connects again, so a handle outlives a restart of the
+server.  ``op_timeout`` bounds every statement (``statement_timeout``, and
+``tcp_user_timeout`` on TCP), so a caller cut off from the server gets an
+error in bounded time rather than hanging.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+try:  # optional: pip install 'otpy-actors[postgres]'
+    import psycopg
+    import psycopg.conninfo
+except ImportError:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+
+from .docs_model import DocStoreError, StoreUnavailable
+from .docstore_sql import SCHEMA, SQLDocStore
+
+__all__ = ["DB_NAME_RE", "PgDocStore", "redact"]
+
+#: CouchDB's rule for database names (``_replicator`` and the other system names included).
+DB_NAME_RE = re.compile(r"^_?[a-z][a-z0-9_$()+/-]*$")
+#: Advisory lock key under which the schema is created (nodes starting together agree).
+_SCHEMA_LOCK = 0x7265706C6462  # "repldb"
+_schema_ready: set[str] = set()
+_schema_lock = threading.Lock()
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (safe for logs and error messages)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.rsplit("@", 1)[1]
+        user = parts.username or ""
+    except ValueError:
+        return url.split("@", 1)[-1] if "@" in url else url
+    return urlunsplit((parts.scheme, f"{user}:***@{netloc}", parts.path, parts.query, parts.fragment))
+
+
+class PgDocStore(SQLDocStore):
+    """One database (``name``) of the PostgreSQL document store at ``url``."""
+
+    param = "%s"
+    row_lock = " FOR UPDATE"
+    share_lock = " FOR SHARE"
+
+    def __init__(self, url: str, name: str, *, create: bool = False, connect_timeout: float = 5.0,
+                 op_timeout: float | None = 10.0) -> None:
+        if psycopg is None:
+            raise StoreUnavailable("the PostgreSQL store needs psycopg: pip install 'psycopg[binary]'")
+        if not isinstance(name, str) or not DB_NAME_RE.match(name):
+            raise ValueError(f"bad database name {name!r}: lowercase letter first, then a-z 0-9 _$()+-/")
+        self.url = url
+        self.connect_timeout = max(1, math.ceil(connect_timeout))
+        self.op_timeout = op_timeout
+        super().__init__(f"{redact(url)}#{name}", name, name, create=create)
+
+    def _connect(self) -> Any:
+        params = psycopg.conninfo.conninfo_to_dict(self.url)
+        params["connect_timeout"] = self.connect_timeout
+        if self.op_timeout is not None:
+            # Added to the URL's own options (a search_path, say), not instead of them.
+            timeout = f"-c statement_timeout={int(self.op_timeout * 1000)}"
+            params["options"] = f"{params['options']} {timeout}" if params.get("options") else timeout
+            host = str(params.get("host") or "")
+            if host and not host.startswith("/"):  # TCP, not a unix socket directory
+                params.update(keepalives=1, keepalives_idle=1, keepalives_interval=1, keepalives_count=3,
+                              tcp_user_timeout=int(self.op_timeout * 1000))
+        conn = psycopg.connect(psycopg.conninfo.make_conninfo(**params), autocommit=True)
+        try:
+            self._ensure_schema(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _ensure_schema(self, conn: Any) -> None:
+        with _schema_lock:
+            if self.url in _schema_ready:
+                return
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in SCHEMA:
+                    conn.execute(statement.format(blob="BYTEA", serial="BIGSERIAL PRIMARY KEY"))
+            _schema_ready.add(self.url)
+
+    @contextlib.contextmanager
+    def _begin(self, connection: Any) -> Iterator[None]:
+        with connection.transaction():
+            yield
+
+    def _now(self, connection: Any) -> float:
+        return float(connection.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+
+    def _translate(self, exc: BaseException) -> DocStoreError | None:
+        if psycopg is None or not isinstance(exc, psycopg.Error):
+            return None
+        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return StoreUnavailable(f"{self.path}: {first}")
+        return DocStoreError(f"{self.path}: {exc}")

@@ -77,6 +77,10 @@ class PgDocStore(SQLDocStore):
         self.op_timeout = op_timeout
         super().__init__(f"{redact(url)}#{name}", name, name, create=create)
 
+    @property
+    def store_id(self) -> str:
+        return self.url
+
     def _connect(self) -> Any:
         params = psycopg.conninfo.conninfo_to_dict(self.url)
         params["connect_timeout"] = self.connect_timeout

@@ -106,6 +106,12 @@ class SQLDocStore(abc.ABC):
         # instance_start_time: a checkpoint compares it to detect a reopen.
         self.instance_start_time = str(time.time_ns() // 1000)
 
+    @property
+    def store_id(self) -> str:
+        """Which store this database lives in: two handles with the same id share tables
+        (a lease in one fences writes to the other in the same transaction)."""
+        return self.path
+
     # -- what a backend provides -------------------------------------------------------
 
     @abc.abstractmethod

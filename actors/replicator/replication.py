@@ -30,8 +30,12 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any, Protocol, runtime_checkable
 
-from .docstore import LOCAL_PREFIX, Change, DatabaseNotFound, DocStore, DocStoreError
+from .docs_model import LOCAL_PREFIX, Change, DatabaseNotFound, DocStoreError
+from .docstore import DocStore
+from .docstore_sql import SQLDocStore
+from .lease_policy import Fence
 from .records import Rep
+from .stores import open_db
 
 __all__ = [
     "Batch",
@@ -192,8 +196,10 @@ class Batch:
     changes: tuple[Change, ...] = field(default_factory=tuple)
 
 
-def replicate_batch(source: DocStore, target: DocStore, changes: Iterable[Change]) -> BatchStats:
-    """Copy the revisions of ``changes`` the target lacks (``couch_replicator_worker``)."""
+def replicate_batch(source: SQLDocStore, target: SQLDocStore, changes: Iterable[Change],
+                    fence: Fence | None = None) -> BatchStats:
+    """Copy the revisions of ``changes`` the target lacks (``couch_replicator_worker``);
+    with ``fence``, the write is refused (`Fenced`) once the job's lease moved on."""
     changes = list(changes)
     stats = BatchStats(missing_checked=len(changes))
     missing = target.revs_diff({c.id: c.rev for c in changes})
@@ -204,7 +210,7 @@ def replicate_batch(source: DocStore, target: DocStore, changes: Iterable[Change
     # revision is written (the store keeps only winners, so this is safe).
     docs = source.open_docs(missing)
     stats.docs_read = len(docs)
-    written = target.bulk_docs(docs)
+    written = target.bulk_docs(docs, fence=fence)
     stats.docs_written = written
     return stats
 
@@ -229,11 +235,22 @@ class ReplicationJob:
     names): ``continuous``, ``worker_batch_size``, ``worker_processes``,
     ``checkpoint_interval`` (ms), ``create_target``, ``since_seq``,
     ``use_checkpoints``.
+
+    ``store``: the PostgreSQL store URL where bare database names live
+    (``[replicator] store``).  ``fence`` (set by whoever holds the job's
+    lease) goes with every write into the store that holds the lease,
+    ``fence_store``: a checkpoint or a batch written after the lease moved on
+    is refused there.
     """
 
-    def __init__(self, rep: Rep, *, opener: Callable[..., DocStore] = DocStore) -> None:
+    def __init__(self, rep: Rep, *, opener: Callable[..., SQLDocStore] | None = None,
+                 store: str | None = None) -> None:
         self.rep = rep
-        self._opener = opener
+        self.store = store
+        self._opener = opener if opener is not None else (
+            DocStore if store is None else (lambda location, **kw: open_db(location, store=store, **kw)))
+        self.fence: Fence | None = None
+        self.fence_store: str | None = None
         options = rep.options
         self.continuous = bool(options.get("continuous", False))
         self.batch_size = _positive_int(options, "worker_batch_size", DEFAULT_BATCH_SIZE)
@@ -241,8 +258,8 @@ class ReplicationJob:
         self.checkpoint_interval = _positive_int(options, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL)
         self.use_checkpoints = bool(options.get("use_checkpoints", True))
         self.log_id = LOCAL_PREFIX + _base_id(rep.id)
-        self.source: DocStore | None = None
-        self.target: DocStore | None = None
+        self.source: SQLDocStore | None = None
+        self.target: SQLDocStore | None = None
         self.tracker = SeqTracker()
         self.stats = BatchStats()
         self.history: list[dict] = []
@@ -320,7 +337,7 @@ class ReplicationJob:
     def process(self, batch: Batch) -> BatchStats:
         """Run one batch in this thread (what a worker actor does) and report it."""
         self._require_running()
-        stats = replicate_batch(self.source, self.target, batch.changes)
+        stats = replicate_batch(self.source, self.target, batch.changes, self.fence_for(self.target))
         self.report_seq_done(batch.report_seq, stats)
         return stats
 
@@ -399,7 +416,7 @@ class ReplicationJob:
         }
         for side, store in (("source", self.source), ("target", self.target)):
             try:
-                store.put_local(self.log_id, body)
+                store.put_local(self.log_id, body, fence=self.fence_for(store))
             except DocStoreError as exc:
                 raise CheckpointError(f"Error updating the {side} checkpoint document: {exc}") from exc
         self.checkpoint_history = body
@@ -458,6 +475,12 @@ class ReplicationJob:
         raise ReplicationError(("max_steps", max_steps), f"not finished after {max_steps} steps")
 
     # -- helpers -----------------------------------------------------------------
+
+    def fence_for(self, store: SQLDocStore | None) -> Fence | None:
+        """The fence to carry on a write to ``store``: the lease's, where the lease lives there."""
+        if self.fence is None or store is None or store.store_id != self.fence_store:
+            return None
+        return self.fence
 
     def _require_running(self) -> None:
         if self.state != "running":

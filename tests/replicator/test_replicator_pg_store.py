@@ -1,0 +1,175 @@
+"""The replicator's store on a real PostgreSQL (pgserver) and on SQLite: leases, fences,
+the audit, ``_replicator`` documents by URL, and a store that goes away and comes back."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from actors.replicator import delete_replication, put_replication
+from actors.replicator import lease_sql
+from actors.replicator.docs_model import Doc, Fenced, StoreUnavailable
+from actors.replicator.docstore import DocStore
+from actors.replicator.docstore_pg import PgDocStore, redact
+from actors.replicator.lease import LeaseConfig, LeaseHolder, read_runs
+from actors.replicator.lease_policy import LeaseTimes, overlapping_runs
+from actors.replicator.replicator_db import ReplicatorDb
+from actors.replicator.stores import open_db
+from actors.replicator.settings import InvalidSetting
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        db = DocStore(tmp_path / "_replicator.db", create=True)
+    else:
+        db = PgDocStore(request.getfixturevalue("pg_url"), "_replicator", create=True)
+    with db:
+        yield db
+
+
+def test_lease_grant_refusal_takeover_and_audit(store) -> None:
+    with store.transaction() as tx:
+        fence_a, _ = lease_sql.acquire(tx, "job1", "a", "1", 0.5)
+    assert fence_a is not None and fence_a.token == 1
+    with store.transaction() as tx:
+        refused, holder = lease_sql.acquire(tx, "job1", "b", "2", 0.5)
+    assert refused is None and holder.node == "a"
+    with store.transaction() as tx:
+        assert lease_sql.renew(tx, fence_a, 0.2)
+    done = threading.Event()
+    done.wait(0.3)  # let a's lease expire on the store's clock (the thing under test is time)
+    with store.transaction() as tx:
+        assert not lease_sql.renew(tx, fence_a, 0.5)  # expired: never extended
+        fence_b, _ = lease_sql.acquire(tx, "job1", "b", "2", 30.0)
+    assert fence_b.token == 2
+    with store.transaction() as tx:
+        assert not lease_sql.release(tx, fence_a)  # not a's any more
+        assert lease_sql.release(tx, fence_b)
+        fence_c, _ = lease_sql.acquire(tx, "job1", "c", "3", 30.0)
+        runs = lease_sql.runs(tx)
+    assert fence_c.token == 3
+    assert [(r.node, r.token) for r in runs] == [("a", 1), ("b", 2), ("c", 3)]
+    assert overlapping_runs(runs) == []
+    assert runs[0].end <= runs[1].start and runs[1].end <= runs[2].start
+
+
+def test_a_write_carrying_a_stale_fence_is_refused_in_its_transaction(store) -> None:
+    with store.transaction() as tx:
+        old, _ = lease_sql.acquire(tx, "job1", "a", "1", 30.0)
+    store.put_local("_local/job1", {"seq": 1}, fence=old)
+    store.bulk_docs([Doc("x", "1-aa", {"v": 1})], fence=old)
+    with store.transaction() as tx:
+        new, _ = lease_sql.acquire(tx, "job1", "a", "1", 30.0)  # the job restarted: next token
+    with pytest.raises(Fenced, match="token 1 refused"):
+        store.put_local("_local/job1", {"seq": 2}, fence=old)
+    with pytest.raises(Fenced):
+        store.bulk_docs([Doc("y", "1-bb", {"v": 2})], fence=old)
+    assert store.get_local("_local/job1").body == {"seq": 1}
+    assert store.get("y") is None  # the refused batch rolled back whole
+    store.put_local("_local/job1", {"seq": 3}, fence=new)
+    assert store.get_local("_local/job1").body == {"seq": 3}
+
+
+def test_many_holders_racing_for_one_job_get_one_grant(store) -> None:
+    path = store.path if isinstance(store, DocStore) else None
+    url = getattr(store, "url", None)
+    grants: list[int] = []
+    errors: list[BaseException] = []
+
+    def race(i: int) -> None:
+        try:
+            with (DocStore(path) if path else PgDocStore(url, "_replicator")) as mine:
+                with mine.transaction() as tx:
+                    fence, _ = lease_sql.acquire(tx, "hot", f"n{i}", "1", 30.0)
+                if fence is not None:
+                    grants.append(fence.token)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors and grants == [1]
+
+
+def test_holder_deadline_and_config(pg_url) -> None:
+    now = [1000.0]
+    config = LeaseConfig(pg_url, True, 3.0)
+    holder = LeaseHolder.open(config, "j", "a", "inc1", clock=lambda: now[0])
+    other = LeaseHolder.open(config, "j", "b", "inc2", clock=lambda: now[0])
+    try:
+        assert holder.try_acquire() and holder.deadline == 1000.0 + 3.0 - 1.0
+        assert not other.try_acquire() and other.holder.node == "a"
+        now[0] += 1.9
+        assert not holder.must_stop()
+        assert holder.renew() is True and holder.deadline == 1001.9 + 2.0
+        now[0] += 2.0
+        assert holder.must_stop()  # no renewal heard for ttl - margin: stop, whatever the store says
+        holder.release()
+        assert other.try_acquire() and other.fence.token == 2
+        assert [r.node for r in read_runs(pg_url, "j")] == ["a", "b"]
+    finally:
+        holder.close()
+        other.close()
+    with pytest.raises(InvalidSetting, match="store"):
+        LeaseConfig(None, True)
+    with pytest.raises(InvalidSetting, match="store"):
+        LeaseConfig("/some/file.db", False)
+
+
+def test_replication_documents_and_databases_by_url(pg_url) -> None:
+    rev = put_replication(pg_url, "r1", "orders", "orders_copy", continuous=True)
+    assert rev.startswith("1-")
+    reader = ReplicatorDb(pg_url)
+    assert reader.poll()["r1"]["source"] == "orders"
+    assert delete_replication(pg_url, "r1") and not delete_replication(pg_url, "r1")
+    assert reader.poll() == {"r1": None}
+    reader.close()
+    with open_db("orders", store=pg_url, create=True) as db:
+        assert isinstance(db, PgDocStore) and db.name == "orders"
+    with pytest.raises(ValueError, match="not by a URL"):
+        open_db(pg_url)
+    assert "secret" not in redact("postgresql://u:secret@h:5432/db")
+
+
+@pytest.mark.timeout(120)
+def test_a_handle_reconnects_after_the_server_restarts(pg_cluster, pg_url) -> None:
+    db = PgDocStore(pg_url, "orders", create=True, op_timeout=5.0)
+    reader = ReplicatorDb(pg_url)
+    try:
+        db.put("a", {"v": 1})
+        pg_cluster.stop()
+        try:
+            with pytest.raises(StoreUnavailable):
+                db.put("b", {"v": 2})
+            assert reader.poll() == {} and reader.unreachable  # no crash, nothing new
+        finally:
+            pg_cluster.start()
+        db.put("b", {"v": 2})
+        assert [c.id for c in db.changes()] == ["a", "b"]
+    finally:
+        db.close()
+        reader.close()
+
+
+def test_lease_times_from_config() -> None:
+    assert LeaseConfig.from_config(_Cfg({})).enabled is False
+    cfg = LeaseConfig.from_config(_Cfg({"store": "postgresql://x/y", "lease_ttl": "6"}))
+    assert cfg.enabled and cfg.times == LeaseTimes(6.0, 1.5, 2.0)
+    assert not LeaseConfig.from_config(_Cfg({"store": "postgresql://x/y", "lease": "false"})).enabled
+    with pytest.raises(InvalidSetting, match="lease_ttl"):
+        LeaseConfig.from_config(_Cfg({"store": "postgresql://x/y", "lease_ttl": "soon"}))
+
+
+class _Cfg:
+    def __init__(self, values: dict) -> None:
+        self.values = values
+
+    def section(self, name: str) -> dict:
+        return self.values

@@ -17,7 +17,7 @@ from actors.api import node_id
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
 
-__all__ = ["node_name", "register_self", "whereis"]
+__all__ = ["node_incarnation", "node_name", "register_self", "whereis"]
 
 
 def whereis(name: str) -> Any:
@@ -39,3 +39,11 @@ def node_name() -> str | None:
     None when the node is not distributed."""
     name, at, _ = node_id().rpartition("@")
     return name if at and name else None
+
+
+def node_incarnation() -> str | None:
+    """The calling process's node's incarnation (hex, new at every start of the node),
+    None when the node is not distributed."""
+    node_id = current_runtime().node_id
+    name, at, incarnation = node_id.rpartition("@")
+    return incarnation if at and name else None

@@ -27,6 +27,16 @@ source is missing, say) fails ``init``: the supervisor's ``start_child``
 returns the reason and the scheduler records the crash.  A started job does
 nothing until it gets ``"run"``: its starter monitors it first, so even a job
 that finishes at once is reported with its real exit reason, never ``noproc``.
+
+With leases (``[replicator] lease``, on by default with a PostgreSQL
+``store``) the job runs only while it holds its lease (`lease.LeaseHolder`):
+it asks for it in ``init`` and, while another node holds it, waits, asking
+again every renewal interval, before it opens anything; it renews it on a
+timer; it stops (``("lease_lost", ...)``, no final checkpoint) as soon as a
+renewal says the lease moved on or its own deadline passes without a
+renewal heard, and checks the deadline before every batch, step and
+checkpoint; every checkpoint and batch it writes into the lease's store
+carries the fencing token.  It releases the lease when it stops.
 """
 
 from __future__ import annotations
@@ -36,9 +46,12 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import Exit, GenServer, Stop, is_normal_exit
+from actors import config as config_module
 from actors.clock import WallClock
 
-from .docstore import DocStore
+from . import _names
+from .lease import LeaseConfig, LeaseHolder
+from .lease_policy import Fence
 from .records import MAX_BACKOFF, Rep
 from .replication import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -48,6 +61,7 @@ from .replication import (
     ReplicationJob,
     replicate_batch,
 )
+from .stores import open_db
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL",
@@ -97,23 +111,24 @@ class ReplicationWorker(GenServer):
     its job: when the job goes, so does the worker.
     """
 
-    def init(self, job: Any, source: str, target: str) -> None:
+    def init(self, job: Any, source: str, target: str, store: str | None = None) -> None:
         # Trapping makes the job's exit signal (normal completion included)
         # stop the worker with terminate, which closes its handles.
         self.trap_exit = True
         self.job = job
-        self.source = DocStore(source)
+        self.source = open_db(source, store=store)
         try:
-            self.target = DocStore(target)
+            self.target = open_db(target, store=store)
         except BaseException:
             self.source.close()
             raise
 
     def handle_cast(self, request: Any) -> None:
-        kind, batch = request
+        kind, batch, *rest = request
         if kind != "batch" or not isinstance(batch, Batch):
-            raise ValueError(f"worker got {request!r}, expected ('batch', Batch)")
-        stats = replicate_batch(self.source, self.target, batch.changes)
+            raise ValueError(f"worker got {request!r}, expected ('batch', Batch[, fence])")
+        fence = rest[0] if rest and isinstance(rest[0], Fence) else None
+        stats = replicate_batch(self.source, self.target, batch.changes, fence)
         self.job.send(("batch_done", self.ref, batch.report_seq, stats))
 
     def terminate(self, reason: Any) -> None:
@@ -128,7 +143,12 @@ class SchedulerJobServer(GenServer):
         self.trap_exit = True
         self.clock = clock or WallClock()
         self.rep = rep
-        self.job = job_factory(rep)
+        leases = LeaseConfig.from_config(config_module.current())
+        self.store = leases.store
+        if self.store is not None and isinstance(job_factory, type) and issubclass(job_factory, ReplicationJob):
+            self.job = job_factory(rep, store=self.store)
+        else:
+            self.job = job_factory(rep)
         self.continuous = rep.continuous
         self.checkpoint_every = _ms_option(rep, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL)
         self.poll_max = _ms_option(rep, "changes_poll_interval", DEFAULT_POLL_INTERVAL)
@@ -138,22 +158,114 @@ class SchedulerJobServer(GenServer):
         self.idle_workers: list[Any] = []
         self.busy: dict[Any, tuple] = {}  # worker ref -> report seq of its batch
         self.finished = False
+        self.running = False
+        self.started = False
+        self.batched = isinstance(self.job, ReplicationJob)
+        self.lease: LeaseHolder | None = None
+        self.lease_timer: Any = None
+        self.deadline_timer: Any = None
+        if leases.enabled:
+            self.lease = LeaseHolder.open(leases, str(rep.id), _names.node_name() or "nonode",
+                                          _names.node_incarnation() or "0")
+            if not self.lease.try_acquire():
+                holder = self.lease.holder
+                log.info("replication %r waits for its lease (held by %s)", rep.id,
+                         holder.node if holder is not None else "an unreachable store")
+                self.lease_timer = self.send_after(self.lease.times.renew_every, "lease_retry")
+                return None
+        try:
+            self._begin()
+        except Exception as exc:
+            self._give_back("start_failed")
+            raise Exit(start_error_reason(exc), str(exc)) from exc
+        return None
+
+    def _begin(self) -> None:
+        """Start the job (we hold its lease, if leases are on): open it, spawn its workers."""
+        rep = self.rep
+        if self.lease is not None:
+            self._lease_granted()
         try:
             self.job.start(self.clock.now())
         except Exception as exc:
             log.warning("replication %r failed to start: %s", rep.id, exc)
-            raise Exit(start_error_reason(exc), str(exc)) from exc
-        self.batched = isinstance(self.job, ReplicationJob)
+            raise
+        self.started = True
         if self.batched:
             for _ in range(self.job.workers):
-                worker = self.spawn_link(ReplicationWorker, self.ref, str(rep.source), str(rep.target))
+                worker = self.spawn_link(ReplicationWorker, self.ref, str(rep.source), str(rep.target), self.store)
                 self.idle_workers.append(worker)
         self.checkpoint_timer = self.send_after(self.checkpoint_every, "checkpoint")
-        self.running = False
+
+    # -- the lease -------------------------------------------------------------------
+
+    def _lease_granted(self) -> None:
+        lease = self.lease
+        assert lease is not None and lease.fence is not None
+        if hasattr(self.job, "fence"):
+            self.job.fence = lease.fence
+            self.job.fence_store = lease.store_id
+        self._arm_lease_timers()
+
+    def _arm_lease_timers(self) -> None:
+        lease = self.lease
+        assert lease is not None
+        for timer in (self.lease_timer, self.deadline_timer):
+            if timer is not None:
+                self.cancel_timer(timer)
+        self.lease_timer = self.send_after(lease.times.renew_every, "lease_renew")
+        self.deadline_timer = self.send_after(max(0.0, lease.deadline - lease.clock()), "lease_deadline")
+
+    def _lease_message(self, message: str) -> Any:
+        lease = self.lease
+        if lease is None:
+            return None
+        if message == "lease_retry":
+            self.lease_timer = None
+            if not lease.try_acquire():
+                self.lease_timer = self.send_after(lease.times.renew_every, "lease_retry")
+                return None
+            log.info("replication %r got its lease (token %d)", self.rep.id, lease.fence.token)
+            try:
+                self._begin()
+            except Exception as exc:
+                self._give_back("start_failed")
+                return Stop(start_error_reason(exc))
+            return self._run() if self.running else None
+        if message == "lease_renew":
+            self.lease_timer = None
+            if lease.renew() is False:
+                log.error("replication %r lost its lease: another node took it over", self.rep.id)
+                return Stop(("lease_lost", "taken over"))
+            if lease.must_stop():
+                return self._lease_expired()
+            self._arm_lease_timers()
+            return None
+        # "lease_deadline"
+        self.deadline_timer = None
+        return self._lease_expired() if lease.must_stop() else None
+
+    def _lease_expired(self) -> Stop:
+        log.error("replication %r: no lease renewal heard before its deadline; stopping", self.rep.id)
+        return Stop(("lease_lost", "deadline passed without a renewal"))
+
+    def _lease_void(self) -> bool:
+        """Leases are on and ours is gone (or its deadline passed): do nothing more."""
+        return self.lease is not None and self.started and self.lease.must_stop()
+
+    def _give_back(self, reason: str) -> None:
+        if self.lease is not None:
+            self.lease.release(reason)
+            self.lease.close()
+            self.lease = None
 
     # -- driving ---------------------------------------------------------------------
 
     def _run(self) -> Any:
+        if not self.started:  # waiting for the lease: runs once it is granted
+            return None
+        if self._lease_void():
+            return self._lease_expired()
         return self._fill() if self.batched else self._step()
 
     def _fill(self) -> Any:
@@ -165,7 +277,7 @@ class SchedulerJobServer(GenServer):
                 break
             worker = self.idle_workers.pop()
             self.busy[worker] = batch.report_seq
-            worker.cast(("batch", batch))
+            worker.cast(("batch", batch, job.fence_for(job.target)))
         if self.busy:
             self.poll_delay = POLL_MIN
             return None
@@ -176,6 +288,8 @@ class SchedulerJobServer(GenServer):
         return None
 
     def _step(self) -> Any:
+        if self._lease_void():
+            return self._lease_expired()
         result = self.job.step(self.clock.now())
         if result == "progress":
             self.poll_delay = POLL_MIN
@@ -203,6 +317,8 @@ class SchedulerJobServer(GenServer):
     # -- messages --------------------------------------------------------------------
 
     def handle_info(self, message: Any) -> Any:
+        if message in ("lease_retry", "lease_renew", "lease_deadline"):
+            return self._lease_message(message)
         if message == "run":
             # The starter monitors the job before sending "run" (see scheduler_sup.start_job).
             if self.running:
@@ -215,6 +331,8 @@ class SchedulerJobServer(GenServer):
             self.poll_timer = None
             return self._run()
         if message == "checkpoint":
+            if self._lease_void():
+                return self._lease_expired()
             self.job.checkpoint(self.clock.now())
             self.checkpoint_timer = self.send_after(self.checkpoint_every, "checkpoint")
             return None
@@ -224,6 +342,8 @@ class SchedulerJobServer(GenServer):
                 raise ValueError(f"batch done by unknown worker {worker!r}")
             self.job.report_seq_done(seq, stats if isinstance(stats, BatchStats) else None)
             self.idle_workers.append(worker)
+            if self._lease_void():
+                return self._lease_expired()
             self.job.maybe_checkpoint(self.clock.now())
             return self._fill()
         if isinstance(message, tuple) and message and message[0] == "EXIT":
@@ -254,14 +374,20 @@ class SchedulerJobServer(GenServer):
         return super().handle_call(request, from_)
 
     def terminate(self, reason: Any) -> None:
-        for timer in (self.poll_timer, self.checkpoint_timer):
+        for timer in (self.poll_timer, self.checkpoint_timer, self.lease_timer, self.deadline_timer):
             if timer is not None:
                 self.cancel_timer(timer)
         for worker in [*self.idle_workers, *self.busy]:
             self.exit(worker, "shutdown")
-        if self.finished:
+        try:
+            self._wind_down(reason)
+        finally:
+            self._give_back("completed" if self.finished else "stopped" if is_normal_exit(reason) else "crashed")
+
+    def _wind_down(self, reason: Any) -> None:
+        if self.finished or not self.started:
             return
-        if is_normal_exit(reason) and reason != MAX_BACKOFF:
+        if is_normal_exit(reason) and reason != MAX_BACKOFF and not self._lease_void():
             # Stopped by the scheduler (through the supervisor): final checkpoint.
             self.job.stop(self.clock.now())
             return

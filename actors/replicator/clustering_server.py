@@ -16,6 +16,10 @@ Protocol between the clustering servers of two nodes (registered as
   and answers with its own hello (``reply=False``) when asked.  A node that
   runs no replicator never says hello and is never a member.
 * ``("report", node, live, running)``: this node's members or jobs changed.
+* ``("withdraw", node)``: that node cannot reach the shared store (its doc
+  processor said so): it stays connected but is no member, so the others
+  take over its jobs (once its leases expire) instead of waiting for a node
+  that cannot run them.  When it reaches the store again it says hello.
 
 A member leaves on ``nodedown`` or when its clustering server dies (its
 replicator tree stopped: its jobs stopped with it, since the clustering
@@ -64,6 +68,7 @@ class ClusteringServer(GenServer):
         self.peer_monitors: dict[Any, str] = {}
         self.subscribers: dict[Any, ActorRef] = {}
         self.timer: Any = None
+        self.withdrawn = False  # this node cannot reach the shared store
         self.last_view: ClusterView | None = None
         ref = self.ref
         self._config = cfg
@@ -85,6 +90,9 @@ class ClusteringServer(GenServer):
             if self.state.set_running(args[0]):
                 self._broadcast()
                 self._changed()
+            return "ok"
+        if op == "store_reachable":
+            self._store_reachable(bool(args[0]))
             return "ok"
         if op == "view":
             return self._view()
@@ -108,13 +116,18 @@ class ClusteringServer(GenServer):
                 self.peer_monitors[self.monitor(ref)] = node
             if self.state.hello(node, PeerReport(tuple(live), frozenset(running)), now):
                 log.info("%s: replicator on %s joined; members %s", self.me, node, self.state.live)
-            if reply:
+            if reply and not self.withdrawn:
                 ref.cast(("hello", self.me, self.ref, self.state.live, tuple(self.state.running), False))
             if self.state.live != before:
                 self._broadcast(skip=node if reply else None)
         elif op == "report":
             _, node, live, running = request
             self.state.peer_report(node, PeerReport(tuple(live), frozenset(running)))
+        elif op == "withdraw":
+            if self.state.node_down(request[1], now):
+                log.info("%s: %s cannot reach the store and withdrew; members %s", self.me, request[1],
+                         self.state.live)
+                self._broadcast()
         elif op == "config":
             _, key, value = request
             seconds = Settings.cluster_quiet_period if value is None else value
@@ -158,6 +171,19 @@ class ClusteringServer(GenServer):
 
     # -- internals -----------------------------------------------------------------
 
+    def _store_reachable(self, reachable: bool) -> None:
+        """Withdraw from the members while the shared store is out of reach; rejoin after."""
+        if reachable == (not self.withdrawn):
+            return
+        self.withdrawn = not reachable
+        for node, ref in list(self.peers.items()):
+            if self.withdrawn:
+                ref.cast(("withdraw", self.me))
+            else:
+                ref.cast(("hello", self.me, self.ref, self.state.live, tuple(self.state.running), True))
+        log.warning("%s: %s", self.me, "cannot reach the store: withdrew from the replicator's members"
+                    if self.withdrawn else "reaches the store again: rejoins")
+
     def _greet(self, node: str, reply: bool) -> None:
         """Say hello to ``node``'s replicator, if it runs one (it greets us when it starts)."""
         try:
@@ -165,7 +191,7 @@ class ClusteringServer(GenServer):
         except Exception as exc:  # a node lost while we asked: its nodedown follows
             log.info("%s: could not ask %s for its replicator: %r", self.me, node, exc)
             return
-        if ref is not None:
+        if ref is not None and not self.withdrawn:
             ref.cast(("hello", self.me, self.ref, self.state.live, tuple(self.state.running), reply))
 
     def _lost(self, node: str, now: float) -> None:

@@ -57,6 +57,7 @@ class DocProcessor(GenServer):
         if self.cluster is None:
             raise Exit(("noproc", CLUSTERING), "the clustering server is not running")
         self.view: ClusterView = self.cluster.call(("subscribe", self.ref))
+        self.reachable = True
         self.timer = self.send_after(0.0, "poll")
 
     # -- events --------------------------------------------------------------------
@@ -89,7 +90,14 @@ class DocProcessor(GenServer):
     # -- logic ---------------------------------------------------------------------
 
     def _poll(self) -> None:
-        for doc_id, body in self.db.poll().items():
+        changed = self.db.poll()
+        reachable = self.db.unreachable is None
+        if reachable != self.reachable:
+            # A node cut off from the shared store cannot run jobs (no lease): it
+            # withdraws from the members so the others take its jobs over.
+            self.reachable = reachable
+            self.cluster.call(("store_reachable", reachable))
+        for doc_id, body in changed.items():
             self.docs.pop(doc_id, None)
             self.bad.pop(doc_id, None)
             if body is None:
@@ -147,6 +155,7 @@ class DocProcessor(GenServer):
             "owned": sorted((j for j, node in owners.items() if node == self.me), key=str),
             "running": sorted(self.local, key=str),
             "elsewhere": dict(view.elsewhere),
+            "store_reachable": self.reachable,
         }
 
 

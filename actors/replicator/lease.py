@@ -84,9 +84,12 @@ class LeaseConfig:
 class LeaseHolder:
     """One job's lease as its holder (``node``, ``incarnation``) sees it."""
 
-    def __init__(self, store: SQLDocStore, job: str, node: str, incarnation: str, times: LeaseTimes,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.store = store
+    def __init__(self, store: SQLDocStore | Callable[[], SQLDocStore], job: str, node: str, incarnation: str,
+                 times: LeaseTimes, clock: Callable[[], float] = time.monotonic) -> None:
+        # The store, or how to open it: a job may start while the store is away
+        # (it then waits, as for a lease held elsewhere).
+        self._store: SQLDocStore | None = store if isinstance(store, SQLDocStore) else None
+        self._open_store = None if isinstance(store, SQLDocStore) else store
         self.job = job
         self.node = node
         self.incarnation = incarnation
@@ -95,14 +98,24 @@ class LeaseHolder:
         self.fence: Fence | None = None
         self.deadline = float("-inf")
         self.holder: LeaseRow | None = None  # who holds it, when we were refused
+        self._away = False  # the store did not answer last time (logged once per outage)
 
     @classmethod
     def open(cls, config: LeaseConfig, job: str, node: str, incarnation: str,
              clock: Callable[[], float] = time.monotonic) -> "LeaseHolder":
         times = config.times
-        assert config.store is not None
-        store = open_replicator_db(config.store, connect_timeout=times.op_timeout, op_timeout=times.op_timeout)
-        return cls(store, job, node, incarnation, times, clock)
+        url = config.store
+        assert url is not None
+        return cls(lambda: open_replicator_db(url, connect_timeout=times.op_timeout, op_timeout=times.op_timeout),
+                   job, node, incarnation, times, clock)
+
+    @property
+    def store(self) -> SQLDocStore:
+        """The store's ``_replicator`` database (`StoreUnavailable` while it cannot be opened)."""
+        if self._store is None:
+            assert self._open_store is not None
+            self._store = self._open_store()
+        return self._store
 
     @property
     def store_id(self) -> str:
@@ -116,8 +129,11 @@ class LeaseHolder:
             with self.store.transaction() as tx:
                 fence, holder = lease_sql.acquire(tx, self.job, self.node, self.incarnation, self.times.ttl)
         except StoreUnavailable as exc:
-            log.warning("lease of %s: store unreachable: %s", self.job, exc)
+            if not self._away:
+                log.warning("lease of %s: store unreachable: %s", self.job, exc)
+            self._away = True
             return False
+        self._away = False
         self.holder = holder
         if fence is None:
             return False
@@ -158,7 +174,8 @@ class LeaseHolder:
             log.warning("lease of %s: not released (it will expire): %s", self.job, exc)
 
     def close(self) -> None:
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
 
 
 def read_runs(store: str, job: str | None = None) -> list[Run]:

@@ -9,6 +9,11 @@ its reader and the API functions), `scheduler_job` (one job's process and its
 workers), `scheduler_sup` (the job supervisor) and `sup` (the replicator tree);
 `job_table` is the reader's copy of the job table.
 
+The stores: `docs_model` (documents, changes, errors), `docstore_sql` (the
+SQL, once, for both backends), `docstore` (SQLite files), `docstore_pg`
+(PostgreSQL), `stores` (which one a name means).  Leases: `lease_policy`
+(pure), `lease_sql` (in the store's transaction), `lease` (the holder).
+
 Across nodes (``[replicator] cluster = true``): `clustering` (ownership and
 stability, pure), `cluster_state` (members and their reports, pure),
 `replicator_db` (the ``_replicator`` documents), `cluster_options`, and the
@@ -20,7 +25,11 @@ from .cluster_options import ClusterOptions
 from .cluster_state import ClusterState, ClusterView, PeerReport
 from .clustering_server import CLUSTERING, ClusteringServer
 from .doc_processor import DOC_PROCESSOR, DocProcessor, cluster_status
-from .docstore import Change, Conflict, DatabaseNotFound, Doc, DocStore, DocStoreError
+from .docstore import Change, Conflict, DatabaseNotFound, Doc, DocStore, DocStoreError, Fenced, StoreUnavailable
+from .docstore_pg import PgDocStore
+from .lease import LeaseConfig, LeaseHolder, read_runs
+from .lease_policy import Fence, LeaseTimes, Run, overlapping_runs
+from .stores import open_db
 from .fair_share import DEFAULT_SHARES, FairShare, owner_of
 from .job_table import JobTable
 from .policy import (
@@ -98,6 +107,17 @@ __all__ = [
     "ReplicationJob",
     "ReplicationWorker",
     "ReplicatorDb",
+    "Fence",
+    "Fenced",
+    "LeaseConfig",
+    "LeaseHolder",
+    "LeaseTimes",
+    "PgDocStore",
+    "Run",
+    "StoreUnavailable",
+    "open_db",
+    "overlapping_runs",
+    "read_runs",
     "ReplicatorSup",
     "SCHEDULER",
     "SCHEDULER_SUP",

@@ -19,6 +19,11 @@ def test_actor_layer_names_are_exported():
         "ReplicatorSup", "JobTable", "start_replicator", "start_job", "terminate_job", "SCHEDULER",
         "SCHEDULER_SUP", "READER", "REPLICATOR_SUP",
     } <= set(replicator.__all__)
+    # the shared store and the leases
+    assert {
+        "PgDocStore", "open_db", "Fence", "Fenced", "StoreUnavailable", "LeaseConfig", "LeaseHolder", "LeaseTimes",
+        "Run", "overlapping_runs", "read_runs",
+    } <= set(replicator.__all__)
     from actors.replicator import scheduler
 
     for name in ("add_job", "remove_job", "reschedule", "jobs", "job", "job_summary", "find_jobs_by_dbname",

@@ -20,7 +20,11 @@ Then, for ``--duration`` seconds:
 * the continuous replications are documents in a shared ``_replicator``
   file, run by the clustered replicator of every node (``[replicator]
   cluster = true``): each job on its owner among the live nodes, moved
-  when membership changes (`ClusterReplications` only watches);
+  when membership changes (`ClusterReplications` only watches).  On
+  PostgreSQL (``--store postgres`` or a URL) the replicator shares that
+  store (``[replicator] store``): documents, sources, targets, leases and
+  the audit of runs, from which the summary proves that no job ran on two
+  nodes at once;
 * the actor killer kills actors and SIGKILLs host processes on every node;
 * the node killer SIGKILLs a whole node process every few seconds (one
   down at a time) and restarts it: a new incarnation that reconnects and
@@ -85,9 +89,15 @@ NODE_OVERRIDES: dict[str, dict[str, str]] = {
 }
 
 
-def node_config(cfg: Config, jobs_store: dict[str, str], path: str, replicator_db: str) -> None:
+#: Seconds a replication job's lease lasts in the demo (PostgreSQL store): a killed node's
+#: jobs are free again this long after its last renewal.
+DEMO_LEASE_TTL = "4"
+
+
+def node_config(cfg: Config, jobs_store: dict[str, str], path: str, replicator_db: str,
+                replicator_store: str | None = None) -> None:
     """Write the nodes' ini file: the demo settings, the shared couch_jobs store and ``_replicator``
-    file, `NODE_OVERRIDES`."""
+    file (or, on PostgreSQL, the replicator's store), `NODE_OVERRIDES`."""
     parser = configparser.ConfigParser(interpolation=None)
     for section in cfg.sections():
         # every node has its own state directory (--state-dir); only the couch_jobs store is shared
@@ -98,6 +108,9 @@ def node_config(cfg: Config, jobs_store: dict[str, str], path: str, replicator_d
     jobs = dict(parser["couch_jobs"]) if parser.has_section("couch_jobs") else {}
     parser["couch_jobs"] = {**jobs, **jobs_store}
     parser["replicator"]["replicator_db"] = replicator_db
+    if replicator_store is not None:
+        parser["replicator"]["store"] = replicator_store
+        parser["replicator"]["lease_ttl"] = DEMO_LEASE_TTL
     with open(path, "w", encoding="utf-8") as fh:
         parser.write(fh)
 
@@ -146,9 +159,12 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
     app = start_app(node, cfg, state_dir, smoosh_overrides=SMOOSH_OVERRIDES, smoosh_observer=observer)
     store = {k: v for k in ("store", "database_path") if (v := node.config.get("couch_jobs", k))}
     ini = os.path.join(state_dir, "node.ini")
-    replicator_db = os.path.join(state_dir, "replication", "_replicator.sqlite")
-    os.makedirs(os.path.dirname(replicator_db), exist_ok=True)
-    node_config(cfg, store, ini, replicator_db)
+    # On PostgreSQL (--store postgres or a URL) the replicator shares couch_jobs' store: its
+    # documents, databases, leases and audit of runs live there, reached by every node.
+    pg = store.get("store") if str(store.get("store", "")).startswith(("postgresql://", "postgres://")) else None
+    replicator_db = pg or os.path.join(state_dir, "replication", "_replicator.sqlite")
+    os.makedirs(os.path.join(state_dir, "replication"), exist_ok=True)
+    node_config(cfg, store, ini, replicator_db, pg)
     jobs = JobsDriver(node, batch=2, period=0.1, group=lambda worker: f"n{worker // 10}" if worker >= 10 else node.name)
     jobs.setup()  # the type's timeout and the finish log table, before any worker accepts
 
@@ -179,7 +195,7 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         node_reads = NodeReads(node, nodes.up)
         singleton = SingletonWatch(node, nodes.up)
         repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up, replicator_db,
-                                   jobs=6 if short else 9, seed=seed)
+                                   jobs=6 if short else 9, seed=seed, store=pg)
         repl.setup()
         local_tops = [app.top, workload_sup]
 

@@ -12,6 +12,12 @@ when it returns as a new incarnation.  The driver only writes the sources
 and watches: about once a second it asks every node's doc processor
 (`cluster_status`) which jobs it runs and which members it sees, and
 counts the moves and any job seen on two nodes at once.
+
+On the PostgreSQL store (``store``: the ``_replicator`` documents, sources,
+targets and leases all there) the nodes run a job only while they hold its
+lease, and the verdict reads the store's audit of runs: every run of every
+job, with its node, token and interval, checked for two runs of one job that
+overlap (`overlapping_runs`); any overlap fails the run.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import CallTimeout, Exit, Node
-from actors.replicator import cluster_status, put_replication
+from actors.replicator import cluster_status, overlapping_runs, put_replication, read_runs
 from actors.replicator.replicator_db import rep_from_doc
 from actors.replicator.scheduler import READER
 
@@ -39,6 +45,8 @@ class ClusterReplications(Replications):
     def __init__(self, node: Node, directory: str, live: Callable[[], list[str]], replicator_db: str,
                  **kw: Any) -> None:
         super().__init__(node, directory, **kw)
+        if self.store is not None:
+            replicator_db = self.store  # the store's own _replicator database
         self.live = live
         self.replicator_db = replicator_db
         self.job_ids: dict[str, str] = {}  # replication job id -> document id
@@ -102,7 +110,8 @@ class ClusterReplications(Replications):
             views = {n: ",".join(m) for n, m in sorted(self.members.items())}
             moves, overlaps = self.moves, self.overlaps
         agreed = len(set(views.values())) == 1
-        c.lines.append(f"replicator: {self.n_jobs} continuous jobs from the _replicator file, run by the clustered "
+        where = "the _replicator database of the PostgreSQL store" if self.store else "the _replicator file"
+        c.lines.append(f"replicator: {self.n_jobs} continuous jobs from {where}, run by the clustered "
                        f"replicator of every node (each on its owner; last placement: {spread}); {moves} moves to "
                        f"another node seen after a node was lost or came back; {overlaps} looks saw a job in two "
                        f"nodes' schedulers (nodes are asked one after another: a move between two asks counts)")
@@ -112,4 +121,24 @@ class ClusterReplications(Replications):
                        f"at the latest revision, {sum(gaps)} missing")
         c.lost = sum(gaps)
         c.counted = f"{total} replicated documents ({self.writes} acknowledged source writes)"
+        if self.store is not None:
+            self._audit(c)
         return c
+
+    def _audit(self, c: Check) -> None:
+        """The store's audit of runs: no job may have run on two nodes at once."""
+        runs = [r for r in read_runs(self.store) if r.job in self.job_ids]
+        bad = overlapping_runs(runs)
+        per_job: Counter = Counter(r.job for r in runs)
+        handovers = sum(1 for job in per_job for a, b in zip(*(lambda rs: (rs, rs[1:]))(
+            sorted((r for r in runs if r.job == job), key=lambda r: r.start))) if a.node != b.node)
+        nodes = Counter(r.node for r in runs)
+        c.lines.append(f"  leases (audit in the store): {len(runs)} runs of {len(per_job)} jobs "
+                       f"(by node: {', '.join(f'{n} {k}' for n, k in sorted(nodes.items())) or 'none'}), "
+                       f"{handovers} handed to another node, highest fencing token "
+                       f"{max((r.token for r in runs), default=0)}; overlapping runs of one job: {len(bad)} "
+                       + ("-- no replication job ran on two nodes at once" if not bad else "-- A JOB RAN TWICE"))
+        for x, y in bad[:5]:
+            c.lines.append(f"    {x.job[:12]}: {x.node} token {x.token} [{x.start:.3f}, {x.end:.3f}) and "
+                           f"{y.node} token {y.token} [{y.start:.3f}, {y.end:.3f})")
+        c.lost += len(bad)

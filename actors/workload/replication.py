@@ -11,6 +11,10 @@ comes back empty; as CouchDB's document processor does, the owner of the
 jobs adds them again -- the driver compares the scheduler's job list with
 its own every second and re-adds what is missing (counted).  At the end
 every document must be in its target at its latest revision.
+
+With ``store`` (a PostgreSQL URL, ``[replicator] store``) the sources and
+targets are databases of that store, named ``source<i>``/``target<i>``,
+instead of files in ``directory``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import time
 from typing import Any
 
 from actors import CallTimeout, Exit, Node
-from actors.replicator import DatabaseNotFound, DocStore, Rep
+from actors.replicator import DatabaseNotFound, Rep, open_db
 from actors.replicator import scheduler as sched
 
 from .base import Check, Driver
@@ -33,10 +37,11 @@ class Replications(Driver):
     name = "replication-writer"
 
     def __init__(self, node: Node, directory: str, *, jobs: int = 8, initial_docs: int = 20, period: float = 0.05,
-                 readd_every: float = 1.0, seed: int | None = None) -> None:
+                 readd_every: float = 1.0, seed: int | None = None, store: str | None = None) -> None:
         super().__init__(period)
         self.node = node
         self.directory = directory
+        self.store = store
         self.n_jobs = jobs
         self.initial_docs = initial_docs
         self.readd_every = readd_every
@@ -52,17 +57,23 @@ class Replications(Driver):
     def setup(self) -> None:
         os.makedirs(self.directory, exist_ok=True)
         for i in range(self.n_jobs):
-            store = DocStore(os.path.join(self.directory, f"source{i}.db"), create=True)
-            self.sources.append(store)
+            source, target = self._names(i)
+            self.sources.append(open_db(source, store=self.store, create=True))
             for _ in range(self.initial_docs):
                 self._write(i)
             self.reps.append(Rep(
-                id=f"repl{i}", source=store.path, target=os.path.join(self.directory, f"target{i}.db"),
+                id=f"repl{i}", source=source, target=target,
                 options={"continuous": True, "create_target": True, "worker_batch_size": 25,
                          "worker_processes": 2, "checkpoint_interval": 500, "changes_poll_interval": 200},
                 db_name="_replicator"))
         self.add_all()
         self._last_readd = time.monotonic()
+
+    def _names(self, i: int) -> tuple[str, str]:
+        """Job ``i``'s source and target: names in the store, or file paths."""
+        if self.store is not None:
+            return f"source{i}", f"target{i}"
+        return os.path.join(self.directory, f"source{i}.db"), os.path.join(self.directory, f"target{i}.db")
 
     def add_all(self) -> None:
         """Give every job to the scheduler (subclasses place them on other nodes)."""
@@ -116,7 +127,7 @@ class Replications(Driver):
             with self.lock:
                 want = dict(self.expected[i])
             try:
-                with DocStore(rep.target) as target:
+                with open_db(rep.target, store=self.store) as target:
                     have = {d.id: d.rev for d in target.open_docs(list(want))}
             except DatabaseNotFound:
                 have = {}

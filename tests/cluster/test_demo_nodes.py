@@ -293,6 +293,11 @@ def test_node_ini_shares_the_jobs_store_but_not_the_state_dir(tmp_path):
     assert back.get("couch", "replicator_job_host") == "none"
     assert back.get("replicator", "cluster") == "true"
     assert back.get("replicator", "replicator_db") == "/ctl/state/_replicator.sqlite"
+    assert back.get("replicator", "store") is None
+    node_config(cfg, {"store": "postgresql://u@h/db"}, str(path), "postgresql://u@h/db", "postgresql://u@h/db")
+    back = Config.from_ini(str(path))
+    assert back.get("replicator", "store") == back.get("replicator", "replicator_db") == "postgresql://u@h/db"
+    assert back.get("replicator", "lease_ttl") == "4"
 
 
 def test_only_descendants_of_the_given_roots_may_be_sigkilled():
@@ -386,21 +391,28 @@ def test_demo_on_nodes_interrupted_stops_its_nodes_and_prints_a_partial_summary(
     assert not os.path.exists(state_dir)
 
 
-@pytest.mark.timeout(150)
-def test_demo_on_nodes_with_postgres_shares_one_jobs_store():
+@pytest.mark.timeout(200)
+def test_demo_on_nodes_with_postgres_shares_one_store_and_no_job_runs_twice():
+    """On PostgreSQL the nodes share couch_jobs' store and the replicator's (documents, databases,
+    leases): the summary reads the audit of runs and finds no job that ran on two nodes at once."""
     try:
         import pgserver  # noqa: F401
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip(HOW_TO_GET)
-    out = subprocess.run([*CLI, "demo", "--nodes", "2", "--short", "--no-live", "--seed", "8", "--store", "postgres"],
-                         capture_output=True, text=True, timeout=140, env=ENV, cwd=ROOT)
+    out = subprocess.run([*CLI, "demo", "--nodes", "3", "--short", "--no-live", "--seed", "8", "--store", "postgres"],
+                         capture_output=True, text=True, timeout=190, env=ENV, cwd=ROOT)
     text = out.stdout
     assert out.returncode == 0, text + out.stderr
     assert "couch_jobs store: PostgreSQL at" in text
     per_node = re.search(r"finishes per node: (.*)", text).group(1)
     assert re.search(r"n\d [1-9]", per_node), per_node
-    assert re.search(r"^RESULT: nothing lost -- checked 2 nodes up \(\d+ node kills\)", text, re.M), text
+    assert "jobs from the _replicator database of the PostgreSQL store" in text
+    leases = re.search(r"leases \(audit in the store\): (\d+) runs of (\d+) jobs .*overlapping runs of one job: (\d+) "
+                       r"-- no replication job ran on two nodes at once", text)
+    assert leases, text
+    assert int(leases.group(1)) >= int(leases.group(2)) == 6 and leases.group(3) == "0"
+    assert re.search(r"^RESULT: nothing lost -- checked 3 nodes up \(\d+ node kills\)", text, re.M), text
 
 
 @pytest.mark.timeout(120)

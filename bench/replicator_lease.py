@@ -3,10 +3,11 @@
 Measures, against a throwaway PostgreSQL server (pgserver, unix socket) or
 ``--url``:
 
-- **renewals**: ``N`` leases held by one process, renewed one after another
-  (each renewal one transaction: lock the row, read the store's clock,
-  update the lease and its run) for a bounded time: renewals per second one
-  client sustains, and the median and p99 latency of a renewal.  Beside it,
+- **renewals**: ``N`` leases renewed round-robin (each renewal one
+  transaction: lock the row, read the store's clock, update the lease and
+  its run) for a bounded time, by 1 client and by 8 clients each with its
+  own connection (as job processes on several nodes renew their own
+  leases): renewals per second, and the median and p99 latency of one.  Beside it,
   the rate a cluster *needs* for ``N`` jobs at the given TTL (a renewal
   every TTL/4 per running job) and the ratio capacity/needed.
 - **throughput**: the real replicator tree (scheduler, job supervisor, jobs
@@ -31,6 +32,7 @@ import queue
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -60,33 +62,56 @@ class Collector(GenServer):
         self.q.put(message)
 
 
-def bench_renewals(url: str, n: int, seconds: float) -> dict[str, Any]:
-    """``n`` leases in one process, renewed round-robin for ``seconds`` (bounded in count too)."""
+def bench_renewals(url: str, n: int, seconds: float, clients: int) -> dict[str, Any]:
+    """``n`` leases split over ``clients`` threads (one connection each), renewed round-robin
+    for ``seconds`` (bounded in count too)."""
     times = LeaseConfig(url, True, TTL).times
-    store = open_db("_replicator", store=url, create=True)  # one connection, as one job process has
-    holders = [LeaseHolder(store, f"bench-renew-{n}-{i}", "bench", "1", times) for i in range(n)]
-    try:
-        for h in holders:
-            if not h.try_acquire():
-                raise RuntimeError(f"could not acquire {h.job}")
-        lat: list[float] = []
-        t0 = time.perf_counter()
-        deadline = t0 + seconds
+    stores = [open_db("_replicator", store=url, create=True) for _ in range(clients)]
+    holders = [[LeaseHolder(stores[c], f"bench-renew-{n}-{c}-{i}", "bench", "1", times)
+                for i in range(c, n, clients)] for c in range(clients)]
+    lats: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[str] = []
+    start = threading.Barrier(clients + 1)
+
+    def renew_loop(c: int, deadline_box: list[float]) -> None:
+        mine = holders[c]
+        start.wait(timeout=60)
         for i in range(2_000_000):
-            if time.perf_counter() >= deadline:
-                break
+            if time.perf_counter() >= deadline_box[0]:
+                return
             a = time.perf_counter()
-            if holders[i % n].renew() is not True:
-                raise RuntimeError("a renewal failed")
-            lat.append(time.perf_counter() - a)
+            if mine[i % len(mine)].renew() is not True:
+                errors.append(f"a renewal of {mine[i % len(mine)].job} failed")
+                return
+            lats[c].append(time.perf_counter() - a)
+
+    try:
+        for group in holders:
+            for h in group:
+                if not h.try_acquire():
+                    raise RuntimeError(f"could not acquire {h.job}")
+        deadline_box = [float("inf")]
+        threads = [threading.Thread(target=renew_loop, args=(c, deadline_box)) for c in range(clients)]
+        for t in threads:
+            t.start()
+        deadline_box[0] = time.perf_counter() + seconds
+        t0 = time.perf_counter()
+        start.wait(timeout=60)
+        for t in threads:
+            t.join(timeout=seconds + 60)
         elapsed = time.perf_counter() - t0
-        for h in holders:
-            h.release()
+        if errors:
+            raise RuntimeError(errors[0])
+        for group in holders:
+            for h in group:
+                h.release()
     finally:
-        store.close()
+        for store in stores:
+            store.close()
+    lat = [x for per in lats for x in per]
     rate = len(lat) / elapsed
     needed = n / (TTL / 4.0)
-    return {"leases": n, "renewals": len(lat), "seconds": elapsed, "renewals_per_s": rate,
+    return {"leases": n, "clients": clients, "renewals": len(lat), "seconds": elapsed, "renewals_per_s": rate,
             "median_ms": percentile(lat, 50) * 1000, "p99_ms": percentile(lat, 99) * 1000,
             "needed_per_s_at_ttl": needed, "ttl_s": TTL, "capacity_over_needed": rate / needed}
 
@@ -149,8 +174,9 @@ def main() -> None:
             url = args.url or stack.enter_context(local_postgres(os.path.join(tmp, "pg")))
             renew = []
             for n in sizes:
-                renew.append(bench_renewals(url, n, seconds))
-                print(f"  renewals measured for {n} leases", file=sys.stderr)
+                for clients in (1, 8):
+                    renew.append(bench_renewals(url, n, seconds, clients))
+                    print(f"  renewals measured for {n} leases, {clients} client(s)", file=sys.stderr)
             runs: list[dict[str, Any]] = []
             for r in range(rounds):
                 order = (False, True) if r % 2 == 0 else (True, False)
@@ -162,10 +188,11 @@ def main() -> None:
             overlaps = len(overlapping_runs(audit))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{'leases':>7} {'renewals/s':>11} {'median ms':>10} {'p99 ms':>8} {'needed/s (TTL 15 s)':>20} "
-          f"{'capacity/needed':>16}")
+    print(f"{'leases':>7} {'clients':>8} {'renewals/s':>11} {'median ms':>10} {'p99 ms':>8} "
+          f"{'needed/s (TTL 15 s)':>20} {'capacity/needed':>16}")
     for row in renew:
-        print(f"{row['leases']:>7} {row['renewals_per_s']:>11.0f} {row['median_ms']:>10.3f} {row['p99_ms']:>8.3f} "
+        print(f"{row['leases']:>7} {row['clients']:>8} {row['renewals_per_s']:>11.0f} {row['median_ms']:>10.3f} "
+              f"{row['p99_ms']:>8.3f} "
               f"{row['needed_per_s_at_ttl']:>20.1f} {row['capacity_over_needed']:>16.1f}")
     without = [x for x in runs if not x["leases"]]
     with_ = [x for x in runs if x["leases"]]

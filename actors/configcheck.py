@@ -90,6 +90,15 @@ def store_url(raw: str) -> str | None:
     return "not a store URL (sqlite:///path or postgresql://user@host:port/db)"
 
 
+def postgres_url(raw: str) -> str | None:
+    scheme = raw.strip().partition("://")[0].lower()
+    return None if scheme in ("postgresql", "postgres") else "not a PostgreSQL URL (postgresql://user@host:port/db)"
+
+
+def auto_or_boolean(raw: str) -> str | None:
+    return None if raw.strip().lower() == "auto" else boolean(raw)
+
+
 def msec_or_infinity(raw: str) -> str | None:
     return None if raw.strip().lower() == "infinity" else integer(0)(raw)
 
@@ -164,6 +173,7 @@ SCHEMA: dict[str, Section] = {
         "usage_coeff": number(0, strict=True, maximum=1.0),
         "cluster_quiet_period": number(0), "cluster_start_period": number(0),
         "cluster": boolean, "replicator_db": text, "doc_poll_interval": number(0, strict=True),
+        "store": postgres_url, "lease": auto_or_boolean, "lease_ttl": number(0, strict=True),
     }),
     "cluster": Section({
         "name": text, "listen": text, "cluster_key": text, "seeds": text,

@@ -274,6 +274,9 @@ def test_a_subcommand_is_one_function_in_commands(capsys):
     ("[ioq2]\nenabled = maybe\n", "[ioq2] enabled = 'maybe': not a boolean"),
     ("[smoosh.ratio_dbs]\nfrom = 25:00\n", "[smoosh.ratio_dbs] from = '25:00'"),
     ("[couch_jobs]\ntype_check_period_msec = nan\n", "[couch_jobs] type_check_period_msec = 'nan'"),
+    ("[replicator]\nstore = /var/lib/repl.db\n", "[replicator] store = '/var/lib/repl.db': not a PostgreSQL URL"),
+    ("[replicator]\nlease = sometimes\n", "[replicator] lease = 'sometimes': not a boolean"),
+    ("[replicator]\nlease_ttl = 0\n", "[replicator] lease_ttl = '0': must be > 0"),
 ])
 def test_bad_config_values_are_refused_before_boot(tmp_path, capsys, text, named):
     ini = tmp_path / "bad.ini"
@@ -291,6 +294,8 @@ def test_values_the_services_take_pass_the_check():
     assert result.ok, result.errors
     bad = configcheck.check(Config({**demo_module.DEMO_CONFIG, "smoosh": {"watch_interval": "-1"}}))
     assert not bad.ok
+    leases = {"store": "postgresql://u@h:5432/db", "lease": "auto", "lease_ttl": "6"}
+    assert configcheck.check(Config({**demo_module.DEMO_CONFIG, "replicator": leases})).ok
 
 
 def test_unknown_sections_and_keys_are_warned_by_name():

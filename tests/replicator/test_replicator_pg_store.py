@@ -173,3 +173,42 @@ class _Cfg:
 
     def section(self, name: str) -> dict:
         return self.values
+
+
+def test_a_job_whose_lease_moved_on_cannot_checkpoint_or_copy(pg_url) -> None:
+    """The built-in job carries its fence on every write into the lease's store: once another
+    holder took the lease, its checkpoint fails (`CheckpointError` from `Fenced`) and so does
+    a batch, and the newer holder's checkpoint is the one in the store."""
+    from actors.replicator import Rep, ReplicationJob
+    from actors.replicator.replication import CheckpointError
+
+    with open_db("src", store=pg_url, create=True) as src:
+        for k in range(5):
+            src.put(f"d{k}", {"k": k})
+    times = LeaseTimes.from_ttl(30.0)
+    rep = Rep(id="j1", source="src", target="tgt", options={"create_target": True, "worker_batch_size": 2})
+    old_holder = LeaseHolder.open(LeaseConfig(pg_url, True, 30.0), "j1", "a", "1")
+    new_holder = LeaseHolder.open(LeaseConfig(pg_url, True, 30.0), "j1", "a", "2")
+    job = ReplicationJob(rep, store=pg_url)
+    try:
+        assert old_holder.try_acquire()
+        job.fence, job.fence_store = old_holder.fence, old_holder.store_id
+        job.start(0.0)
+        job.process(job.next_batch())
+        assert job.checkpoint(1.0)  # holds the lease: lands
+        job.process(job.next_batch())  # copied, not yet checkpointed
+        # the old holder is frozen past its lease; a new one takes over (its expiry is moved to the
+        # past here, as the store's clock passing it would)
+        with old_holder.store.transaction() as tx:
+            tx.run("UPDATE repl_leases SET expires_at = 0 WHERE job = ?", ("j1",))
+        assert new_holder.try_acquire() and new_holder.fence.token == old_holder.fence.token + 1
+        with pytest.raises(Fenced):
+            job.process(job.next_batch())
+        with pytest.raises(CheckpointError, match="refused"):
+            job.checkpoint(2.0)
+        assert old_holder.renew() is False
+    finally:
+        job.abort()
+        old_holder.close()
+        new_holder.close()
+    assert times.ttl == 30.0

@@ -117,20 +117,20 @@ class ReplicatorDb:
         return self._store
 
     def poll(self, limit: int | None = None) -> dict[str, dict | None]:
+        changed: dict[str, dict | None] = {}
         try:
             store = self._open()
             changes: list[Change] = store.changes(self.since, limit=limit)
+            for change in changes:
+                doc = None if change.deleted else store.get(change.id)
+                changed[change.id] = None if doc is None else doc.body
+                self.since = change.seq
         except StoreUnavailable as exc:
             if self.unreachable is None:
                 log.warning("the _replicator database is unreachable: %s", exc)
             self.unreachable = str(exc)
-            return {}
+            return changed  # what was read before the store went away (``since`` is past it)
         self.unreachable = None
-        changed: dict[str, dict | None] = {}
-        for change in changes:
-            doc = None if change.deleted else store.get(change.id)
-            changed[change.id] = None if doc is None else doc.body
-            self.since = change.seq
         return changed
 
     def close(self) -> None:

@@ -14,7 +14,11 @@ fails raises `StoreUnavailable` (naming the URL without its password) and is
 dropped; the next call connects again, so a handle outlives a restart of the
 server.  ``op_timeout`` bounds every statement (``statement_timeout``, and
 ``tcp_user_timeout`` on TCP), so a caller cut off from the server gets an
-error in bounded time rather than hanging.
+error in bounded time rather than hanging; and a session left idle inside a
+transaction (its client frozen or cut off while it held row locks) is ended
+by the server after ``min(op_timeout, 5 s)``
+(``idle_in_transaction_session_timeout``), so its locks never stop another
+node from taking a lease over.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ DB_NAME_RE = re.compile(r"^_?[a-z][a-z0-9_$()+/-]*$")
 #: Advisory lock key under which the schema is created (nodes starting together agree).
 _SCHEMA_LOCK = 0x7265706C6462  # "repldb"
 _schema_ready: set[str] = set()
+#: Seconds at most a session may sit idle inside a transaction (its client stalled).
+IDLE_IN_TRANSACTION = 5.0
 _schema_lock = threading.Lock()
 
 
@@ -86,7 +92,12 @@ class PgDocStore(SQLDocStore):
         params["connect_timeout"] = self.connect_timeout
         if self.op_timeout is not None:
             # Added to the URL's own options (a search_path, say), not instead of them.
-            timeout = f"-c statement_timeout={int(self.op_timeout * 1000)}"
+            # A client frozen (SIGSTOP) or cut off inside a transaction must not hold its row
+            # locks (a lease row, a database's sequence row) for ever: the server ends a
+            # session idle in a transaction after this long, freeing them for the next holder.
+            idle = int(min(self.op_timeout, IDLE_IN_TRANSACTION) * 1000)
+            timeout = (f"-c statement_timeout={int(self.op_timeout * 1000)} "
+                       f"-c idle_in_transaction_session_timeout={max(1, idle)}")
             params["options"] = f"{params['options']} {timeout}" if params.get("options") else timeout
             host = str(params.get("host") or "")
             if host and not host.startswith("/"):  # TCP, not a unix socket directory

@@ -132,7 +132,13 @@ class PgDocStore(SQLDocStore):
     def _translate(self, exc: BaseException) -> DocStoreError | None:
         if psycopg is None or not isinstance(exc, psycopg.Error):
             return None
-        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        state = getattr(exc, "sqlstate", None) or ""
+        conn = self._conn
+        broken = conn is not None and (conn.closed or getattr(conn, "broken", False))
+        # Unreachable: a failed connection, or one the server ended (operator intervention,
+        # an idle-in-transaction timeout): the handle reconnects on its next call.
+        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) or broken \
+                or state.startswith(("08", "57")) or state == "25P03":
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return StoreUnavailable(f"{self.path}: {first}")
         return DocStoreError(f"{self.path}: {exc}")

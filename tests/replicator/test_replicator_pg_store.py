@@ -212,3 +212,41 @@ def test_a_job_whose_lease_moved_on_cannot_checkpoint_or_copy(pg_url) -> None:
         old_holder.close()
         new_holder.close()
     assert times.ttl == 30.0
+
+
+def test_a_client_stalled_inside_a_transaction_does_not_hold_a_lease_row_for_ever(pg_url) -> None:
+    """A node frozen while it held a lease row locked (mid-renewal, mid-batch) must not keep the
+    next holder out: the server ends its session once it sat idle in the transaction for
+    ``min(op_timeout, 5 s)``.  Without that, the takeover below would wait until its own
+    statement timeout and fail."""
+    stalled = PgDocStore(pg_url, "_replicator", create=True, op_timeout=1.0)
+    other = PgDocStore(pg_url, "_replicator", op_timeout=20.0)
+    locked, thaw = threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    def freeze_holding_the_row() -> None:
+        try:
+            with stalled.transaction() as tx:
+                tx.run("SELECT token FROM repl_leases WHERE job = ? FOR UPDATE", ("j",))
+                locked.set()
+                thaw.wait(30)  # the "frozen" client: no statement, no commit
+        except StoreUnavailable:
+            outcome.append("session ended by the server")
+
+    try:
+        with stalled.transaction() as tx:
+            first, _ = lease_sql.acquire(tx, "j", "a", "1", 0.001)  # expired almost at once
+        assert first is not None
+        thread = threading.Thread(target=freeze_holding_the_row)
+        thread.start()
+        assert locked.wait(20)
+        with other.transaction() as tx:
+            taken, _ = lease_sql.acquire(tx, "j", "b", "2", 30.0)
+        assert taken is not None and taken.token == 2
+        thaw.set()
+        thread.join(30)
+        assert outcome == ["session ended by the server"]
+    finally:
+        thaw.set()
+        stalled.close()
+        other.close()

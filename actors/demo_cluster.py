@@ -161,10 +161,10 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
     ini = os.path.join(state_dir, "node.ini")
     # On PostgreSQL (--store postgres or a URL) the replicator shares couch_jobs' store: its
     # documents, databases, leases and audit of runs live there, reached by every node.
-    pg = store.get("store") if str(store.get("store", "")).startswith(("postgresql://", "postgres://")) else None
-    replicator_db = pg or os.path.join(state_dir, "replication", "_replicator.sqlite")
+    pg_store = store.get("store") if str(store.get("store", "")).startswith(("postgresql://", "postgres://")) else None
+    replicator_db = pg_store or os.path.join(state_dir, "replication", "_replicator.sqlite")
     os.makedirs(os.path.join(state_dir, "replication"), exist_ok=True)
-    node_config(cfg, store, ini, replicator_db, pg)
+    node_config(cfg, store, ini, replicator_db, pg_store)
     jobs = JobsDriver(node, batch=2, period=0.1, group=lambda worker: f"n{worker // 10}" if worker >= 10 else node.name)
     jobs.setup()  # the type's timeout and the finish log table, before any worker accepts
 
@@ -195,7 +195,7 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         node_reads = NodeReads(node, nodes.up)
         singleton = SingletonWatch(node, nodes.up)
         repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up, replicator_db,
-                                   jobs=6 if short else 9, seed=seed, store=pg)
+                                   jobs=6 if short else 9, seed=seed, store=pg_store)
         repl.setup()
         local_tops = [app.top, workload_sup]
 

@@ -44,6 +44,5 @@ def node_name() -> str | None:
 def node_incarnation() -> str | None:
     """The calling process's node's incarnation (hex, new at every start of the node),
     None when the node is not distributed."""
-    node_id = current_runtime().node_id
-    name, at, incarnation = node_id.rpartition("@")
+    name, at, incarnation = node_id().rpartition("@")
     return incarnation if at and name else None

@@ -88,7 +88,7 @@ class PgDocStore(SQLDocStore):
         return self.url
 
     def _connect(self) -> Any:
-        params = psycopg.conninfo.conninfo_to_dict(self.url)
+        params: dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(self.url))
         params["connect_timeout"] = self.connect_timeout
         if self.op_timeout is not None:
             # Added to the URL's own options (a search_path, say), not instead of them.
@@ -103,7 +103,7 @@ class PgDocStore(SQLDocStore):
             if host and not host.startswith("/"):  # TCP, not a unix socket directory
                 params.update(keepalives=1, keepalives_idle=1, keepalives_interval=1, keepalives_count=3,
                               tcp_user_timeout=int(self.op_timeout * 1000))
-        conn = psycopg.connect(psycopg.conninfo.make_conninfo(**params), autocommit=True)
+        conn = psycopg.connect(psycopg.conninfo.make_conninfo("", **params), autocommit=True)
         try:
             self._ensure_schema(conn)
         except BaseException:

@@ -225,7 +225,8 @@ class SchedulerJobServer(GenServer):
             if not lease.try_acquire():
                 self.lease_timer = self.send_after(lease.times.renew_every, "lease_retry")
                 return None
-            log.info("replication %r got its lease (token %d)", self.rep.id, lease.fence.token)
+            log.info("replication %r got its lease (token %s)", self.rep.id,
+                     lease.fence.token if lease.fence is not None else "?")
             try:
                 self._begin()
             except Exception as exc:

@@ -5,7 +5,7 @@ The default store.  WAL mode lets readers run beside the single writer,
 front (so two workers racing to accept the same job are serialised by
 SQLite, not by luck), and a busy timeout makes a writer wait its turn
 instead of failing.  The queries are `store_sql`'s; what is SQLite's own is
-here: connections per thread and process, the write lock, the schema, one
+here: a small pool of connections per process, the write lock, the schema, one
 counter for activity sequences, and wake-ups through commit listeners (the
 process agents carry them to other processes).
 """
@@ -97,7 +97,10 @@ class SQLiteTransaction(SQLTransaction):
 
 
 class _Conn:
-    """A connection and whether a transaction is using it (guarded by the store's lock)."""
+    """A connection, the process that opened it, and whether a transaction is using it.
+
+    ``busy`` is guarded by the store's lock.
+    """
 
     __slots__ = ("connection", "pid", "busy")
 
@@ -108,13 +111,20 @@ class _Conn:
 
 
 class SQLiteStore(SQLStore):
-    """The node's jobs database: one file, one connection per thread per process.
+    """The node's jobs database: one file, a small pool of connections per process.
 
-    Connections are opened lazily and remembered per (process, thread), so an
-    instance inherited across ``fork`` never reuses the parent's connection.
-    ``synchronous=NORMAL`` in WAL mode loses nothing a committed transaction
-    wrote when a process dies; pass ``synchronous="FULL"`` to survive power
-    loss as well.
+    A transaction checks a connection out of the pool and returns it when it
+    ends, so a connection belongs to no thread: an actor is a thread and a
+    restart is a new one, and a connection kept per thread would stay open
+    for every incarnation that ever touched the store.  At most
+    ``idle_connections`` idle connections are kept; more threads in
+    transactions at once open more, and those close as they come back.
+
+    Connections are remembered with the process that opened them, so an
+    instance inherited across ``fork`` never reuses (nor closes) the
+    parent's.  ``synchronous=NORMAL`` in WAL mode loses nothing a committed
+    transaction wrote when a process dies; pass ``synchronous="FULL"`` to
+    survive power loss as well.
 
     Closing is safe while other threads use the store: a connection is
     closed only when no transaction is using it (an idle one at once, a busy
@@ -131,18 +141,25 @@ class SQLiteStore(SQLStore):
         busy_timeout: float = 30.0,
         synchronous: str = "NORMAL",
         read_only: bool = False,
+        idle_connections: int = 4,
     ) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
         if busy_timeout <= 0:
             raise ValueError(f"busy_timeout must be positive seconds, got {busy_timeout!r}")
+        if idle_connections < 1:
+            raise ValueError(f"idle_connections must be at least 1, got {idle_connections!r}")
         super().__init__(os.fspath(path), read_only)
         self.path = self.location
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous.upper()
-        self._local = threading.local()
+        self.idle_connections = idle_connections
+        self._local = threading.local()  # .entry: the connection this thread's transaction holds
         self._idle = threading.Condition(self._lock)
+        #: Every connection open in this process, busy or in the pool (and,
+        #: after a fork, the parent's, kept so that they are never closed here).
         self._connections: list[_Conn] = []
+        self._pool: list[_Conn] = []  # idle connections of this process, most recent last
         if read_only:
             try:  # fail now, not at the first read, when there is no store to read
                 with self._use() as conn:
@@ -188,36 +205,52 @@ class SQLiteStore(SQLStore):
         return _Conn(conn, pid)
 
     def _acquire(self) -> _Conn:
-        """This thread's connection, marked busy; `StoreClosed` once closed."""
+        """A connection from the pool (or a new one), marked busy; `StoreClosed` once closed."""
         pid = os.getpid()
-        entry: _Conn | None = getattr(self._local, "entry", None)
-        if entry is None or entry.pid != pid:
+        held: _Conn | None = getattr(self._local, "entry", None)
+        if held is not None and held.pid == pid:
+            raise RuntimeError(
+                "a couch_jobs transaction is already open in this thread; "
+                "pass it as the tx argument instead of opening another"
+            )
+        with self._lock:
             if self._closed:
                 raise self._closed_error()
+            if self._pool and self._pool[0].pid != pid:
+                self._pool = []  # forked: the parent's stay in _connections, never used or closed here
+            entry = self._pool.pop() if self._pool else None
+            if entry is not None:
+                entry.busy = True
+        if entry is None:
             entry = self._open(pid)
             with self._lock:
                 if self._closed:
                     entry.connection.close()
                     raise self._closed_error()
+                entry.busy = True
                 self._connections.append(entry)
-            self._local.entry = entry
-        with self._lock:
-            if self._closed:
-                raise self._closed_error()
-            if entry.busy:
-                raise RuntimeError(
-                    "a couch_jobs transaction is already open in this thread; "
-                    "pass it as the tx argument instead of opening another"
-                )
-            entry.busy = True
+        self._local.entry = entry
         return entry
 
     def _release(self, entry: _Conn) -> None:
+        """Back to the pool, or closed: when the store is closed, the pool is
+        full, or the connection is left inside a transaction it could not end."""
+        self._local.entry = None
+        close_now = False
+        if entry.connection.in_transaction:
+            try:
+                entry.connection.execute("ROLLBACK")
+            except sqlite3.Error:
+                close_now = True
         with self._lock:
             entry.busy = False
-            close_now = self._closed
-            if close_now and entry in self._connections:
-                self._connections.remove(entry)
+            pooled = [c for c in self._pool if c.pid == entry.pid]
+            close_now = close_now or self._closed or len(pooled) >= self.idle_connections
+            if close_now:
+                if entry in self._connections:
+                    self._connections.remove(entry)
+            else:
+                self._pool.append(entry)
             self._idle.notify_all()
         if close_now:
             entry.connection.close()
@@ -269,5 +302,12 @@ class SQLiteStore(SQLStore):
             self._idle.wait_for(lambda: not others_busy(), timeout)
             idle = [c for c in self._connections if c.pid == pid and not c.busy]
             self._connections = [c for c in self._connections if c not in idle]
+            self._pool = []
         for entry in idle:
             entry.connection.close()
+
+    def open_connections(self) -> int:
+        """How many connections this process holds open now (busy and pooled)."""
+        pid = os.getpid()
+        with self._lock:
+            return sum(1 for c in self._connections if c.pid == pid)

@@ -83,6 +83,14 @@ def per_second(text: str) -> float:
     return value
 
 
+def per_second_or_zero(text: str) -> float:
+    """A rate: a finite number per second >= 0 (0: never)."""
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a rate per second >= 0, got {text!r}")
+    return value
+
+
 def count(text: str) -> int:
     """A count: an integer >= 1."""
     try:
@@ -146,7 +154,8 @@ def add_demo(sub: Subparsers) -> None:
     length.add_argument("--duration", type=seconds, metavar="S", default=60.0, help="seconds of workload (default 60)")
     length.add_argument("--short", action="store_true",
                         help="a 6-second run with at least 1.5 kills/s, for smoke checks (not with --duration)")
-    p.add_argument("--kill-rate", type=per_second, metavar="R", default=0.5, help="kills per second (default 0.5)")
+    p.add_argument("--kill-rate", type=per_second_or_zero, metavar="R", default=0.5,
+                   help="kills per second (default 0.5; 0: no kills, the same load as a baseline)")
     p.add_argument("--state-dir", default=None, metavar="DIR",
                    help="where SQLite files and queues live (default: a fresh temporary folder, removed after)")
     p.add_argument("--config", default=None, metavar="INI",

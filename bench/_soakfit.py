@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["LIMITS", "MIN_KILLS", "growth_rows", "kills_at", "slope", "verdict"]
+__all__ = ["LIMITS", "MIN_KILLS", "net_of_baseline", "growth_rows", "kills_at", "slope", "verdict"]
 
 #: What counts as a leak, per 1,000 kills: fds and threads must stay flat (a
 #: bounded cache shows up as a step before the warm-up ends, not a slope),
@@ -56,20 +56,26 @@ def _metrics(proc: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _row(label: str, kills: list[float], series: list[dict[str, float]]) -> dict[str, Any]:
+def _row(label: str, role: str, kills: list[float], minutes: list[float],
+         series: list[dict[str, float]]) -> dict[str, Any]:
     keys = sorted({k for s in series for k in s})
     per_1k: dict[str, float | None] = {}
+    per_min: dict[str, float | None] = {}
     for key in keys:
-        s = slope(kills, [m.get(key, 0.0) for m in series])
+        ys = [m.get(key, 0.0) for m in series]
+        s = slope(kills, ys)
         per_1k[key] = None if s is None else round(s * 1000.0, 2)
+        s = slope(minutes, ys)
+        per_min[key] = None if s is None else round(s, 3)
     head = series[: max(1, len(series) // 10)]
     tail = series[-max(1, len(series) // 10):]
     net = {key: round(statistics.median(m.get(key, 0.0) for m in tail)
                       - statistics.median(m.get(key, 0.0) for m in head), 2) for key in keys}
     start = {key: series[0].get(key, 0.0) for key in ("rss_mb", "fds", "threads", "sockets")}
     end = {key: series[-1].get(key, 0.0) for key in ("rss_mb", "fds", "threads", "sockets")}
-    row = {"name": label, "kills": round(kills[-1] - kills[0]), "samples": len(series),
-           "per_1k_kills": per_1k, "net": net, "start": start, "end": end}
+    row = {"name": label, "role": role, "kills": round(kills[-1] - kills[0]),
+           "minutes": round(minutes[-1] - minutes[0], 2), "samples": len(series),
+           "per_1k_kills": per_1k, "per_minute": per_min, "net": net, "start": start, "end": end}
     row["verdict"] = verdict(row)
     return row
 
@@ -81,7 +87,10 @@ def verdict(row: dict[str, Any]) -> str:
     bad = []
     for key, limit in LIMITS.items():
         s = row["per_1k_kills"].get(key)
-        if s is not None and s > limit and row["net"].get(key, 0.0) > NET_SLACK[key]:
+        grew = row["net"].get(key, 0.0) > NET_SLACK[key]
+        if key == "rss_mb" and "rss_mb_net_per_1k" in row:
+            s, grew = row["rss_mb_net_per_1k"], True  # the no-kill run already took out what time alone adds
+        if s is not None and s > limit and grew:
             bad.append(f"{key} {s:+.1f}/1k")
     return "leak: " + ", ".join(bad) if bad else "flat"
 
@@ -98,10 +107,12 @@ def growth_rows(samples: list[dict[str, Any]], progress: list[tuple[float, int]]
     if len(window) < 3:
         return []
     kills = [kills_at(progress, s["t"]) for s in window]
+    minutes = [s["t"] / 60.0 for s in window]
     rows = []
     survivors = set(window[0]["procs"]).intersection(*(s["procs"] for s in window[1:]))
     for pid in sorted(survivors, key=lambda p: (window[0]["procs"][p]["depth"], int(p))):
-        row = _row(f"{window[0]['procs'][pid]['role']} {pid}", kills, [_metrics(s["procs"][pid]) for s in window])
+        role = window[0]["procs"][pid]["role"]
+        row = _row(f"{role} {pid}", role, kills, minutes, [_metrics(s["procs"][pid]) for s in window])
         row["pid"] = pid
         rows.append(row)
     totals = []
@@ -111,5 +122,33 @@ def growth_rows(samples: list[dict[str, Any]], progress: list[tuple[float, int]]
             for key, value in _metrics(proc).items():
                 total[key] = total.get(key, 0.0) + value
         totals.append(total)
-    rows.append(_row("tree (all processes)", kills, totals))
+    rows.append(_row("tree (all processes)", "tree", kills, minutes, totals))
     return rows
+
+
+def net_of_baseline(rows: list[dict[str, Any]], idle: list[dict[str, Any]], kills_per_minute: float) -> None:
+    """Add ``rss_mb_net_per_1k``: a process's RSS growth per 1,000 kills less what
+    the same process (same role) grew per minute in the run without kills.
+
+    The main job's node also runs the workload, which remembers every write
+    it must check at the end: that growth is the same with and without
+    kills, and is not the runtime's.  Only roles that name one process in
+    both runs (node, zygote, controller, ``node n1``) are matched; the
+    verdict then judges RSS by the net figure.
+    """
+    def unique(rs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        seen: dict[str, list[dict[str, Any]]] = {}
+        for r in rs:
+            seen.setdefault(r["role"], []).append(r)
+        return {role: rr[0] for role, rr in seen.items() if len(rr) == 1 and role != "host"}
+
+    base = unique(idle)
+    for role, row in unique(rows).items():
+        other = base.get(role)
+        if other is None or kills_per_minute <= 0:
+            continue
+        killed, quiet = row["per_minute"].get("rss_mb"), other["per_minute"].get("rss_mb")
+        if killed is None or quiet is None:
+            continue
+        row["rss_mb_net_per_1k"] = round((killed - quiet) / kills_per_minute * 1000.0, 2)
+        row["verdict"] = verdict(row)

@@ -44,7 +44,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from _common import Progress, environment, results_dir, write_json  # noqa: E402
-from _soakfit import LIMITS, growth_rows  # noqa: E402
+from _soakfit import LIMITS, growth_rows, net_of_baseline  # noqa: E402
 
 from actors.census import census_tree  # noqa: E402
 
@@ -63,10 +63,12 @@ _ELAPSED = re.compile(r"^\s*(\d+(?:\.\d+)?)/\d+(?:\.\d+)? s")
 class Run:
     """One demo process and its samples; the reader thread parses its output."""
 
-    def __init__(self, name: str, duration: float, rate: float, seed: int) -> None:
-        self.name = name
+    def __init__(self, scenario: str, duration: float, rate: float, seed: int) -> None:
+        self.scenario = scenario
+        self.name = scenario if rate > 0 else f"{scenario}-idle"
+        self.rate = rate
         self.cmd = [sys.executable, "-m", "actors", "demo", "--duration", f"{duration:g}",
-                    "--kill-rate", f"{rate:g}", "--no-live", "--seed", str(seed), *SCENARIOS[name]]
+                    "--kill-rate", f"{rate:g}", "--no-live", "--seed", str(seed), *SCENARIOS[scenario]]
         self.duration = duration
         self.progress: list[tuple[float, int]] = []  # (seconds since start, kills so far)
         self.samples: list[dict[str, Any]] = []
@@ -77,7 +79,7 @@ class Run:
         env = dict(os.environ, PYTHONPATH=ROOT)
         self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        self.reader = threading.Thread(target=self._read, name=f"soak-read-{name}", daemon=True)
+        self.reader = threading.Thread(target=self._read, name=f"soak-read-{self.name}", daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
@@ -97,7 +99,7 @@ class Run:
         known = self.roles.get(pid)
         if known is None:
             if pid == self.proc.pid:
-                known = (ROOT_ROLE[self.name], 0)
+                known = (ROOT_ROLE[self.scenario], 0)
             else:
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -138,14 +140,16 @@ class Run:
 
 
 def soak(names: list[str], duration: float, rate: float, interval: float, seed: int,
-         parallel: bool) -> list[Run]:
-    """Run the scenarios (one after another, or at once with ``parallel``), sampling as they go."""
-    batches = [names] if parallel else [[n] for n in names]
+         parallel: bool, baseline: bool) -> list[Run]:
+    """Run the scenarios (one after another, or at once with ``parallel``), sampling
+    as they go; with ``baseline``, each also without kills."""
+    plan = [(n, r) for n in names for r in ((rate, 0.0) if baseline else (rate,))]
+    batches = [plan] if parallel else [[p] for p in plan]
     runs: list[Run] = []
     ticks = max(1, int(duration / interval))
     bar = Progress(ticks * len(batches), label="soak")
     for batch in batches:
-        current = [Run(name, duration, rate, seed) for name in batch]
+        current = [Run(name, duration, r, seed) for name, r in batch]
         runs.extend(current)
         stop = threading.Event()
         deadline = time.monotonic() + duration + 600  # the demo's own ending is bounded well below this
@@ -171,23 +175,26 @@ def soak(names: list[str], duration: float, rate: float, interval: float, seed: 
 
 
 def _table(report: list[dict[str, Any]]) -> str:
-    head = (f"{'scenario':<8} {'process':<22} {'kills':>6} {'RSS MB':>15} {'MB/1k':>7} {'fds':>11} "
-            f"{'fds/1k':>7} {'thr':>7} {'thr/1k':>7} {'sock':>9} {'sock/1k':>7}  verdict")
+    head = (f"{'scenario':<12} {'process':<22} {'kills':>6} {'RSS MB':>13} {'MB/min':>7} {'MB/1k':>7} "
+            f"{'net/1k':>7} {'fds':>10} {'fds/1k':>7} {'thr':>7} {'thr/1k':>7} {'sock':>8} {'sock/1k':>7}  verdict")
     lines = [head, "-" * len(head)]
     for scenario in report:
         for row in scenario["rows"]:
             g, s, e = row["per_1k_kills"], row["start"], row["end"]
 
-            def num(key: str) -> str:
-                return "-" if g.get(key) is None else f"{g[key]:+.1f}"
+            def num(key: str, table: dict[str, Any] = g) -> str:
+                return "-" if table.get(key) is None else f"{table[key]:+.1f}"
 
+            net = row.get("rss_mb_net_per_1k")
             lines.append(
-                f"{scenario['name']:<8} {row['name']:<22} {row['kills']:>6} "
-                f"{s['rss_mb']:>6.0f}->{e['rss_mb']:<6.0f} {num('rss_mb'):>7} "
-                f"{s['fds']:>4.0f}->{e['fds']:<5.0f} {num('fds'):>7} "
+                f"{scenario['name']:<12} {row['name']:<22} {row['kills']:>6} "
+                f"{s['rss_mb']:>5.0f}->{e['rss_mb']:<6.0f} {num('rss_mb', row['per_minute']):>7} "
+                f"{num('rss_mb'):>7} {'-' if net is None else f'{net:+.1f}':>7} "
+                f"{s['fds']:>4.0f}->{e['fds']:<4.0f} {num('fds'):>7} "
                 f"{s['threads']:>3.0f}->{e['threads']:<3.0f} {num('threads'):>7} "
-                f"{s['sockets']:>3.0f}->{e['sockets']:<4.0f} {num('sockets'):>7}  {row['verdict']}")
-        lines.append(f"{scenario['name']:<8} {scenario['result'] or 'no RESULT line (exit ' + str(scenario['exit']) + ')'}")
+                f"{s['sockets']:>3.0f}->{e['sockets']:<3.0f} {num('sockets'):>7}  {row['verdict']}")
+        lines.append(f"{scenario['name']:<12} "
+                     f"{scenario['result'] or 'no RESULT line (exit ' + str(scenario['exit']) + ')'}")
     return "\n".join(lines)
 
 
@@ -238,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds left out of the fit (default 60, or a quarter of a shorter run)")
     ap.add_argument("--only", default="main,cluster", help="comma-separated scenarios (main, cluster)")
     ap.add_argument("--parallel", action="store_true", help="run the scenarios at the same time")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also run each scenario without kills: RSS per 1,000 kills net of what time alone adds")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--name", default="soak", help="results file stem (default soak: bench/results/soak.json)")
     args = ap.parse_args(argv)
@@ -252,14 +261,22 @@ def main(argv: list[str] | None = None) -> int:
     if duration <= 0 or rate <= 0 or interval <= 0:
         ap.error("--minutes, --kill-rate and --interval must be positive")
     load_before = os.getloadavg()
-    runs = soak(names, duration, rate, interval, args.seed, args.parallel)
+    runs = soak(names, duration, rate, interval, args.seed, args.parallel, args.baseline)
     load_after = os.getloadavg()
     report = []
     for run in runs:
         report.append({"name": run.name, "command": " ".join(["python", "-m", *run.cmd[2:]]),
                        "exit": run.proc.returncode, "result": run.result, "kills": run.kills,
-                       "seconds": duration, "kill_rate": rate,
+                       "seconds": duration, "kill_rate": run.rate,
                        "rows": growth_rows(run.samples, run.progress, warmup)})
+    for scenario in report:
+        if scenario["kill_rate"] == 0:
+            for row in scenario["rows"]:
+                row["verdict"] = "baseline (no kills)"
+        idle = next((r for r in report if r["name"] == f"{scenario['name']}-idle"), None)
+        if idle is not None and scenario["rows"]:
+            window_min = max(1e-9, scenario["rows"][-1]["minutes"])
+            net_of_baseline(scenario["rows"], idle["rows"], scenario["rows"][-1]["kills"] / window_min)
     print(f"soak: {duration:g} s per scenario at {rate:g} kills/s, samples every {interval:g} s, "
           f"growth per 1,000 kills after a {warmup:g} s warm-up; limits per 1k kills: "
           f"fds/threads/sockets +{LIMITS['fds']:g}, RSS +{LIMITS['rss_mb']:g} MB; "

@@ -184,7 +184,7 @@ def test_demo_removes_its_temporary_state_dir_on_error(monkeypatch, capsys):
     (["demo", "--duration", "inf"], "--duration"),
     (["demo", "--duration", "-1"], "--duration"),
     (["demo", "--duration", "0"], "--duration"),
-    (["demo", "--kill-rate", "0"], "--kill-rate"),
+    (["demo", "--kill-rate", "-1"], "--kill-rate"),
     (["demo", "--kill-rate", "-inf"], "--kill-rate"),
     (["demo", "--seed", "x"], "--seed"),
     (["chaos", "--rate", "nan"], "--rate"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import weakref
 from typing import Any
 
 __all__ = ["FileTarget", "FileTargetError"]
@@ -43,7 +44,12 @@ def _check_data(data: Any) -> bytes | bytearray | memoryview:
 
 
 class FileTarget:
-    """Positional reads and locked appends on one file; safe to share between threads."""
+    """Positional reads and locked appends on one file; safe to share between threads.
+
+    The file closes with `close`, or else when the target is garbage: an
+    actor that owns one and is killed runs no ``terminate``, and the host it
+    lived in may run for weeks (as an Erlang port closes when its owner dies).
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, mode: int = 0o644) -> None:
         flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
@@ -51,6 +57,7 @@ class FileTarget:
             flags |= os.O_CREAT
         self._path = os.fspath(path)
         self._fd = os.open(self._path, flags, mode)
+        self._release = weakref.finalize(self, os.close, self._fd)
         self._eof = os.fstat(self._fd).st_size
         self._lock = threading.Lock()
         self._closed = False
@@ -160,7 +167,7 @@ class FileTarget:
             if self._closed:
                 return
             self._closed = True
-            os.close(self._fd)
+            self._release()  # os.close, once
 
     def __enter__(self) -> "FileTarget":
         return self

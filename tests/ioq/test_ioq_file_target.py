@@ -84,6 +84,27 @@ def test_close_is_idempotent(tmp_path):
     assert t.closed
 
 
+def test_a_target_dropped_without_close_closes_its_file(tmp_path):
+    """An actor killed with its target open runs no terminate: the fd goes with the object."""
+    t = FileTarget(tmp_path / "f")
+    fd = t._fd
+    os.fstat(fd)
+    del t
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+def test_close_then_drop_closes_once(tmp_path):
+    t = FileTarget(tmp_path / "f")
+    t.close()
+    other = os.open(tmp_path / "f", os.O_RDONLY)  # may reuse the closed number
+    try:
+        del t
+        os.fstat(other)  # still open: the finalizer did not close it a second time
+    finally:
+        os.close(other)
+
+
 def test_concurrent_appends_and_reads_are_consistent(target):
     per_thread, threads = 200, 8
     positions = {}

@@ -61,6 +61,16 @@ class Behaviour:
     _actor_cell: "Cell"
 
 
+class _Gone:
+    """What a dead cell holds in place of its behaviour once its thread has ended."""
+
+    def terminate(self, reason: Any) -> None:
+        pass
+
+
+_GONE = _Gone()
+
+
 class _ActorThread(pykka.ThreadingActor):
     """The pykka actor that gives a cell its thread and mailbox."""
 
@@ -75,13 +85,20 @@ class _ActorThread(pykka.ThreadingActor):
         self._cell = cell
 
     def _actor_loop(self) -> None:
-        set_current_cell(self._cell)
+        cell = self._cell
+        set_current_cell(cell)
         try:
             super()._actor_loop()
         finally:
-            self._cell.runtime.end_actor_thread()
+            cell.runtime.end_actor_thread()
             set_current_cell(None)
             self._cell = None  # type: ignore[assignment]  # break the cycle
+            if not cell.alive:
+                # The behaviour and its cell point at each other: left so, a
+                # dead actor's state (an open file, a big table) waits for the
+                # cyclic collector, which in a long-lived heap runs rarely.
+                # Its thread is done with it, so let it go now.
+                cell.server = _GONE
 
     def _actor_loop_running(self) -> None:
         """pykka's loop, trimmed for the message path: the kernel puts its

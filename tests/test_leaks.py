@@ -34,6 +34,7 @@ import supervision
 from actors import ActorRef, GenServer, Node
 from actors.census import ProcessCensus, census_tree
 from actors.couch import start_app
+from actors.ioq import FileServer
 from actors.replicator import DocStore, Rep
 from actors.replicator import scheduler as sched
 from supervision import ChildSpec, SupFlags
@@ -202,6 +203,29 @@ def test_ioq_servers_restarted_100_times_leave_nothing(app):
         _await_new(node, name, old, f"{name} restarted after kill {i}")
 
     _kill_loop(node, kill_one)
+
+
+def test_ioq_file_servers_killed_100_times_close_their_files(app, tmp_path):
+    """A `FileServer` killed in a host that lives on (``kill`` runs no
+    ``terminate``) must not leave its file open there."""
+    node = app[0]
+    names = [f"leak_file_{i}" for i in range(3)]
+    specs = []
+    for name in names:
+        path = tmp_path / f"{name}.bin"
+        path.write_bytes(b"x" * 4096)
+        specs.append(ChildSpec(id=name, start=(FileServer, (str(path), False)), host="leak_files", name=name))
+    sup = supervision.start_supervisor(node, SupFlags("one_for_one", intensity=100_000, period=1), specs)
+    try:
+        def kill_one(i: int) -> None:
+            name = names[i % len(names)]
+            old = _await_new(node, name, None, f"{name} registered")
+            node.kill(old)
+            _await_new(node, name, old, f"{name} restarted after kill {i}")
+
+        _kill_loop(node, kill_one)
+    finally:
+        node.stop(sup, timeout=30)
 
 
 def test_smoosh_channels_restarted_100_times_leave_nothing(app):

@@ -104,3 +104,59 @@ def test_stopping_the_tree_and_closing_under_subscriptions_many_times(node, tmp_
         with pytest.raises(StopIteration):
             next(tree)  # stop the tree, detach, close the store
         assert jobs.store.closed
+
+
+def test_threads_that_come_and_go_leave_no_connection_behind(tmp_path):
+    """An actor is a thread and a restart is a new one: 200 threads in turn,
+    each with a transaction, leave the pool's few connections, not 200."""
+    store = SQLiteStore(tmp_path / "c.db", idle_connections=2)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            with store.transaction() as tx:
+                tx.set_type_activity("t", i)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    for i in range(200):
+        th = threading.Thread(target=one, args=(i,))
+        th.start()
+        th.join(10)
+        assert not th.is_alive()
+    assert errors == []
+    assert store.open_connections() <= 2
+    with store.transaction(write=False) as tx:
+        assert tx.get_type_activity("t") == 199
+    store.close()
+    assert store.open_connections() == 0
+
+
+def test_more_threads_at_once_than_the_pool_keeps(tmp_path):
+    """Eight threads inside transactions at the same time get eight connections;
+    when they are done only ``idle_connections`` stay open."""
+    store = SQLiteStore(tmp_path / "c.db", idle_connections=3)
+    inside = threading.Barrier(8, timeout=20)
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            with store.transaction(write=False) as tx:
+                tx.get_type_activity("t")
+                inside.wait()  # all eight hold a connection here
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(20)
+    assert errors == []
+    assert store.open_connections() == 3
+    store.close()
+
+
+def test_idle_connections_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="idle_connections"):
+        SQLiteStore(tmp_path / "c.db", idle_connections=0)

@@ -88,8 +88,8 @@ def verdict(row: dict[str, Any]) -> str:
     for key, limit in LIMITS.items():
         s = row["per_1k_kills"].get(key)
         grew = row["net"].get(key, 0.0) > NET_SLACK[key]
-        if key == "rss_mb" and "rss_mb_net_per_1k" in row:
-            s, grew = row["rss_mb_net_per_1k"], True  # the no-kill run already took out what time alone adds
+        if key in row.get("net_per_1k", {}):
+            s = row["net_per_1k"][key]  # the no-kill run took out what time and the workload add
         if s is not None and s > limit and grew:
             bad.append(f"{key} {s:+.1f}/1k")
     return "leak: " + ", ".join(bad) if bad else "flat"
@@ -127,14 +127,15 @@ def growth_rows(samples: list[dict[str, Any]], progress: list[tuple[float, int]]
 
 
 def net_of_baseline(rows: list[dict[str, Any]], idle: list[dict[str, Any]], kills_per_minute: float) -> None:
-    """Add ``rss_mb_net_per_1k``: a process's RSS growth per 1,000 kills less what
-    the same process (same role) grew per minute in the run without kills.
+    """Add ``net_per_1k``: a process's growth per 1,000 kills (RSS, fds,
+    threads, sockets) less what the same process (same role) grew per
+    minute in the run without kills.
 
     The main job's node also runs the workload, which remembers every write
-    it must check at the end: that growth is the same with and without
-    kills, and is not the runtime's.  Only roles that name one process in
-    both runs (node, zygote, controller, ``node n1``) are matched; the
-    verdict then judges RSS by the net figure.
+    it must check at the end and opens new databases as it goes: that
+    growth is the same with and without kills, and is not the runtime's.
+    Only roles that name one process in both runs (node, zygote, controller,
+    ``node n1``) are matched; the verdict then judges by the net figures.
     """
     def unique(rs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         seen: dict[str, list[dict[str, Any]]] = {}
@@ -147,8 +148,10 @@ def net_of_baseline(rows: list[dict[str, Any]], idle: list[dict[str, Any]], kill
         other = base.get(role)
         if other is None or kills_per_minute <= 0:
             continue
-        killed, quiet = row["per_minute"].get("rss_mb"), other["per_minute"].get("rss_mb")
-        if killed is None or quiet is None:
-            continue
-        row["rss_mb_net_per_1k"] = round((killed - quiet) / kills_per_minute * 1000.0, 2)
+        net: dict[str, float] = {}
+        for key in LIMITS:
+            killed, quiet = row["per_minute"].get(key), other["per_minute"].get(key)
+            if killed is not None and quiet is not None:
+                net[key] = round((killed - quiet) / kills_per_minute * 1000.0, 2)
+        row["net_per_1k"] = net
         row["verdict"] = verdict(row)

@@ -20,13 +20,15 @@ the whole window, and for the whole tree.  Targets: fds and threads +0 per
 1,000 kills (a bounded cache fills during the warm-up), RSS under 5 MB per
 1,000 kills in every process.  Results: the table on stdout,
 ``bench/results/soak.json`` (rows), ``bench/results/soak-series.json``
-(every sample) and ``bench/results/soak.png`` when matplotlib is installed;
+(every sample), each demo's output in ``bench/results/soak-<scenario>.log``
+and ``bench/results/soak.png`` when matplotlib is installed;
 progress on stderr.  Exit status 1 when a demo run failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -63,7 +65,7 @@ _ELAPSED = re.compile(r"^\s*(\d+(?:\.\d+)?)/\d+(?:\.\d+)? s")
 class Run:
     """One demo process and its samples; the reader thread parses its output."""
 
-    def __init__(self, scenario: str, duration: float, rate: float, seed: int) -> None:
+    def __init__(self, scenario: str, duration: float, rate: float, seed: int, log_path: str) -> None:
         self.scenario = scenario
         self.name = scenario if rate > 0 else f"{scenario}-idle"
         self.rate = rate
@@ -79,12 +81,19 @@ class Run:
         env = dict(os.environ, PYTHONPATH=ROOT)
         self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.log_path = log_path
         self.reader = threading.Thread(target=self._read, name=f"soak-read-{self.name}", daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        with open(self.log_path, "w", encoding="utf-8") as log:
+            self._parse(self.proc.stdout, log)
+
+    def _parse(self, lines: Any, log: Any) -> None:
+        for line in lines:
+            log.write(line)
+            log.flush()
             now = time.monotonic() - self.t0
             self.tail = (self.tail + [line.rstrip()])[-40:]
             if line.startswith("RESULT"):
@@ -140,7 +149,7 @@ class Run:
 
 
 def soak(names: list[str], duration: float, rate: float, interval: float, seed: int,
-         parallel: bool, baseline: bool) -> list[Run]:
+         parallel: bool, baseline: bool, stem: str) -> list[Run]:
     """Run the scenarios (one after another, or at once with ``parallel``), sampling
     as they go; with ``baseline``, each also without kills."""
     plan = [(n, r) for n in names for r in ((rate, 0.0) if baseline else (rate,))]
@@ -149,7 +158,9 @@ def soak(names: list[str], duration: float, rate: float, interval: float, seed: 
     ticks = max(1, int(duration / interval))
     bar = Progress(ticks * len(batches), label="soak")
     for batch in batches:
-        current = [Run(name, duration, r, seed) for name, r in batch]
+        current = [Run(name, duration, r, seed,
+                       os.path.join(results_dir(), f"{stem}-{name}{'' if r > 0 else '-idle'}.log"))
+                   for name, r in batch]
         runs.extend(current)
         stop = threading.Event()
         deadline = time.monotonic() + duration + 600  # the demo's own ending is bounded well below this
@@ -185,7 +196,7 @@ def _table(report: list[dict[str, Any]]) -> str:
             def num(key: str, table: dict[str, Any] = g) -> str:
                 return "-" if table.get(key) is None else f"{table[key]:+.1f}"
 
-            net = row.get("rss_mb_net_per_1k")
+            net = row.get("net_per_1k", {}).get("rss_mb")
             lines.append(
                 f"{scenario['name']:<12} {row['name']:<22} {row['kills']:>6} "
                 f"{s['rss_mb']:>5.0f}->{e['rss_mb']:<6.0f} {num('rss_mb', row['per_minute']):>7} "
@@ -198,7 +209,7 @@ def _table(report: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _plot(runs: list[Run], report: list[dict[str, Any]], warmup: float, name: str) -> str | None:
+def _plot(series: list[dict[str, Any]], report: list[dict[str, Any]], warmup: float, name: str) -> str | None:
     try:
         import matplotlib
 
@@ -209,23 +220,24 @@ def _plot(runs: list[Run], report: list[dict[str, Any]], warmup: float, name: st
     from _soakfit import kills_at
 
     metrics = (("rss_kb", "RSS (MB)", 1 / 1024), ("fds", "open fds", 1), ("threads", "threads", 1))
-    fig, axes = plt.subplots(len(runs), len(metrics), figsize=(15, 4 * len(runs)), squeeze=False)
-    for r, (run, scenario) in enumerate(zip(runs, report)):
-        keep = [row["pid"] for row in scenario["rows"] if row.get("pid")]
+    fig, axes = plt.subplots(len(series), len(metrics), figsize=(15, 4 * len(series)), squeeze=False)
+    for r, (recorded, scenario) in enumerate(zip(series, report)):
+        progress = [tuple(p) for p in recorded["progress"]]
+        idle = scenario["kill_rate"] == 0
+        keep = [(row["pid"], row["name"]) for row in scenario["rows"] if row.get("pid")]
         for c, (key, title, scale) in enumerate(metrics):
             ax = axes[r][c]
-            for pid in keep:
+            for pid, label in keep:
                 xs, ys = [], []
-                for s in run.samples:
+                for s in recorded["samples"]:
                     proc = s["procs"].get(pid)
                     if proc is not None and s["t"] >= warmup:
-                        xs.append(kills_at(run.progress, s["t"]))
+                        xs.append(s["t"] / 60.0 if idle else kills_at(progress, s["t"]))
                         value = sum(proc["fds"].values()) if key == "fds" else proc[key]
                         ys.append(value * scale)
-                role = run.roles.get(int(pid), ("?", 0))[0]
-                ax.plot(xs, ys, label=f"{role} {pid}", linewidth=1)
-            ax.set_title(f"{run.name}: {title}")
-            ax.set_xlabel("kills")
+                ax.plot(xs, ys, label=label, linewidth=1)
+            ax.set_title(f"{scenario['name']}: {title}")
+            ax.set_xlabel("minutes" if idle else "kills")
             if c == 0 and keep:
                 ax.legend(fontsize=6)
     fig.tight_layout()
@@ -249,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run each scenario without kills: RSS per 1,000 kills net of what time alone adds")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--name", default="soak", help="results file stem (default soak: bench/results/soak.json)")
+    ap.add_argument("--reanalyse", action="store_true",
+                    help="run nothing: the table again from the files of the run named --name (e.g. another --warmup)")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -260,23 +274,18 @@ def main(argv: list[str] | None = None) -> int:
     warmup = args.warmup if args.warmup is not None else min(60.0, duration / 4)
     if duration <= 0 or rate <= 0 or interval <= 0:
         ap.error("--minutes, --kill-rate and --interval must be positive")
+    if args.reanalyse:
+        return _reanalyse(args.name, warmup)
     load_before = os.getloadavg()
-    runs = soak(names, duration, rate, interval, args.seed, args.parallel, args.baseline)
+    runs = soak(names, duration, rate, interval, args.seed, args.parallel, args.baseline, args.name)
     load_after = os.getloadavg()
     report = []
     for run in runs:
-        report.append({"name": run.name, "command": " ".join(["python", "-m", *run.cmd[2:]]),
+        report.append({"name": run.name, "command": " ".join(["python", "-m", *run.cmd[2:]]), "log": run.log_path,
                        "exit": run.proc.returncode, "result": run.result, "kills": run.kills,
-                       "seconds": duration, "kill_rate": run.rate,
-                       "rows": growth_rows(run.samples, run.progress, warmup)})
-    for scenario in report:
-        if scenario["kill_rate"] == 0:
-            for row in scenario["rows"]:
-                row["verdict"] = "baseline (no kills)"
-        idle = next((r for r in report if r["name"] == f"{scenario['name']}-idle"), None)
-        if idle is not None and scenario["rows"]:
-            window_min = max(1e-9, scenario["rows"][-1]["minutes"])
-            net_of_baseline(scenario["rows"], idle["rows"], scenario["rows"][-1]["kills"] / window_min)
+                       "seconds": duration, "kill_rate": run.rate})
+    series = [{"name": r.name, "progress": r.progress, "samples": r.samples} for r in runs]
+    _analyse(report, series, warmup)
     print(f"soak: {duration:g} s per scenario at {rate:g} kills/s, samples every {interval:g} s, "
           f"growth per 1,000 kills after a {warmup:g} s warm-up; limits per 1k kills: "
           f"fds/threads/sockets +{LIMITS['fds']:g}, RSS +{LIMITS['rss_mb']:g} MB; "
@@ -286,11 +295,41 @@ def main(argv: list[str] | None = None) -> int:
             "parallel": args.parallel, "loadavg_before": load_before, "loadavg_after": load_after,
             "limits_per_1k_kills": LIMITS, "scenarios": report}
     path = write_json(args.name, data)
-    write_json(f"{args.name}-series", {"scenarios": [{"name": r.name, "progress": r.progress, "samples": r.samples}
-                                             for r in runs]})
-    png = _plot(runs, report, warmup, args.name)
+    write_json(f"{args.name}-series", {"scenarios": series})
+    png = _plot(series, report, warmup, args.name)
     print(f"wrote {path}" + (f" and {png}" if png else ""))
     return 0 if all(r.proc.returncode == 0 for r in runs) else 1
+
+
+def _analyse(report: list[dict[str, Any]], series: list[dict[str, Any]], warmup: float) -> None:
+    """Fill each scenario's ``rows`` from its samples; net of the no-kill run where there is one."""
+    for scenario, recorded in zip(report, series):
+        scenario["rows"] = growth_rows(recorded["samples"], [tuple(p) for p in recorded["progress"]], warmup)
+        if scenario["kill_rate"] == 0:
+            for row in scenario["rows"]:
+                row["verdict"] = "baseline (no kills)"
+    for scenario in report:
+        idle = next((r for r in report if r["name"] == f"{scenario['name']}-idle"), None)
+        if idle is not None and scenario["rows"]:
+            window_min = max(1e-9, scenario["rows"][-1]["minutes"])
+            net_of_baseline(scenario["rows"], idle["rows"], scenario["rows"][-1]["kills"] / window_min)
+
+
+def _reanalyse(name: str, warmup: float) -> int:
+    """The table again from a finished run's files (``--name``), with this ``--warmup``."""
+    with open(os.path.join(results_dir(), f"{name}.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    with open(os.path.join(results_dir(), f"{name}-series.json"), encoding="utf-8") as f:
+        series = json.load(f)["scenarios"]
+    _analyse(data["scenarios"], series, warmup)
+    data["warmup_s"] = warmup
+    print(f"soak (re-analysed): growth per 1,000 kills after a {warmup:g} s warm-up; "
+          f"load average {data['loadavg_before'][0]:.1f} before, {data['loadavg_after'][0]:.1f} after")
+    print(_table(data["scenarios"]))
+    write_json(name, data)
+    png = _plot(series, data["scenarios"], warmup, name)
+    print(f"wrote {os.path.join(results_dir(), name + '.json')}" + (f" and {png}" if png else ""))
+    return 0
 
 
 if __name__ == "__main__":

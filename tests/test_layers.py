@@ -114,7 +114,8 @@ TODAY = Layout(
     services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),
     app=("actors.couch", "actors.demo", "actors.demo_cluster", "actors.chaos", "actors.workload",
          "actors.configcheck", "actors.nodecmd"),
-    tools=("actors.cli", "actors.attach", "actors.tree", "actors.benchrun", "actors.observer"),
+    tools=("actors.cli", "actors.attach", "actors.tree", "actors.benchrun", "actors.observer",
+           "actors.census"),
     entry=frozenset({"actors.__main__"}),
 )
 

@@ -31,7 +31,8 @@ def is_url(location: str) -> bool:
 def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
     """Open the store ``location`` names.
 
-    ``options``: ``busy_timeout`` (seconds) and ``synchronous`` for SQLite;
+    ``options``: ``busy_timeout`` (seconds), ``synchronous`` and
+    ``idle_connections`` (the pool kept per process) for SQLite;
     ``pool_size`` and ``connect_timeout`` for PostgreSQL (options meant for
     the other store are ignored, so one config serves both); ``read_only``
     for both: a view for monitors (`counts`, the observer) that creates and
@@ -54,5 +55,6 @@ def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
             f"couch_jobs store {redact(text)!r}: unknown scheme (use sqlite:///path or "
             "postgresql://user@host:5432/db)"
         )
-    lite = {k: v for k, v in options.items() if k in ("busy_timeout", "synchronous", "read_only")}
+    lite = {k: v for k, v in options.items()
+            if k in ("busy_timeout", "synchronous", "read_only", "idle_connections")}
     return SQLiteStore(text, **lite)

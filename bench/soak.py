@@ -116,7 +116,7 @@ class Run:
                 except OSError:
                     cmdline = ""
                 node = _NODE_CMD.search(cmdline)
-                if node:
+                if node and ppid == self.proc.pid:  # a node's hosts inherit its command line
                     known = (f"node {node.group(1)}", 0)
                 else:
                     below = self.roles.get(ppid, ("?", len(BELOW_NODE)))[1] + 1

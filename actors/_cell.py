@@ -18,11 +18,14 @@ import queue
 import sys
 import threading
 import time
+from bisect import bisect_left
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Callable
 
 import pykka
 
 from actors._endpoint_loan import LENT_MAIL, LENT_REFUSED, EndpointLoan
+from actors._meter import CALL_BOUNDS, Meter
 from actors._reasons import Continue, Exit, Stop, Timeout, crash_from, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
 from actors._runtime import EXIT_KILL, EXIT_LINKED, K_CALL, K_CAST, K_INFO, K_STOP, set_current_cell
@@ -294,6 +297,8 @@ class Cell:
         self._naming: str | None = None
         self._after_naming: Callable[[], None] | None = None
         self.messages_handled = 0
+        #: Calls, casts and call durations (`actors._meter`), written by the actor thread only.
+        self.meter = Meter()
         #: Entries of the mailbox batch being handled that are still to come.
         self.batch_left = 0
         #: The actor thread's cast batches (set when its loop starts).
@@ -498,7 +503,7 @@ class Cell:
                 self.runtime.unregister_name(self.name, self.ref)
             except Exception:
                 log.debug("could not unregister %s", self.name)
-        self.runtime.cells.pop(self.id, None)
+        self.runtime.meters.retire(self.runtime.cells, self, exited=False)
         for from_ in inflight:
             self.runtime.reply_exit(from_, "noproc")
         self._thread._stop()
@@ -531,7 +536,13 @@ class Cell:
         self.idle_timeout = None  # a message came: the last callback's Timeout is off
         try:
             if kind == K_CALL:
+                meter = self.meter
+                meter.calls += 1
+                started = perf_counter()
                 result = server.handle_call(body, from_)
+                took = perf_counter() - started
+                meter.call_seconds += took
+                meter.buckets[bisect_left(CALL_BOUNDS, took)] += 1
                 then: Continue | None = None  # handle_continue after the reply
                 if type(result) is Timeout:
                     self.idle_timeout = result.seconds
@@ -556,6 +567,7 @@ class Cell:
                 if then is not None:
                     result = then
             elif kind == K_CAST:
+                self.meter.casts += 1
                 result = server.handle_cast(body)
             elif kind == K_INFO:
                 result = server.handle_info(body)
@@ -700,7 +712,7 @@ class Cell:
                 # `claim_name` to release it first.
                 self._after_naming = notify
                 name = notify = None  # type: ignore[assignment]
-        rt.cells.pop(self.id, None)
+        rt.meters.retire(rt.cells, self, reason)
         self._thread.actor_stopped.set()
         self.inbox.put((_M_WAKE, None, None))
         if notify is None:

@@ -26,6 +26,7 @@ import zmq
 
 from actors import _ref
 from actors._codec import FrameError, decode_frame, encode_frame, is_scalar, unwrap_relay, wrap_relay
+from actors._meter import Meters
 from actors._net_direct import DirectLinks
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
@@ -240,6 +241,8 @@ class Runtime(Transport):
         self.node_proc = node_proc
         self.is_node = proc == node_proc
         self.cells: dict[str, Cell] = {}
+        #: Per-class call, cast and exit counts of this process's actors (`actors._meter`).
+        self.meters = Meters()
         self.sinks: dict[str, Any] = {}
         self.pending: dict[int, _Waiter] = {}
         self._ref_counter = itertools.count(1)
@@ -930,6 +933,7 @@ class Runtime(Transport):
         """This process's metrics, with the endpoint loan's counts (kept as
         plain attributes on its hot path, and read here)."""
         snap = self.stats.snapshot()
+        snap["actors"] = self.meters.snapshot(self.cells)
         loan = self._loan
         if loan is not None:
             counters = snap.setdefault("counters", {})

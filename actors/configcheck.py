@@ -179,6 +179,7 @@ SCHEMA: dict[str, Section] = {
         "name": text, "listen": text, "cluster_key": text, "seeds": text,
         "net_ticktime": number(0, strict=True), "connect_all": boolean,
     }),
+    "metrics": Section({"port": integer(0, 65535), "bind": text}),
     "replicator.shares": Section(any_key=integer(1, 1000)),
     "couch_jobs": Section({
         "activity_monitor_max_jitter_msec": integer(0), "type_monitor_holdoff_msec": integer(0),

@@ -40,6 +40,8 @@ from actors._spawn import install as _install_spawn
 from actors._spawn import spawn
 from actors.cluster_settings import ClusterSettings, parse_seeds
 from actors.interrupt import held
+from actors.metrics.server import DEFAULT_BIND as _METRICS_BIND
+from actors.metrics.server import MetricsServer
 
 __all__ = ["HostInfo", "Monitor", "Node", "NodeMonitor"]
 
@@ -120,8 +122,17 @@ class Node:
         seeds: Iterable[str] | str = (),
         net_ticktime: float | None = None,
         connect_all: bool | None = None,
+        metrics: int | None = None,
+        metrics_bind: str | None = None,
     ) -> None:
         self.config = _as_config(config)
+        # ``metrics=`` / ``metrics_bind=`` override ``[metrics] port`` / ``bind`` (docs/metrics.md).
+        metrics_port = metrics if metrics is not None else _metrics_port(self.config)
+        metrics_bind = metrics_bind or self.config.get("metrics", "bind") or _METRICS_BIND
+        #: The ``/metrics`` endpoint's bound ``(host, port)``; None when the node serves no metrics.
+        self.metrics_address: tuple[str, int] | None = None
+        #: The running `actors.metrics.MetricsServer` (``.url``), or None.
+        self.metrics_server: MetricsServer | None = None
         # Each keyword given overrides its own ``[cluster]`` key, whichever
         # of them came from the config (``net_ticktime=`` on an ini node too).
         given: dict[str, Any] = {
@@ -212,6 +223,14 @@ class Node:
             self._rt.relay = self._relay
         self._write_node_file()
         _lifecycle.track(self)
+        if metrics_port is not None:
+            try:
+                self.metrics_server = MetricsServer(self, port=metrics_port, bind=metrics_bind)
+            except BaseException:
+                self.close()
+                raise
+            self.metrics_address = self.metrics_server.address
+            self._on_close.append(self.metrics_server.close)
         if cluster.seeds and self._net is not None:
             # Seeds up now are connected before the node is handed out; the
             # others are dialed in the background until they come (and again
@@ -463,6 +482,28 @@ class Node:
                 except (Exit, CallTimeout):
                     continue
         return _stats.merge_snapshots(snaps)
+
+    def process_stats(self, timeout: float = 2.0) -> list[dict[str, Any]]:
+        """One entry per OS process of the node (its own and every host up):
+        ``{"proc", "pid", "stats"}``, ``stats`` being that process's own snapshot
+        (counters, gauges, histograms, labelled counters, and under ``actors`` the
+        per-class call, cast and exit counts), or None when it did not answer
+        within ``timeout``.  `stats` is their sum; this keeps them apart."""
+        out = [{"proc": self._rt.proc, "pid": os.getpid(), "stats": self._rt.stats_snapshot()}]
+        for host in list(self._hosts.values()):
+            if host.state != "up" or host.proc in {h.proc for h in self._spares}:
+                continue
+            try:
+                snap = self._rt.sys_request(host.proc, "stats", (), timeout=timeout)
+            except (Exit, CallTimeout):
+                snap = None
+            out.append({"proc": host.proc, "pid": host.pid, "stats": snap})
+        return out
+
+    def net_stats(self) -> dict[str, int]:
+        """The node-to-node link's counters (frames and heartbeat ticks in and out,
+        connections up and down, ...); empty for a node that is not distributed."""
+        return self._net.stats() if self._net is not None else {}
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Run ``callback()`` when the node closes, first, before its actors
@@ -1137,6 +1178,16 @@ class Node:
 _SOCKET_NAME_ROOM = len("cli4194304~r999.sock")
 # A Unix socket's path holds at most this many bytes (``sun_path`` less its NUL).
 _SOCKET_PATH_MAX = 107
+
+
+def _metrics_port(cfg: _config.Config) -> int | None:
+    """``[metrics] port`` (None when unset): a bad value refuses the node before anything starts."""
+    if cfg.get("metrics", "port") is None:
+        return None
+    port = cfg.get_integer("metrics", "port", 0)
+    if not 0 <= port <= 65535:
+        raise _config.ConfigError(f"[metrics] port = {port!r} must be 0..65535")
+    return port
 
 
 def _check_rundir(rundir: str) -> None:

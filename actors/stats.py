@@ -119,6 +119,7 @@ class Stats:
         self._counters: dict[str, int] = {}
         self._gauges: dict[str, float] = {}
         self._histograms: dict[str, Histogram] = {}
+        self._labelled: dict[str, dict[tuple[str, ...], int]] = {}
         self._sources: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def add_source(self, source: Source) -> None:
@@ -146,6 +147,16 @@ class Stats:
 
     def decrement(self, name: str, amount: int = 1) -> None:
         self.increment(name, -amount)
+
+    def increment_labelled(self, name: str, labels: tuple[str, ...], amount: int = 1) -> None:
+        """A counter kept per value of its labels (``supervision.child_restarts`` per
+        supervisor and child): for names whose parts may contain any text, which a
+        dotted name could not keep apart."""
+        with self._lock:
+            by_labels = self._labelled.get(name)
+            if by_labels is None:
+                by_labels = self._labelled[name] = {}
+            by_labels[labels] = by_labels.get(labels, 0) + amount
 
     def update_gauge(self, name: str, value: float) -> None:
         with self._lock:
@@ -182,13 +193,15 @@ class Stats:
             return self._gauges.get(name)
 
     def snapshot(self) -> dict[str, Any]:
-        """Plain data: ``{"counters": {...}, "gauges": {...}, "histograms": {...}}``."""
+        """Plain data: ``{"counters": {...}, "gauges": {...}, "histograms": {...},
+        "labelled": {name: [[label, ..., value], ...]}}``."""
         self._pull()
         with self._lock:
             return {
                 "counters": dict(self._counters),
                 "gauges": dict(self._gauges),
                 "histograms": {k: h.summary() for k, h in self._histograms.items()},
+                "labelled": {k: [[*labels, n] for labels, n in by.items()] for k, by in self._labelled.items()},
             }
 
     def reset(self) -> None:
@@ -197,12 +210,19 @@ class Stats:
             self._counters.clear()
             self._gauges.clear()
             self._histograms.clear()
+            self._labelled.clear()
 
 
 def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Sum counters and gauges across processes; histograms are summed by count."""
-    merged: dict[str, Any] = {"counters": {}, "gauges": {}, "histograms": {}}
+    merged: dict[str, Any] = {"counters": {}, "gauges": {}, "histograms": {}, "labelled": {}}
+    labelled: dict[str, dict[tuple[str, ...], int]] = {}
     for snap in snapshots:
+        for name, rows in snap.get("labelled", {}).items():
+            by_labels = labelled.setdefault(name, {})
+            for *labels, value in rows:
+                key = tuple(labels)
+                by_labels[key] = by_labels.get(key, 0) + value
         for name, value in snap.get("counters", {}).items():
             merged["counters"][name] = merged["counters"].get(name, 0) + value
         for name, value in snap.get("gauges", {}).items():
@@ -211,6 +231,7 @@ def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
             prev = merged["histograms"].get(name)
             if prev is None or summary.get("n", 0) > prev.get("n", 0):
                 merged["histograms"][name] = summary
+    merged["labelled"] = {name: [[*labels, n] for labels, n in by.items()] for name, by in labelled.items()}
     return merged
 
 

@@ -50,6 +50,8 @@ _TRY_AGAIN = "$supervisor_try_again_restart"
 #: How many children and recent reports `Supervisor.status` lists.
 _STATUS_CHILDREN = 200
 _RECENT_REPORTS = 20
+#: The labelled counter of restarts per (supervisor, child): `actors.stats.Stats.increment_labelled`.
+RESTARTS_BY_CHILD = "supervision.child_restarts"
 
 
 class ChildInfo(NamedTuple):
@@ -532,6 +534,9 @@ class Supervisor(GenServer):
         if action == "restarting":
             self._restart_count += 1
             stats.increment(f"supervision.restarts.{self._label()}")
+            # Per child too (a simple_one_for_one's children share their template's id).
+            child = child_id if child_id is not None else getattr(self._template, "id", None)
+            stats.increment_labelled(RESTARTS_BY_CHILD, (self._label(), _short(child, 80)))
         if what == "shutdown":
             stats.increment(f"supervision.escalations.{self._label()}")
         if what == "child_terminated" and _normal(reason):

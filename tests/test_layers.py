@@ -109,6 +109,9 @@ TODAY = Layout(
         "actors", "actors.node", "actors.gen_server", "actors.api", "actors.config", "actors.stats",
         "actors.clock", "actors.plain", "actors.interrupt", "actors.cluster_settings",
         "actors.pg", "actors.global_names",
+        # ``Node(metrics=PORT)`` serves /metrics itself: the exporter is the kernel's, below the node.
+        "actors.metrics", "actors.metrics.names", "actors.metrics.families", "actors.metrics.gather",
+        "actors.metrics.server",
     }),
     kernel_private=("actors._",),
     services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),

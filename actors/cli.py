@@ -168,6 +168,9 @@ def add_demo(sub: Subparsers) -> None:
                         "server from pgserver) or a postgresql:// URL of your own server")
     p.add_argument("--observe", nargs="?", type=port, const=8421, default=None, metavar="PORT",
                    help="serve the observer web page for the demo's node (default port 8421; docs/observer.md)")
+    p.add_argument("--metrics", type=port, default=None, metavar="PORT",
+                   help="serve /metrics for Prometheus on 127.0.0.1:PORT (0: a free port; the URL is printed; "
+                        "docs/metrics.md)")
     p.add_argument("--nodes", type=count, default=1, metavar="N",
                    help="1 (default): one node; N >= 2: this process is a controller that starts N node "
                         "processes over tcp, spreads the work over them and SIGKILLs whole nodes too")
@@ -193,6 +196,9 @@ def add_node(sub: Subparsers) -> None:
                    help="ini file: [couch], [ioq2], [smoosh], [replicator], [couch_jobs], [cluster], ...")
     p.add_argument("--state-dir", default=None, metavar="DIR",
                    help="where the application's files live (default: a temporary folder, removed at exit)")
+    p.add_argument("--metrics", type=port, default=None, metavar="PORT",
+                   help="serve /metrics for Prometheus on PORT (0: a free one), bound to [metrics] bind of "
+                        "--config, else 127.0.0.1 (default: [metrics] port of --config, else none)")
     p.add_argument("--stop-with-parent", action="store_true",
                    help="stop (as on SIGTERM) when the process that started this one exits (used by demo --nodes)")
     p.set_defaults(run=_run_node)

@@ -111,13 +111,13 @@ def _state_dir(requested: str | None) -> tuple[str, bool]:
     return path, False
 
 
-def run_demo(args: Any, *, make_node: Callable[[str], Node] | None = None, body: Callable[..., None] | None = None,
-             observe: Callable[..., Any] | None = None) -> int:
+def run_demo(args: Any, *, make_node: Callable[[str, int | None], Node] | None = None,
+             body: Callable[..., None] | None = None, observe: Callable[..., Any] | None = None) -> int:
     """``otpy demo``: 0 when nothing was lost, 1 when something was, 130/143 when interrupted.
 
     A temporary state directory is removed however the run ends, except
     when a check failed: then it is kept, and named, for inspection.
-    ``make_node(state_dir)`` and ``body`` (`_run`'s signature) are how
+    ``make_node(state_dir, metrics_port)`` and ``body`` (`_run`'s signature) are how
     ``demo --nodes N`` (`actors.demo_cluster`) runs its controller instead
     of the single node.  ``observe(node, port=)`` serves the observer page
     for ``--observe`` (the command line passes `actors.observer.observe`: a
@@ -140,9 +140,13 @@ def run_demo(args: Any, *, make_node: Callable[[str], Node] | None = None, body:
                     if store == "postgres" else store
                 cfg.set("couch_jobs", "store", url)
                 print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
-            node = make_node(state_dir) if make_node is not None else Node()
+            metrics = getattr(args, "metrics", None)
+            node = make_node(state_dir, metrics) if make_node is not None else Node(metrics=metrics)
             web = None
             try:
+                if node.metrics_server is not None:
+                    print(f"metrics: {node.metrics_server.url} (scrape it with Prometheus: docs/metrics.md)",
+                          flush=True)
                 if getattr(args, "observe", None) is not None:
                     if observe is None:
                         raise ValueError("demo --observe: no observer given (observe=actors.observer.observe)")

@@ -136,10 +136,10 @@ def run_cluster_demo(args: Any, *, observe: Callable[..., Any] | None = None) ->
     """``demo --nodes N`` (N >= 2): exit statuses as `run_demo`'s (``observe`` as there)."""
     n_nodes = int(args.nodes)
 
-    def make_node(state_dir: str) -> Node:
+    def make_node(state_dir: str, metrics: int | None = None) -> Node:
         key = os.path.join(state_dir, "cluster.key")
         write_new(key)
-        return Node(name=CONTROLLER, listen="tcp://127.0.0.1:0", cluster_key=key)
+        return Node(name=CONTROLLER, listen="tcp://127.0.0.1:0", cluster_key=key, metrics=metrics)
 
     def body(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float, live: bool,
              seed: int, outcome: Outcome, *, short: bool) -> None:

@@ -103,7 +103,8 @@ def run_node(args: Any) -> int:
             # --listen wins over the ini's [cluster] listen, which wins over loopback on a free port.
             listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
             node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
-                        seeds=args.seeds or (), net_ticktime=args.net_ticktime)
+                        seeds=args.seeds or (), net_ticktime=args.net_ticktime,
+                        metrics=getattr(args, "metrics", None))
             pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
             global_names.start(node)
             app = start_app(node, None, state_dir)
@@ -111,6 +112,8 @@ def run_node(args: Any) -> int:
                 _stop_with_parent(os.getppid())
             print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
                                     state=state_dir), flush=True)
+            if node.metrics_server is not None:  # after the ready line: readers take the first line as it
+                print(f"metrics: {node.metrics_server.url}", flush=True)
             wait_for_signal()  # until SIGINT or SIGTERM raises here
         except KeyboardInterrupt:
             pass

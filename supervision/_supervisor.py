@@ -104,6 +104,11 @@ class Supervisor(GenServer):
         self._template: ChildSpec | None = None
         self._dynamic_restarting: dict[int, _Child] = {}
         self._tokens = itertools.count(1)
+        # Each child's restart counter exists from the start, at 0 (Prometheus'
+        # advice: a series that appears only at its first increment hides it from rate()).
+        stats = _stats.current()
+        for spec in checked:
+            stats.increment_labelled(RESTARTS_BY_CHILD, (self._label(), _short(spec.id, 80)), 0)
         if self.flags.strategy == "simple_one_for_one":
             self._template = checked[0]
             return None

@@ -109,8 +109,9 @@ def main() -> int:
     added = micro()
     print(f"the counting alone: {added['added_ns']:.0f} ns per call ({added['plain_ns']:.0f} -> "
           f"{added['metered_ns']:.0f} ns around a trivial handle_call)")
-    out = {"bench": "metrics_overhead", "micro": added, "rounds": args.rounds, "seconds": round(time.monotonic() - started, 1),
-           "load_average": os.getloadavg(), "medians": medians, "ratios": ratios, "runs": runs}
+    out = {"bench": "metrics_overhead", "micro": added, "rounds": args.rounds,
+           "seconds": round(time.monotonic() - started, 1), "load_average": os.getloadavg(),
+           "medians": medians, "ratios": ratios, "runs": runs}
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", "metrics_overhead.json")
     with open(path, "w") as f:

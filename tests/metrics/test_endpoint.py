@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from actors import Node
 from actors.config import ConfigError
+from actors.nodecmd import parse_ready
 from supervision import ChildSpec, SupFlags, start_supervisor, which_children
 from tests.metrics.scraping import scrape, value
 from tests.metrics.workers import Worker
@@ -70,3 +76,67 @@ def test_a_port_in_use_refuses_the_node() -> None:
         taken.listen(1)
         with pytest.raises(OSError):
             Node(metrics=taken.getsockname()[1])
+
+
+ROOT = str(Path(__file__).resolve().parents[2])
+CLI = [sys.executable, "-m", "actors"]
+ENV = {**os.environ, "PYTHONPATH": ROOT}
+
+
+def _metrics_line(proc: subprocess.Popen[str], limit: int = 40) -> str:
+    """The URL of the first ``metrics: URL`` line among the command's first ``limit`` lines."""
+    assert proc.stdout is not None
+    seen = []
+    for _ in range(limit):
+        line = proc.stdout.readline()
+        seen.append(line)
+        if line.startswith("metrics: "):
+            return line.split()[1]
+        if line == "":
+            break
+    raise AssertionError(f"no metrics line: {''.join(seen)[-2000:]}")
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+
+
+@pytest.mark.timeout(150)
+def test_otpy_node_metrics_serves_the_whole_application(tmp_path: Path) -> None:
+    proc = subprocess.Popen([*CLI, "node", "--name", "m1", "--metrics", "0", "--state-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert parse_ready(proc.stdout.readline()) is not None  # the ready line stays the first
+        samples = scrape(_metrics_line(proc))
+        assert value(samples, "otpy_actors", **{"class": "Ioq2Server"}) >= 1
+        assert value(samples, "otpy_processes_scraped") >= 3
+        assert value(samples, "otpy_supervisor_restarts_total", supervisor="couch_sup", child="ioq_sup") == 0
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.timeout(150)
+def test_demo_metrics_prints_its_url_and_serves_the_workload(tmp_path: Path) -> None:
+    proc = subprocess.Popen([*CLI, "demo", "--short", "--no-live", "--seed", "3", "--metrics", "0",
+                             "--state-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
+                            start_new_session=True)
+    try:
+        url = _metrics_line(proc)
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
+        # the services' seed names, counted in the host processes they run in
+        samples = poll_until(lambda: (s := scrape(url)) and value(s, "couchdb_io_queue2_queued_total") > 0
+                             and ("couch_replicator_jobs_running", ()) in s and s,
+                             "IOQ and replicator numbers from the demo's workload", seconds=60)
+        assert value(samples, "otpy_actor_calls_total", **{"class": "Ioq2Server"}) > 0
+        assert value(samples, "otpy_actors", **{"class": "WorkloadSup"}) == 1
+    finally:
+        _stop(proc)

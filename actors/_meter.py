@@ -18,6 +18,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from actors._reasons import Crash
+
 __all__ = ["CALL_BOUNDS", "EXIT_KINDS", "Meter", "Meters", "exit_kind"]
 
 #: Upper bounds (seconds) of the call-duration histogram's buckets; one more
@@ -40,7 +42,7 @@ def exit_kind(reason: Any) -> str:
         return reason if reason in ("normal", "shutdown", "killed", "noproc", "noconnection") else "other"
     if isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "shutdown":
         return "shutdown"
-    if type(reason).__name__ == "Crash" and hasattr(reason, "exc_type"):
+    if isinstance(reason, Crash):
         return "crash"
     return "other"
 

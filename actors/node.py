@@ -490,8 +490,9 @@ class Node:
         per-class call, cast and exit counts), or None when it did not answer
         within ``timeout``.  `stats` is their sum; this keeps them apart."""
         out = [{"proc": self._rt.proc, "pid": os.getpid(), "stats": self._rt.stats_snapshot()}]
+        spares = {h.proc for h in list(self._spares)}
         for host in list(self._hosts.values()):
-            if host.state != "up" or host.proc in {h.proc for h in self._spares}:
+            if host.state != "up" or host.proc in spares:
                 continue
             try:
                 snap = self._rt.sys_request(host.proc, "stats", (), timeout=timeout)

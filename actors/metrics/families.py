@@ -111,7 +111,8 @@ def retire(retired: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
     counters, histogram counts and per-class totals; not its gauges or live actors."""
     counted = merge([last])
     counted["gauges"] = {}
-    counted["histograms"] = {k: {"n": h.get("n", 0), "sum": h.get("sum", 0.0)} for k, h in counted["histograms"].items()}
+    counted["histograms"] = {k: {"n": h.get("n", 0), "sum": h.get("sum", 0.0)}
+                             for k, h in counted["histograms"].items()}
     for sums in counted["classes"].values():
         sums["actors"] = sums["mailbox"] = 0
     return merge([retired, counted]) if retired else counted

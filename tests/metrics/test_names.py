@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from actors._meter import CALL_BOUNDS, Meter, Meters, exit_kind
 from actors.metrics.families import Scrape, families, merge, retire
 from actors.metrics.names import map_name, safe_label, safe_name
+from actors.stats import Stats, merge_snapshots
 from actors import Crash
 
 
@@ -119,7 +120,8 @@ def test_exposition_sums_every_process_and_follows_the_conventions() -> None:
     assert hist["samples"][("otpy_actor_call_duration_seconds_bucket",
                             (("class", "Worker"), ("le", repr(CALL_BOUNDS[2]))))] == 0
     assert got["otpy_actor_mailbox_messages"]["samples"][("otpy_actor_mailbox_messages", (("class", "Worker"),))] == 4
-    assert got["otpy_actor_exits"]["samples"][("otpy_actor_exits_total", (("class", "Worker"), ("reason", "crash")))] == 2
+    exits = got["otpy_actor_exits"]["samples"]
+    assert exits[("otpy_actor_exits_total", (("class", "Worker"), ("reason", "crash")))] == 2
     restarts = got["otpy_supervisor_restarts"]["samples"]
     assert restarts == {("otpy_supervisor_restarts_total", (("child", "worker"), ("supervisor", "top"))): 3}
     assert got["otpy_supervisor_shutdowns"]["samples"][("otpy_supervisor_shutdowns_total",
@@ -149,3 +151,14 @@ def test_an_ended_process_keeps_its_counts_but_not_its_gauges() -> None:
     assert total["gauges"] == {"couch_replicator.jobs.running": 2.0}
     assert total["counters"]["couchdb.io_queue2.queued"] == 20
     assert total["histograms"]["couchdb.io_queue2.svctm"]["n"] == 10
+
+
+def test_labelled_counters_keep_labels_apart_and_merge_across_processes() -> None:
+    a, b = Stats(), Stats()
+    a.increment_labelled("supervision.child_restarts", ("sup.with.dots", "child"))
+    a.increment_labelled("supervision.child_restarts", ("sup", "with.dots.child"), 0)
+    b.increment_labelled("supervision.child_restarts", ("sup.with.dots", "child"), 2)
+    rows = merge_snapshots([a.snapshot(), b.snapshot()])["labelled"]["supervision.child_restarts"]
+    assert sorted(rows) == [["sup", "with.dots.child", 0], ["sup.with.dots", "child", 3]]
+    a.reset()
+    assert a.snapshot()["labelled"] == {}

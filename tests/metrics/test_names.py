@@ -6,11 +6,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from actors import Crash, configcheck
 from actors._meter import CALL_BOUNDS, Meter, Meters, exit_kind
+from actors.config import Config
 from actors.metrics.families import Scrape, families, merge, retire
 from actors.metrics.names import map_name, safe_label, safe_name
 from actors.stats import Stats, merge_snapshots
-from actors import Crash
 
 
 @pytest.mark.parametrize("dotted, kind, expected", [
@@ -162,3 +163,10 @@ def test_labelled_counters_keep_labels_apart_and_merge_across_processes() -> Non
     assert sorted(rows) == [["sup", "with.dots.child", 0], ["sup.with.dots", "child", 3]]
     a.reset()
     assert a.snapshot()["labelled"] == {}
+
+
+def test_the_config_check_knows_the_metrics_section() -> None:
+    assert configcheck.check(Config({"metrics": {"port": "9464", "bind": "0.0.0.0"}})).ok
+    result = configcheck.check(Config({"metrics": {"port": "abc", "prot": "1"}}))
+    assert any("[metrics] port" in e for e in result.errors), result.errors
+    assert any("prot" in w for w in result.warnings), result.warnings

@@ -123,5 +123,14 @@ def test_prometheus_sees_supervisor_restarts_rise(tmp_path: Path) -> None:
                 prom.wait_value(restarts, lambda v: v == expected, f"{expected} restart(s)")
             calls = prom.query('otpy_actor_exits_total{class="Worker",reason="killed"}')
             assert calls and float(calls[0]["value"][1]) >= 1
+            # every query of the Grafana dashboard is valid PromQL to this Prometheus, and the
+            # runtime's panels draw something from this node
+            dashboard = json.loads((Path(__file__).resolve().parents[2] / "docs" / "grafana" / "otpy.json").read_text())
+            drawn = 0
+            for panel in dashboard["panels"]:
+                for target in panel["targets"]:
+                    result = prom.query(target["expr"].replace("$job", ".*"))  # raises unless it parses
+                    drawn += bool(result)
+            assert drawn >= 10, f"only {drawn} of the dashboard's queries returned data"
         finally:
             prom.stop()

@@ -140,3 +140,43 @@ def test_demo_metrics_prints_its_url_and_serves_the_workload(tmp_path: Path) -> 
         assert value(samples, "otpy_actors", **{"class": "WorkloadSup"}) == 1
     finally:
         _stop(proc)
+
+
+@pytest.mark.timeout(120)
+def test_a_host_that_does_not_answer_keeps_its_last_counts() -> None:
+    with Node(metrics=0) as node:
+        worker = node.spawn(Worker, host="frozen")
+        for i in range(3):
+            node.call(worker, i)
+        url = node.metrics_server.url
+        assert value(scrape(url), "otpy_actor_calls_total", **{"class": "Worker"}) == 3
+        pid = next(h["pid"] for h in node.hosts() if h["label"] == "frozen")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            frozen = scrape(url)  # waits out the collector's 2 s for the stopped host
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert value(frozen, "otpy_processes_unanswered") == 1
+        assert value(frozen, "otpy_actor_calls_total", **{"class": "Worker"}) == 3  # not a dip to 0
+        node.call(worker, "again")
+        thawed = scrape(url)
+        assert value(thawed, "otpy_processes_unanswered") == 0
+        assert value(thawed, "otpy_actor_calls_total", **{"class": "Worker"}) == 4
+
+
+@pytest.mark.timeout(120)
+def test_a_host_that_ends_keeps_its_counts_in_the_totals() -> None:
+    with Node(metrics=0) as node:
+        worker = node.spawn(Worker, host="doomed")
+        for i in range(3):
+            node.call(worker, i)
+        url = node.metrics_server.url
+        assert value(scrape(url), "otpy_actor_calls_total", **{"class": "Worker"}) == 3
+        pid = next(h["pid"] for h in node.hosts() if h["label"] == "doomed")
+        down = node.monitor(worker)
+        os.kill(pid, signal.SIGKILL)
+        down.wait(20)  # the DOWN of the worker: its host is gone
+        poll_until(lambda: all(h["pid"] != pid or h["state"] != "up" for h in node.hosts()), "the host's end")
+        after = scrape(url)
+        assert value(after, "otpy_actor_calls_total", **{"class": "Worker"}) == 3
+        assert value(after, "otpy_actors", **{"class": "Worker"}) == 0

@@ -143,13 +143,14 @@ def run_cluster_demo(args: Any, *, observe: Callable[..., Any] | None = None) ->
 
     def body(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float, live: bool,
              seed: int, outcome: Outcome, *, short: bool) -> None:
-        _run_cluster(node, cfg, state_dir, n_nodes, duration, rate, grace, live, seed, outcome, short=short)
+        _run_cluster(node, cfg, state_dir, n_nodes, duration, rate, grace, live, seed, outcome, short=short,
+                     metrics=getattr(args, "metrics", None))
 
     return run_demo(args, make_node=make_node, body=body, observe=observe)
 
 
 def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration: float, rate: float, grace: float,
-                 live: bool, seed: int, outcome: Outcome, *, short: bool) -> None:
+                 live: bool, seed: int, outcome: Outcome, *, short: bool, metrics: int | None = None) -> None:
     t0 = time.monotonic()
     print(f"controller {node.name} at {node.address}, runtime directory {node.rundir}", flush=True)
     pg.start(node)  # the readers' group, seen from here; every `otpy node` runs its own
@@ -175,7 +176,7 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
     workload_sup: ActorRef | None = None
     nodes = NodeSet(node, names, key_path=os.path.join(state_dir, "cluster.key"), config_path=ini,
                     state_dir=os.path.join(state_dir, "nodes"),
-                    on_up=lambda n: _start_workers(node, n, names, paths, seed))
+                    on_up=lambda n: _start_workers(node, n, names, paths, seed), metrics=metrics)
     killer = node_killer = repl = None
     try:
         failed = nodes.start_all()
@@ -184,8 +185,8 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         print(f"controller and {n_nodes} nodes up in {time.monotonic() - t0:.1f} s: {nodes.line()}; "
               f"state directory {state_dir}", flush=True)
         for n in nodes.nodes.values():
-            print(f"  node {n.name} at {n.address}, runtime directory {n.rundir} (attach: otpy status {n.rundir})",
-                  flush=True)
+            print(f"  node {n.name} at {n.address}, runtime directory {n.rundir} (attach: otpy status {n.rundir})"
+                  + (f", metrics: {n.metrics_url}" if n.metrics_url else ""), flush=True)
 
         workload_sup = start_workload(node, paths, workers=0)
         start_child(workload_sup, singleton_spec(names))  # one Beacon in the cluster, failing over

@@ -59,6 +59,12 @@ class NodeProc:
     kills: int = 0
     node_ids: list[str] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
+    #: The port of its ``/metrics`` (kept across restarts, so a Prometheus scrape config stays right), or None.
+    metrics_port: int | None = None
+
+    @property
+    def metrics_url(self) -> str | None:
+        return None if self.metrics_port is None else f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     @property
     def pid(self) -> int | None:
@@ -76,13 +82,18 @@ class NodeSet:
     """The controller's node processes: start, SIGKILL, restart, stop; nothing outlives `stop_all`."""
 
     def __init__(self, controller: Node, names: list[str], *, key_path: str, config_path: str, state_dir: str,
-                 on_up: Callable[[NodeProc], None] | None = None) -> None:
+                 on_up: Callable[[NodeProc], None] | None = None, metrics: int | None = None) -> None:
+        """``metrics``: serve each node's ``/metrics`` too, on ``metrics + 1``, ``+ 2``, ... (0: free ports
+        chosen now); None: no metrics."""
         self.ctl = controller
         self.key_path = key_path
         self.config_path = config_path
         self.on_up = on_up
         self.lock = threading.Lock()
         self.nodes = {n: NodeProc(n, os.path.join(state_dir, n)) for n in names}
+        if metrics is not None:
+            for i, n in enumerate(self.nodes.values()):
+                n.metrics_port = metrics + 1 + i if metrics else _free_port()
         self.errors: list[str] = []
         self.closing = False  # set by stop_all: no node is started after it
 
@@ -97,7 +108,8 @@ class NodeSet:
             listen = n.address or "tcp://127.0.0.1:0"
         return [sys.executable, "-m", "actors", "node", "--name", n.name, "--listen", listen,
                 "--cluster-key", self.key_path, "--config", self.config_path, "--state-dir", n.state_dir,
-                "--seeds", self.ctl.address, *others, "--stop-with-parent"]
+                "--seeds", self.ctl.address, *others, "--stop-with-parent",
+                *(["--metrics", str(n.metrics_port)] if n.metrics_port is not None else [])]
 
     def _launch(self, n: NodeProc) -> queue.Queue[str]:
         """Exec the node; a thread copies its stdout lines into the returned queue (and ``n.output``)."""

@@ -180,3 +180,35 @@ def test_a_host_that_ends_keeps_its_counts_in_the_totals() -> None:
         after = scrape(url)
         assert value(after, "otpy_actor_calls_total", **{"class": "Worker"}) == 3
         assert value(after, "otpy_actors", **{"class": "Worker"}) == 0
+
+
+@pytest.mark.timeout(300)
+def test_demo_on_nodes_serves_every_nodes_metrics(tmp_path: Path) -> None:
+    proc = subprocess.Popen([*CLI, "demo", "--nodes", "2", "--short", "--no-live", "--seed", "4", "--metrics", "0",
+                             "--state-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
+                            start_new_session=True)
+    try:
+        controller = _metrics_line(proc)
+        assert proc.stdout is not None
+        urls: dict[str, str] = {}
+        seen = []
+        for _ in range(200):  # the node lines follow once every node is up
+            line = proc.stdout.readline()
+            seen.append(line)
+            if line.startswith("  node ") and ", metrics: " in line:
+                urls[line.split()[1]] = line.rsplit(", metrics: ", 1)[1].strip()
+            if len(urls) == 2 or line == "":
+                break
+        assert sorted(urls) == ["n1", "n2"], "".join(seen)[-2000:]
+        assert len({controller, *urls.values()}) == 3
+        for url in urls.values():
+            samples = scrape(url)
+            assert value(samples, "otpy_nodes_up") >= 1  # the controller, at least
+            assert value(samples, "otpy_actors", **{"class": "Ioq2Server"}) >= 1
+        # (a node may be down this moment: the demo SIGKILLs nodes; connections that came up only grow)
+        assert value(scrape(controller), "otpy_net_connections_up_total") >= 2
+        out, _ = proc.communicate(timeout=240)
+        assert proc.returncode == 0, out[-3000:]
+    finally:
+        _stop(proc)

@@ -172,8 +172,7 @@ def _recorded(total: dict[str, Any]) -> list[Metric]:
             continue  # in otpy_supervisor_restarts_total / _shutdowns_total, with labels
         mapped = map_name(name, "counter")
         if mapped.name not in out:
-            out[mapped.name] = CounterMetricFamily(mapped.name, f"{name} (counter)")
-            out[mapped.name].add_metric([], value * mapped.factor)
+            out[mapped.name] = CounterMetricFamily(mapped.name, f"{name} (counter)", value=value * mapped.factor)
     for name, value in sorted(total["gauges"].items()):
         mapped = map_name(name, "gauge")
         if mapped.name not in out:

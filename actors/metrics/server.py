@@ -9,6 +9,7 @@ daemon thread.  Port 0 picks a free port; ``address`` says which.
 from __future__ import annotations
 
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 
@@ -29,8 +30,9 @@ class MetricsServer:
         self.collector = NodeCollector(node, timeout=timeout)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
-        self._server, self._thread = start_http_server(port, addr=bind, registry=self.registry)
-        host, bound = self._server.server_address[:2]
+        server, self._thread = start_http_server(port, addr=bind, registry=self.registry)
+        self._server: WSGIServer | None = server
+        host, bound = server.server_address[:2]
         #: ``(host, port)`` actually bound (the port the kernel chose when asked for 0).
         self.address: tuple[str, int] = (str(host), int(bound))
 

@@ -37,9 +37,9 @@ def test_metrics_come_from_every_host_process_and_restarts_rise() -> None:
                                [ChildSpec("worker", (Worker, ()), host="mw")], name="metrics_top", host="ms")
         child = _child(sup)
         for i in range(3):
-            assert node.call(child, i) == i
+            assert node.call(child, i, timeout=30) == i
         node.cast(child, "x")
-        assert node.call(child, "casts") == 1  # the cast was handled before this call
+        assert node.call(child, "casts", timeout=30) == 1  # the cast was handled before this call
         before = scrape_answered(url)
         assert value(before, "otpy_actor_calls_total", **{"class": "Worker"}) == 4
         assert value(before, "otpy_actor_call_duration_seconds_count", **{"class": "Worker"}) >= 3
@@ -147,7 +147,7 @@ def test_a_host_that_does_not_answer_keeps_its_last_counts() -> None:
     with Node(metrics=0) as node:
         worker = node.spawn(Worker, host="frozen")
         for i in range(3):
-            node.call(worker, i)
+            node.call(worker, i, timeout=30)
         url = node.metrics_server.url
         assert value(scrape_answered(url), "otpy_actor_calls_total", **{"class": "Worker"}) == 3
         pid = next(h["pid"] for h in node.hosts() if h["label"] == "frozen")
@@ -158,7 +158,7 @@ def test_a_host_that_does_not_answer_keeps_its_last_counts() -> None:
             os.kill(pid, signal.SIGCONT)
         assert value(frozen, "otpy_processes_unanswered") == 1
         assert value(frozen, "otpy_actor_calls_total", **{"class": "Worker"}) == 3  # not a dip to 0
-        node.call(worker, "again")
+        node.call(worker, "again", timeout=30)  # the host catches up first
         thawed = scrape_answered(url)
         assert value(thawed, "otpy_actor_calls_total", **{"class": "Worker"}) == 4
 
@@ -168,7 +168,7 @@ def test_a_host_that_ends_keeps_its_counts_in_the_totals() -> None:
     with Node(metrics=0) as node:
         worker = node.spawn(Worker, host="doomed")
         for i in range(3):
-            node.call(worker, i)
+            node.call(worker, i, timeout=30)
         url = node.metrics_server.url
         assert value(scrape_answered(url), "otpy_actor_calls_total", **{"class": "Worker"}) == 3
         pid = next(h["pid"] for h in node.hosts() if h["label"] == "doomed")

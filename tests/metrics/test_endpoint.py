@@ -142,6 +142,11 @@ def test_demo_metrics_prints_its_url_and_serves_the_workload(tmp_path: Path) -> 
         _stop(proc)
 
 
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
 @pytest.mark.timeout(120)
 def test_a_host_that_does_not_answer_keeps_its_last_counts() -> None:
     with Node(metrics=0) as node:
@@ -153,6 +158,8 @@ def test_a_host_that_does_not_answer_keeps_its_last_counts() -> None:
         pid = next(h["pid"] for h in node.hosts() if h["label"] == "frozen")
         os.kill(pid, signal.SIGSTOP)
         try:
+            # on a loaded machine the stop takes effect when the host next gets a CPU: wait for it
+            poll_until(lambda: _stopped(pid), "the host to be stopped")
             frozen = scrape(url)  # waits out the collector's 2 s for the stopped host
         finally:
             os.kill(pid, signal.SIGCONT)

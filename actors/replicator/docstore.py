@@ -50,6 +50,35 @@ __all__ = [
 _FILE_DB = "_"
 
 
+def _adopt_first_layout(conn: sqlite3.Connection) -> None:
+    """Move a file written before the shared SQL layer into its tables, in the open transaction.
+
+    Such a file keeps its documents in ``docs``/``local_docs`` and its sequence in
+    ``meta``; without this a ``_replicator`` file or a replicated database from an
+    earlier version would open empty (or not at all), and its replications would be
+    forgotten.  The move is one transaction with the schema's creation, so a crash
+    leaves the file in either layout, never half of each.
+    """
+    tables = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('docs', 'local_docs', 'meta')")}
+    if "docs" not in tables:
+        return
+    if conn.execute("SELECT 1 FROM repdb_meta WHERE db = ?", (_FILE_DB,)).fetchone() is not None:
+        return  # both layouts present: the new one is the truth, as it was written last
+    seq_row = (conn.execute("SELECT value FROM meta WHERE key = 'update_seq'").fetchone()
+               if "meta" in tables else None)
+    if seq_row is None:
+        seq_row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM docs").fetchone()
+    conn.execute("INSERT INTO repdb_docs (db, id, rev, body, deleted, seq) "
+                 "SELECT ?, id, rev, body, deleted, seq FROM docs", (_FILE_DB,))
+    if "local_docs" in tables:
+        conn.execute("INSERT INTO repdb_local (db, id, rev, body) SELECT ?, id, rev, body FROM local_docs",
+                     (_FILE_DB,))
+    conn.execute("INSERT INTO repdb_meta (db, update_seq) VALUES (?, ?)", (_FILE_DB, int(seq_row[0])))
+    for table in sorted(tables):
+        conn.execute(f"DROP TABLE {table}")
+
+
 class DocStore(SQLDocStore):
     """One database in one SQLite file."""
 
@@ -68,6 +97,7 @@ class DocStore(SQLDocStore):
             try:
                 for statement in SCHEMA:
                     conn.execute(statement.format(blob="BLOB", serial="INTEGER PRIMARY KEY"))
+                _adopt_first_layout(conn)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

@@ -101,3 +101,37 @@ def test_closed_store_refuses_work(tmp_path):
     db.close()
     with pytest.raises(DocStoreError, match="closed"):
         db.put("a", {})
+
+
+def test_a_file_of_the_first_layout_opens_with_its_documents(tmp_path):
+    """A database written before the shared SQL layer (tables docs/local_docs/meta) keeps
+    its documents, _local checkpoints and sequence, and new writes continue the sequence."""
+    import sqlite3
+
+    import orjson
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE docs (id TEXT PRIMARY KEY, rev TEXT NOT NULL, body BLOB NOT NULL,"
+        " deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL UNIQUE);"
+        "CREATE TABLE local_docs (id TEXT PRIMARY KEY, rev INTEGER NOT NULL, body BLOB NOT NULL);"
+    )
+    conn.execute("INSERT INTO meta VALUES ('update_seq', '3')")
+    conn.execute("INSERT INTO docs VALUES ('a', '2-aa', ?, 0, 2)", (orjson.dumps({"x": 1}),))
+    conn.execute("INSERT INTO docs VALUES ('b', '1-bb', ?, 1, 3)", (orjson.dumps({}),))
+    conn.execute("INSERT INTO local_docs VALUES ('ckpt', 4, ?)", (orjson.dumps({"seq": 2}),))
+    conn.commit()
+    conn.close()
+
+    with DocStore(path) as store:
+        assert store.get("a") == Doc("a", "2-aa", {"x": 1})
+        assert store.get("b") is None and store.get("b", include_deleted=True).deleted
+        assert store.get_local("_local/ckpt").body == {"seq": 2}
+        assert store.update_seq == 3
+        assert [c.id for c in store.changes()] == ["a", "b"]
+        store.put("c", {"y": 2})
+        assert store.changes(since=3)[0].seq == 4
+    with DocStore(path) as again:  # opening twice moves nothing twice
+        assert [c.id for c in again.changes()] == ["a", "b", "c"]

@@ -4,6 +4,7 @@ The public surface of the kernel; everything else lives in private modules.
 """
 
 from actors._reasons import CallTimeout, Continue, Crash, Exit, Stop, Timeout, ignore, is_normal_exit, noreply
+from actors._mailbox import MailboxFull
 from actors._ref import ActorRef, From
 from actors._runtime import Timer
 from actors._spawn import AlreadyRegistered, SpawnError
@@ -26,6 +27,7 @@ __all__ = [
     "Exit",
     "From",
     "GenServer",
+    "MailboxFull",
     "Monitor",
     "NetError",
     "Node",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pykka
 
 from actors._endpoint_loan import LENT_MAIL, LENT_REFUSED, EndpointLoan
+from actors._mailbox import ACCEPTED, DROPPED, MAILBOX_FULL, PARKED, Admit, BoundedInbox, MailboxLimit
 from actors._meter import CALL_BOUNDS, Meter
 from actors._reasons import Continue, Exit, Stop, Timeout, crash_from, ignore, is_normal_exit, noreply
 from actors._ref import ActorRef, From
@@ -160,6 +161,18 @@ class _ActorThread(pykka.ThreadingActor):
             cell.runtime.flush_casts()
 
 
+class _BoundedThread(_ActorThread):
+    """An actor thread whose mailbox is bounded (`actors._mailbox`)."""
+
+    def __init__(self, cell: "Cell", limit: MailboxLimit) -> None:
+        self._limit = limit
+        self._admit = cell._admitted
+        super().__init__(cell)
+
+    def _create_actor_inbox(self) -> Any:  # type: ignore[override]
+        return BoundedInbox(self._limit, self._admit)
+
+
 class _LentInbox(queue.SimpleQueue):
     """A mailbox whose reader may be blocked in a poll of the process's
     endpoint rather than in the queue: a put then signals the poll."""
@@ -268,6 +281,7 @@ class Cell:
         link_parent: bool,
         on_started: Callable[[str, Any], None],
         read_endpoint: bool = False,
+        mailbox: MailboxLimit | None = None,
     ) -> None:
         self.runtime = runtime
         self.id = actor_id
@@ -307,8 +321,17 @@ class Cell:
         #: the `Timeout` the last callback returned (None: wait for ever).
         self.idle_timeout: float | None = None
         server._actor_cell = self
-        # The first actor of a host reads the host's endpoint while idle.
-        self._thread = _LendingThread(self) if read_endpoint else _ActorThread(self)
+        #: The mailbox's bound (None: unbounded, as in Erlang).
+        self.limit = mailbox
+        if mailbox is not None:
+            # Senders learn from the ref that they must wait for room.
+            self.ref.blocks = mailbox.overflow == "block"
+            self._thread: _ActorThread = _BoundedThread(self, mailbox)
+        elif read_endpoint:
+            # The first actor of a host reads the host's endpoint while idle.
+            self._thread = _LendingThread(self)
+        else:
+            self._thread = _ActorThread(self)
         self.inbox = self._thread.actor_inbox
 
     def start(self, run_on: Callable[[Callable[[], None]], None] | None = None) -> None:
@@ -324,6 +347,7 @@ class Cell:
             run_on(self._thread._actor_loop)
 
     def info(self) -> dict[str, Any]:
+        limit = self.limit
         return {
             "id": self.id,
             "name": self.name,
@@ -337,6 +361,9 @@ class Cell:
             "proc": self.runtime.proc,
             "parent": self.parent.id if self.parent else None,
             "status": self.server.status() if hasattr(self.server, "status") else None,
+            "mailbox_limit": None if limit is None else limit.size,
+            "overflow": None if limit is None else limit.overflow,
+            "dropped": 0 if limit is None else self.inbox.dropped,
         }
 
     # -- mailbox (any thread) ------------------------------------------------------
@@ -355,6 +382,10 @@ class Cell:
         return True
 
     def enqueue(self, kind: int, body: Any) -> None:
+        if self.limit is not None:
+            if kind == K_CAST or kind == K_INFO:
+                self._offer((kind, body, None))
+                return
         if self.alive:
             self.inbox.put((kind, body, None))
 
@@ -364,6 +395,12 @@ class Cell:
         woken once for the lot; ``calls`` are the callers among ``items``.
         Returns the calls refused because the actor is dead (the caller
         answers them ``noproc``, as `enqueue_call`'s)."""
+        if self.limit is not None:
+            if not self.alive:
+                return calls
+            for item in items:
+                self._offer(item)
+            return []
         if not calls:
             if self.alive:
                 self._put_items(items)
@@ -384,12 +421,88 @@ class Cell:
             self.inbox.put((_M_BATCH, items, None))
 
     def enqueue_call(self, kind: int, body: Any, from_: From) -> bool:
+        if self.limit is not None and kind == K_CALL:
+            if not self.alive:
+                return False
+            self._offer((kind, body, from_))
+            return True
         with self.lock:
             if not self.alive:
                 return False
             self.inflight[(from_.proc, from_.ref)] = from_
             self.inbox.put((kind, body, from_))
             return True
+
+    # -- the bounded mailbox (`actors._mailbox`) -------------------------------------------
+
+    def _offer(self, entry: tuple[int, Any, Any]) -> None:
+        """A user message for a bounded mailbox: in, parked, or dropped by
+        the policy (a dropped call fails with ``mailbox_full``)."""
+        kind, body, from_ = entry
+        admission = None
+        timeout = None
+        if kind == K_CALL and type(body) is Admit:
+            # A sender that waits for room: a cast/send answered once it is
+            # in, or a call answered as calls are.
+            admission, timeout = from_, body.timeout
+            entry = (body.kind, body.body, from_ if body.kind == K_CALL else None)
+        refused: list[From] = []
+        admitted: From | None = None
+        with self.lock:
+            if not self.alive:
+                refused_dead = from_
+            else:
+                refused_dead = None
+                if from_ is not None:
+                    self.inflight[(from_.proc, from_.ref)] = from_
+                outcome, other = self.inbox.offer(entry, admission)
+                if outcome == ACCEPTED:
+                    if admission is not None and entry[2] is None:
+                        admitted = admission
+                        self.inflight.pop((admission.proc, admission.ref), None)
+                    if other is not None:
+                        self._count_drop()
+                        if other[2] is not None:
+                            refused.append(other[2])
+                elif outcome == DROPPED:
+                    self._count_drop()
+                    if from_ is not None:
+                        refused.append(from_)
+                elif outcome == PARKED and timeout is not None:
+                    self.runtime.call_later(timeout, lambda: self._expire(admission))
+                for gone in refused:
+                    self.inflight.pop((gone.proc, gone.ref), None)
+        rt = self.runtime
+        if refused_dead is not None:
+            rt.reply_exit(refused_dead, "noproc")
+        if admitted is not None:
+            rt.reply(admitted, None)
+        for gone in refused:
+            rt.reply_exit(gone, MAILBOX_FULL)
+
+    def _count_drop(self) -> None:
+        self.runtime.stats.increment("actors.mailbox.dropped")
+
+    def _admitted(self, entries: list[tuple[Any, Any]]) -> None:
+        """Parked messages got in (actor thread): their senders go on."""
+        acks: list[From] = []
+        with self.lock:
+            for entry, admission in entries:
+                if entry[2] is None:  # a cast or send: answered now
+                    self.inflight.pop((admission.proc, admission.ref), None)
+                    acks.append(admission)
+        for admission in acks:
+            self.runtime.reply(admission, None)
+
+    def _expire(self, admission: From) -> None:
+        """A parked message's time ran out (I/O thread): its sender hears ``mailbox_full``."""
+        with self.lock:
+            entry = self.inbox.unpark(admission)
+            if entry is None:
+                return
+            self.inflight.pop((admission.proc, admission.ref), None)
+        self._count_drop()
+        self.runtime.reply_exit(admission, MAILBOX_FULL)
 
     # -- signals (any thread) --------------------------------------------------------
 

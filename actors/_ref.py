@@ -40,9 +40,10 @@ class ActorRef:
     process of the node.
     """
 
-    __slots__ = ("node_id", "proc", "home_proc", "id", "os_pid", "name", "_hash")
+    __slots__ = ("node_id", "proc", "home_proc", "id", "os_pid", "name", "blocks", "_hash")
 
-    def __init__(self, node_id: str, proc: str, id: str, os_pid: int, name: str | None = None) -> None:
+    def __init__(self, node_id: str, proc: str, id: str, os_pid: int, name: str | None = None,
+                 blocks: bool = False) -> None:
         self.node_id = node_id
         #: The process on the actor's own node; ``proc`` is where this process sends to.
         self.home_proc = proc
@@ -52,6 +53,9 @@ class ActorRef:
         self.id = id
         self.os_pid = os_pid
         self.name = name
+        #: The actor's mailbox is bounded with ``overflow="block"``: a sender
+        #: waits for room (see `actors._mailbox`).
+        self.blocks = blocks
         self._hash = hash((node_id, id))
 
     # -- identity ------------------------------------------------------------
@@ -69,9 +73,13 @@ class ActorRef:
         return f"<ActorRef {self.id}{label} pid={self.os_pid}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if self.blocks:
+            return (ActorRef, (self.node_id, self.home_proc, self.id, self.os_pid, self.name, True))
         return (ActorRef, (self.node_id, self.home_proc, self.id, self.os_pid, self.name))
 
     def to_wire(self) -> list[Any]:
+        if self.blocks:
+            return [self.node_id, self.home_proc, self.id, self.os_pid, self.name, True]
         return [self.node_id, self.home_proc, self.id, self.os_pid, self.name]
 
     @classmethod
@@ -89,13 +97,17 @@ class ActorRef:
         """
         return _runtime_of(self).call(self, request, timeout)
 
-    def cast(self, request: Any) -> None:
-        """Deliver ``request`` to ``handle_cast``; never fails, never waits."""
-        _runtime_of(self).cast(self, request)
+    def cast(self, request: Any, timeout: float | None = 5.0) -> None:
+        """Deliver ``request`` to ``handle_cast``; never fails.  It never
+        waits either, except for room in a mailbox bounded with
+        ``overflow="block"``: at most ``timeout`` seconds, after which the
+        cast is dropped and counted."""
+        _runtime_of(self).cast(self, request, timeout)
 
-    def send(self, message: Any) -> None:
-        """Deliver ``message`` to ``handle_info``; never fails, never waits."""
-        _runtime_of(self).send(self, message)
+    def send(self, message: Any, timeout: float | None = 5.0) -> None:
+        """Deliver ``message`` to ``handle_info``; never fails, and waits
+        only as `cast` does, for room in a ``"block"`` mailbox."""
+        _runtime_of(self).send(self, message, timeout)
 
     async def acall(self, request: Any, timeout: float | None = 5.0) -> Any:
         """`call` for asyncio programs: ``await ref.acall(request)``.

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 
 from actors import _ref
+from actors._mailbox import MAILBOX_FULL, Admit, MailboxFull
 from actors._codec import FrameError, decode_frame, encode_frame, is_scalar, unwrap_relay, wrap_relay
 from actors._meter import Meters
 from actors._net_direct import DirectLinks
@@ -69,6 +70,17 @@ EXIT_LINKED = 2
 CAST_BATCH = 64
 #: ... or this long after the first of them, when its callback is still running.
 CAST_FLUSH_AFTER = 0.002
+
+#: Seconds a blocked sender waits for the receiver's word beyond its own timeout.
+BLOCK_GRACE = 1.0
+
+
+def _exit_of(reason: Any) -> Exit:
+    """The exception a failed request raises: `MailboxFull` for a full mailbox."""
+    if reason == MAILBOX_FULL:
+        return MailboxFull()
+    return Exit(reason)
+
 
 _runtimes: dict[str, "Runtime"] = {}
 _runtimes_lock = threading.Lock()
@@ -190,7 +202,7 @@ class _FutureWaiter:
             if ok:
                 self.future.set_result(value)
             else:
-                self.future.set_exception(Exit(value))
+                self.future.set_exception(_exit_of(value))
 
 
 class _Mail:
@@ -416,14 +428,42 @@ class Runtime(Transport):
 
     # -- public messaging ----------------------------------------------------
 
-    def send(self, target: ActorRef, message: Any) -> None:
+    def send(self, target: ActorRef, message: Any, timeout: float | None = 5.0) -> None:
+        if target.blocks:
+            self._post_waiting(target, K_INFO, message, timeout)
+            return
         self._post(target.proc, K_INFO, target.id, message)
 
-    def cast(self, target: ActorRef, request: Any) -> None:
+    def cast(self, target: ActorRef, request: Any, timeout: float | None = 5.0) -> None:
+        if target.blocks:
+            self._post_waiting(target, K_CAST, request, timeout)
+            return
         self._post(target.proc, K_CAST, target.id, request)
 
     def call(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
+        if target.blocks:
+            request = Admit(K_CALL, request, timeout)
         return self._request(target, K_CALL, request, timeout)
+
+    def _post_waiting(self, target: ActorRef, kind: int, body: Any, timeout: float | None) -> None:
+        """A cast or send to a mailbox bounded with ``overflow="block"``: it
+        waits until the receiver has taken the message in (`actors._mailbox`),
+        at most ``timeout`` seconds (and the receiver's answer a little
+        longer, so both sides agree whether it got in).  A sender that must
+        not wait -- the actor itself, or this process's I/O thread -- sends
+        as usual, and a full mailbox drops what it sent."""
+        cell = current_cell()
+        if (cell is not None and cell.id == target.id and target.proc == self.proc) or \
+                threading.current_thread() is self._io_thread:
+            self._post(target.proc, kind, target.id, body)
+            return
+        try:
+            self._request(target, K_CALL, Admit(kind, body, timeout),
+                          None if timeout is None else timeout + BLOCK_GRACE)
+        except CallTimeout:
+            self.stats.increment("actors.mailbox.block_timeouts")
+        except Exit:  # full past its timeout (counted there), or the actor is dead
+            pass
 
     def stop_actor(self, target: ActorRef, reason: Any, timeout: float | None) -> Any:
         return self._request(target, K_STOP, reason, timeout)
@@ -437,7 +477,7 @@ class Runtime(Transport):
             self._await(waiter, ref, target, timeout)
             if waiter.ok:
                 return waiter.value
-            raise Exit(waiter.value)
+            raise _exit_of(waiter.value)
         # Across processes the reply comes straight to this thread's channel.
         channel = self.reply_channel()
         self.pending[ref] = _ChannelWaiter(proc, self, channel.name, ref)
@@ -446,7 +486,7 @@ class Runtime(Transport):
         ok, value = self._await_channel(channel, ref, target, timeout)
         if ok:
             return value
-        raise Exit(value)
+        raise _exit_of(value)
 
     def _open_request(self, target: ActorRef) -> tuple[Any, str, int]:
         """What `call` and `acall` check and do before sending: a call to
@@ -473,6 +513,8 @@ class Runtime(Transport):
         process's I/O thread, which schedules it onto the running loop; no
         thread blocks on the call, and the loop runs on meanwhile."""
         loop = asyncio.get_running_loop()
+        if target.blocks:
+            request = Admit(K_CALL, request, timeout)
         cell, proc, ref = self._open_request(target)
         future: asyncio.Future[Any] = loop.create_future()
         self.pending[ref] = _FutureWaiter(proc, loop, future)

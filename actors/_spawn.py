@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable
 import cloudpickle
 
 from actors._cell import Behaviour, Cell
+from actors._mailbox import MailboxLimit, mailbox_limit
 from actors._reasons import Exit, crash_from
 from actors._ref import ActorRef
 from actors._runtime import Runtime, current_cell
@@ -96,6 +97,7 @@ def start_here(
     link: bool,
     on_started: Any,
     warm: list[WarmThread] | None = None,
+    mailbox: MailboxLimit | None = None,
 ) -> None:
     """Create the cell and its thread (or take one of ``warm``); ``on_started(kind, detail)`` reports init."""
     try:
@@ -105,8 +107,11 @@ def start_here(
         return
     # The actor a warm thread was kept for is the host's first: it reads the
     # host's endpoint itself while idle (actors._endpoint_loan).
+    # (A bounded mailbox is read by the actor's thread only: it keeps its
+    # policy on the way in, which a frame read off the endpoint would skip.)
+    lend = bool(warm) and mailbox is None and getattr(server, "reads_host_endpoint", True)
     cell = Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started,
-                read_endpoint=bool(warm) and getattr(server, "reads_host_endpoint", True))
+                read_endpoint=lend, mailbox=mailbox)
     cell.start(warm.pop().run if warm else None)
 
 
@@ -122,15 +127,19 @@ def spawn(
     link: bool = False,
     parent: ActorRef | None = None,
     node: str | tuple[str, ...] | list[str] | None = None,
+    mailbox: int | MailboxLimit | None = None,
+    overflow: str | None = None,
 ) -> ActorRef | None:
     """Start an actor.  ``node`` (a name, or candidates of which the first
     one up is used) starts it on another node: the request goes to this
-    node's process, which alone talks to other nodes."""
+    node's process, which alone talks to other nodes.  ``mailbox``/
+    ``overflow`` bound its mailbox (`actors._mailbox`)."""
     if not (isinstance(cls, type) and issubclass(cls, Behaviour)):
         raise TypeError(f"spawn needs a GenServer subclass, got {cls!r}")
     if name is not None and not isinstance(name, str):
         raise TypeError(f"actor names are strings, got {name!r}")
     cpu_list = normalise_cpus(cpus)
+    limit = mailbox if isinstance(mailbox, MailboxLimit) and overflow is None else mailbox_limit(mailbox, overflow)
     cell = current_cell()
     if cell is not None and cell.runtime is rt:
         if not cell.alive:
@@ -143,7 +152,7 @@ def spawn(
         candidates = [node] if isinstance(node, str) else list(node)
         if not candidates or not all(isinstance(n, str) and n for n in candidates):
             raise ValueError(f"node must be a node name or a list of them, got {node!r}")
-        payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs), name, parent, link))
+        payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs), name, parent, link, limit))
         kind, detail = rt.sys_request(rt.node_proc, "spawn_on", (candidates, host, cpu_list, payload), timeout=None)
     elif host is None:
         actor_id = rt.new_actor_id()
@@ -156,14 +165,14 @@ def spawn(
             outcome.append((kind, detail))
             done.set()
 
-        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started)
+        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, mailbox=limit)
         done.wait()
         kind, detail = outcome[0]
     else:
         if not isinstance(host, str) or not host:
             raise ValueError(f"host must be None, 'own' or a host name, got {host!r}")
         actor_id = rt.new_actor_id()
-        payload = cloudpickle.dumps((actor_id, cls, tuple(args), dict(kwargs), name, parent, link))
+        payload = cloudpickle.dumps((actor_id, cls, tuple(args), dict(kwargs), name, parent, link, limit))
         kind, detail = rt.sys_request(rt.node_proc, "spawn", (host, cpu_list, payload), timeout=None)
     if kind == "ok":
         ref: ActorRef = detail
@@ -187,13 +196,14 @@ def install(rt: Runtime, warm_thread: bool = False) -> None:
     warm = [WarmThread(f"actors-warm-{rt.proc}")] if warm_thread else []
 
     def spawn_here(src: str, orig_src: str, orig_ref: int, payload: bytes) -> None:
-        actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
+        actor_id, cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
+        limit = more[0] if more else None
 
         def on_started(kind: str, detail: Any) -> None:
             rt.reply_sys(orig_src, orig_ref, True, (kind, detail))
             if not rt.is_node:
                 rt.sys_send(rt.node_proc, "spawn_done", (orig_src, orig_ref))
 
-        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, warm)
+        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, warm, limit)
 
     rt.register_sys("spawn_here", spawn_here)

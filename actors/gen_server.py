@@ -192,18 +192,21 @@ class GenServer(Behaviour):
 
     def spawn(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
               cpus: Any = None, kwargs: dict[str, Any] | None = None, link: bool = False,
-              node: str | list[str] | tuple[str, ...] | None = None) -> ActorRef | None:
+              node: str | list[str] | tuple[str, ...] | None = None, mailbox: int | None = None,
+              overflow: str | None = None) -> ActorRef | None:
         """Start an actor (see `Node.spawn`); this actor becomes its parent.
         ``node``: a node name, or candidates of which the first one up (this
-        node included) is used."""
+        node included) is used; ``mailbox``/``overflow`` bound its mailbox."""
         return _spawn(self._actor_cell.runtime, cls, args, kwargs or {}, name=name, host=host,
-                     cpus=cpus, link=link, node=node)
+                     cpus=cpus, link=link, node=node, mailbox=mailbox, overflow=overflow)
 
     def spawn_link(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
                    cpus: Any = None, kwargs: dict[str, Any] | None = None,
-                   node: str | list[str] | tuple[str, ...] | None = None) -> ActorRef | None:
+                   node: str | list[str] | tuple[str, ...] | None = None, mailbox: int | None = None,
+                   overflow: str | None = None) -> ActorRef | None:
         """`spawn` and link atomically: the new actor's parent is this actor."""
-        return self.spawn(cls, *args, name=name, host=host, cpus=cpus, kwargs=kwargs, link=True, node=node)
+        return self.spawn(cls, *args, name=name, host=host, cpus=cpus, kwargs=kwargs, link=True, node=node,
+                          mailbox=mailbox, overflow=overflow)
 
     def send_after(self, seconds: float, message: Any, dest: ActorRef | None = None) -> Timer:
         """Deliver ``message`` to ``handle_info`` (of ``dest``, default self) later."""

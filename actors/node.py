@@ -26,6 +26,7 @@ from actors import stats as _stats
 from actors._host import write_message, zygote_main
 from actors._zygote_exec import ExecZygote
 from actors._logging import LogListener
+from actors._mailbox import mailbox_limit
 from actors._monitor import Monitor
 from actors._node_events import NodeEvents
 from actors._reasons import CallTimeout, Exit, NotRegistered
@@ -262,6 +263,8 @@ class Node:
         kwargs: dict[str, Any] | None = None,
         node: str | None = None,
         timeout: float | None = 30.0,
+        mailbox: int | None = None,
+        overflow: str | None = None,
     ) -> ActorRef | None:
         """Start ``cls`` (a `GenServer`) and run its ``init(*args, **kwargs)``.
 
@@ -273,10 +276,15 @@ class Node:
         process); ``timeout`` bounds that remote start.  Returns the ref, or
         ``None`` when ``init`` returned `actors.ignore`; raises `SpawnError`
         when ``init`` failed, `Exit` ``noconnection`` when b is not connected.
+        ``mailbox=N`` bounds the actor's mailbox to N messages and
+        ``overflow`` (``"drop_newest"``, ``"drop_oldest"``, ``"reject"``,
+        ``"block"``) says what a message that finds it full gets; the
+        default is unbounded, as in Erlang.
         """
         self._check_open()
+        limit = mailbox_limit(mailbox, overflow)
         if node is not None and node != self.name:
-            payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name, None, False))
+            payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name, None, False, limit))
             kind, detail = self._spawn_on([node], host, cpus, payload, timeout)
             if kind == "ok":
                 return detail
@@ -285,7 +293,7 @@ class Node:
             if kind == "already_registered":
                 raise AlreadyRegistered(("already_started", detail), f"name {name!r} is taken on {node}")
             raise SpawnError(detail, f"{getattr(cls, '__name__', cls)} failed to start on {node}")
-        ref = spawn(self._rt, cls, args, kwargs or {}, name=name, host=host, cpus=cpus)
+        ref = spawn(self._rt, cls, args, kwargs or {}, name=name, host=host, cpus=cpus, mailbox=limit)
         if ref is not None:
             self._top.append(ref)
         return ref
@@ -634,9 +642,10 @@ class Node:
 
     def _on_rspawn(self, src: str, host: str | None, cpus: Any, payload: bytes) -> tuple[str, Any]:
         """Another node's ``spawn(..., node=<this one>)``: placed here as a local spawn is."""
-        cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
+        cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
         try:
-            ref = spawn(self._rt, cls, args, kwargs, name=name, host=host, cpus=cpus, link=link, parent=parent)
+            ref = spawn(self._rt, cls, args, kwargs, name=name, host=host, cpus=cpus, link=link, parent=parent,
+                        mailbox=more[0] if more else None)
         except AlreadyRegistered as exc:
             return ("already_registered", exc.holder)
         except SpawnError as exc:

@@ -40,6 +40,8 @@ Shutdown = float | int | Literal["brutal_kill", "infinity"]
 
 RESTART_TYPES: tuple[str, ...] = ("permanent", "transient", "temporary")
 CHILD_TYPES: tuple[str, ...] = ("worker", "supervisor")
+#: What a message that finds a bounded mailbox full gets (as `actors.Node.spawn`).
+OVERFLOW_POLICIES: tuple[str, ...] = ("drop_newest", "drop_oldest", "reject", "block")
 STRATEGIES: tuple[str, ...] = ("one_for_one", "one_for_all", "rest_for_one", "simple_one_for_one")
 AUTO_SHUTDOWN_MODES: tuple[str, ...] = ("never", "any_significant", "all_significant")
 
@@ -79,7 +81,8 @@ class ChildSpec:
     ``shutdown`` is seconds (>= 0, as OTP allows 0), ``"brutal_kill"`` or
     ``"infinity"``; left out it is 5.0 for a worker and ``"infinity"`` for a
     supervisor, so a subtree always gets time to stop its own children.
-    ``node`` starts the child on another node: a name, or candidates of
+    ``mailbox`` and ``overflow`` bound the child's mailbox as ``Node.spawn``
+    does (unbounded when left out).  ``node`` starts the child on another node: a name, or candidates of
     which the first one up when the child (re)starts is used, so a child
     whose node was lost (exit ``noconnection``) restarts on a survivor.
     ``host`` and ``cpus`` place the child as ``Node.spawn`` does; ``cpus`` is
@@ -107,9 +110,18 @@ class ChildSpec:
     name: str | GlobalName | None = None
     node: str | tuple[str, ...] | None = None
     modules: tuple[Any, ...] | Literal["dynamic"] | None = None
+    mailbox: int | None = None
+    overflow: str | None = None
 
     def __post_init__(self) -> None:
         self._check_id()
+        if self.mailbox is not None and (type(self.mailbox) is not int or self.mailbox < 1):
+            raise InvalidChildSpec("mailbox", self.mailbox, "is neither None nor a positive int")
+        if self.overflow is not None:
+            if self.mailbox is None:
+                raise InvalidChildSpec("overflow", self.overflow, "needs mailbox=N (an unbounded mailbox never overflows)")
+            if not _one_of(self.overflow, OVERFLOW_POLICIES):
+                raise InvalidChildSpec("overflow", self.overflow, _one_of_text(OVERFLOW_POLICIES))
         object.__setattr__(self, "modules", self._checked_modules(self.modules))
         if self.node is not None:
             nodes = (self.node,) if isinstance(self.node, str) else self.node

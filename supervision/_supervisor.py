@@ -140,6 +140,8 @@ class Supervisor(GenServer):
             cpus=spec.cpus,
             kwargs=spec.start_kwargs,
             node=spec.node,
+            mailbox=spec.mailbox,
+            overflow=spec.overflow,
         )
         child.ref = ref
         child.status = RUNNING if ref is not None else STOPPED

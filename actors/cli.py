@@ -450,6 +450,9 @@ def status_text(node_id: str, node_pid: int, actors: list[dict[str, Any]], hosts
                 if k.startswith("supervision.restarts.")}
     if restarts:
         lines.append("restarts: " + ", ".join(f"{k} {v}" for k, v in sorted(restarts.items())))
+    dropped = counters.get("actors.mailbox.dropped", 0)
+    if dropped or counters.get("actors.mailbox.block_timeouts", 0):
+        lines.append(f"mailboxes: dropped {dropped}, block timeouts {counters.get('actors.mailbox.block_timeouts', 0)}")
     lines.append("tree:")
     for line in render_tree(actors):
         line = "  " + line

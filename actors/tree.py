@@ -13,7 +13,11 @@ def _label(entry: dict[str, Any]) -> str:
     where = f"pid {entry.get('pid')}"
     if entry.get("cpus"):
         where += f" cpus {','.join(map(str, entry['cpus']))}"
-    parts = [head, entry.get("class", "?"), where, f"mbox {entry.get('mailbox', 0)}"]
+    mbox = f"mbox {entry.get('mailbox', 0)}"
+    if entry.get("mailbox_limit"):
+        # A bounded mailbox: its bound, policy and what the policy dropped.
+        mbox += f"/{entry['mailbox_limit']} {entry.get('overflow')} dropped {entry.get('dropped', 0)}"
+    parts = [head, entry.get("class", "?"), where, mbox]
     status = entry.get("status") or {}
     if isinstance(status, dict):
         for key, value in status.items():

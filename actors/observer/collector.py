@@ -96,7 +96,8 @@ class Collector:
         picture = {
             "node": {"id": self.source.node_id, "pid": self.source.node_pid, "time": time.time(),
                      "actors": len(actors), "hosts": sum(1 for h in hosts if h.get("state") == "up"),
-                     "restarts": restarts_total, "embedded": self.source.embedded},
+                     "restarts": restarts_total, "embedded": self.source.embedded,
+                     "dropped": counters.get("actors.mailbox.dropped", 0)},
             "tree": tree,
             "hosts": model.host_rows(hosts, actors, self.source.node_pid, usage, names),
             "panels": panels(self.source, actors),

@@ -39,6 +39,9 @@ def _actor_fields(entry: dict[str, Any], rates: dict[str, float]) -> dict[str, A
         "proc": entry.get("proc"),
         "pid": entry.get("pid"),
         "mailbox": entry.get("mailbox", 0),
+        "mailbox_limit": entry.get("mailbox_limit"),
+        "overflow": entry.get("overflow"),
+        "dropped": entry.get("dropped", 0),
         "rate": round(rates.get(entry["id"], 0.0), 1),
         "registered": entry.get("registered"),
     }

@@ -179,3 +179,4 @@ def test_a_child_spec_bounds_the_childs_mailbox(node: Node, tmp_path) -> None:
         assert (entry["mailbox_limit"], entry["overflow"]) == (2, "drop_newest")
     finally:
         node.stop(sup)
+

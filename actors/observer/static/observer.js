@@ -73,7 +73,8 @@ function renderTree(rows) {
     setCell(tr, "c-int", r.supervisor && r.intensity != null
       ? `${meter(r.used, r.intensity)}<span class="txt">${r.used}/${r.intensity} in ${r.period}s</span>` : "");
     setCell(tr, "c-host", r.actor ? `${esc(r.host)} · ${esc(r.pid)}` : "");
-    setCell(tr, "c-mbox", `<span class="${r.mailbox >= 10 ? "mbox-hi" : ""}">${r.actor ? esc(r.mailbox) : ""}</span>`);
+    const bound = r.mailbox_limit ? `/${esc(r.mailbox_limit)} <span class="tag" title="${esc(r.overflow)}">${esc(r.overflow)}</span>${r.dropped ? ` <b title="dropped">-${esc(r.dropped)}</b>` : ""}` : "";
+    setCell(tr, "c-mbox", `<span class="${r.mailbox >= 10 ? "mbox-hi" : ""}">${r.actor ? esc(r.mailbox) : ""}</span>${bound}`);
     setCell(tr, "c-rate", r.actor ? fmtNum(r.rate) : "");
     setCell(tr, "c-acts", r.actor ? `<div class="acts"><button class="act-kill" data-actor="${esc(r.actor)}" data-name="${esc(r.name)}" title="untrappable exit: killed">kill</button><button class="act-exit" data-actor="${esc(r.actor)}" data-name="${esc(r.name)}" title="send an exit signal with a reason">exit…</button></div>` : "");
   });
@@ -208,6 +209,7 @@ function render(pic) {
   $("kpi-actors").textContent = n.actors;
   $("kpi-hosts").textContent = n.hosts;
   $("kpi-restarts").textContent = n.restarts;
+  $("kpi-dropped").textContent = n.dropped ?? 0;
   const m = pic.series.messages;
   $("kpi-rate").textContent = m.length ? fmtNum(m[m.length - 1]) : "–";
   renderTree(pic.tree);

@@ -448,7 +448,10 @@ class NetLink:
         router.linger = 0
         router.router_mandatory = True
         router.sndhwm = 0
-        router.rcvhwm = 0
+        # Frames from one peer queued here at most (ZeroMQ's default): past
+        # it the peer's sends wait on tcp, so a fast sender grows no queue
+        # in this process while its frames are handed on to a slower host.
+        router.rcvhwm = 1000
         if self.key is not None:
             router.curve_server = True
             router.curve_secretkey = self.key.secret

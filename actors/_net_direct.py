@@ -25,6 +25,7 @@ sends to one other node takes one path, and arrives in the order sent.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import zmq
@@ -32,7 +33,10 @@ import zmq
 __all__ = ["DirectLinks"]
 
 _HOST_DATA = b"S"  # as actors._net's
-_SNDHWM = 200_000
+#: Frames queued at most on a connection (ZeroMQ's default high-water
+#: mark): past it a sender that may wait waits for room, so a fast sender
+#: to a slow node grows no queue here.
+_SNDHWM = 1000
 _RELAY = object()  # a node this host reaches through its node process, for good
 
 
@@ -62,9 +66,11 @@ class DirectLinks:
         with self._lock:
             self._known[node_id] = (address, public, secret)
 
-    def send(self, node_id: str, proc: str, frame: bytes) -> bool:
+    def send(self, node_id: str, proc: str, frame: bytes, wait: float = 0.0) -> bool:
         """Send ``frame`` to process ``proc`` of node ``node_id`` directly;
-        False when that node goes by the node-process relay."""
+        False when that node goes by the node-process relay.  A full
+        connection is waited on for at most ``wait`` seconds (while the node
+        is known), then the frame is dropped and counted."""
         path = self._paths.get(node_id)
         if path is None:
             path = self._open(node_id)
@@ -74,11 +80,26 @@ class DirectLinks:
             sock = path.sock
             if sock is None:  # that node is gone: dropped, as a send to a dead process is
                 return True
+            parts = [_HOST_DATA, self._origin, proc.encode(), frame]
             try:
-                sock.send_multipart([_HOST_DATA, self._origin, proc.encode(), frame], zmq.NOBLOCK)
-            except zmq.ZMQError:  # full queue (counted) or closing
+                sock.send_multipart(parts, zmq.NOBLOCK)
+            except zmq.Again:
+                if not self._send_when_room(node_id, sock, parts, wait):
+                    self.dropped += 1
+            except zmq.ZMQError:  # closing
                 self.dropped += 1
         return True
+
+    def _send_when_room(self, node_id: str, sock: zmq.Socket, parts: list[bytes], wait: float) -> bool:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and not self._closed and node_id in self._known:
+            if sock.poll(50, zmq.POLLOUT):
+                try:
+                    sock.send_multipart(parts, zmq.NOBLOCK)
+                    return True
+                except zmq.Again:
+                    continue
+        return False
 
     def _open(self, node_id: str) -> Any:
         with self._lock:

@@ -31,7 +31,7 @@ from actors._meter import Meters
 from actors._net_direct import DirectLinks
 from actors._reasons import CallTimeout, Exit
 from actors._ref import ActorRef, From
-from actors._transport import ReplyChannel, Timer, Transport, owner_of
+from actors._transport import SEND_WAIT, ReplyChannel, Timer, Transport, owner_of
 
 if TYPE_CHECKING:
     from actors._cell import Cell
@@ -312,7 +312,10 @@ class Runtime(Transport):
         direct = self.direct
         if direct is not None:
             node_id, _, proc = dest.partition("|")
-            if direct.send(node_id, proc, frame):
+            # Backpressure as on the ipc pipes: any thread but the I/O thread
+            # waits for room on a full connection.
+            wait = 0.0 if threading.current_thread() is self._io_thread else SEND_WAIT
+            if direct.send(node_id, proc, frame, wait):
                 return
         self.send_frame(self.node_proc, wrap_relay(dest, frame))
 
@@ -695,7 +698,13 @@ class Runtime(Transport):
                 cells = self.cells
                 for item_kind, item_to, item_body in body:
                     cell = cells.get(item_to)
-                    if cell is not None:
+                    if cell is not None and cell.limit is not None:
+                        # A bounded mailbox takes (or drops) each at once:
+                        # a drained burst is never held decoded in full.
+                        if batch:
+                            self._flush_batch(batch)
+                        cell.enqueue(item_kind, item_body)
+                    elif cell is not None:
                         mail = batch.get(cell)
                         if mail is None:
                             mail = batch[cell] = _Mail()

@@ -33,7 +33,18 @@ __all__ = ["ReplyChannel", "Timer", "Transport", "owner_of"]
 
 log = logging.getLogger("actors.transport")
 
-_SNDHWM = 200_000
+#: Frames queued at most towards one peer (ZeroMQ's high-water marks, its
+#: default), on the sending side and again on the receiving side of each
+#: pipe.  A frame is one signal or a batch of at most 64 casts, so a pipe
+#: holds a few thousand frames at most, and memory stays bounded however
+#: fast a sender is: a full pipe holds the sender back (`Transport.send_frame`).
+SNDHWM = 1000
+RCVHWM = 1000
+#: Seconds a sender waits, at most, for room in a full pipe before the frame
+#: is dropped and counted: the receiving process reads its endpoint on a
+#: thread that never waits, so a pipe stays full only while that process
+#: is stopped or wedged.
+SEND_WAIT = 30.0
 
 
 def owner_of(peer: str) -> str:
@@ -83,11 +94,14 @@ class _Peer:
     their order, and a connection made once (ahead of time, for a spare
     host) serves every thread."""
 
-    __slots__ = ("sock", "lock")
+    __slots__ = ("sock", "lock", "stalled")
 
     def __init__(self, sock: zmq.Socket) -> None:
         self.sock: zmq.Socket | None = sock
         self.lock = threading.Lock()
+        #: A wait for room ran out: until a send gets through again, the
+        #: next frames do not wait (a stuck reader costs one wait, not one each).
+        self.stalled = False
 
 
 class _Relay:
@@ -143,7 +157,7 @@ class Transport:
         self.ctx = zmq.Context()
         self.ctx.setsockopt(zmq.LINGER, 0)
         self.pull = self.ctx.socket(zmq.PULL)
-        self.pull.setsockopt(zmq.RCVHWM, 0)
+        self.pull.setsockopt(zmq.RCVHWM, RCVHWM)
         self.endpoint = self.endpoint_of(proc)
         self.pull.bind(self.endpoint)
         #: Peers known to be gone (name -> why, opaque here); sends to them are dropped.
@@ -277,10 +291,13 @@ class Transport:
         self._tls.chan = _ChannelLease(channel, self._channel_pool, self._pool_lock)
         return channel
 
-    def send_frame(self, proc: str, frame: bytes) -> None:
+    def send_frame(self, proc: str, frame: bytes, wait: float = SEND_WAIT) -> None:
         """Queue ``frame`` for ``proc``'s endpoint (or a reply channel's);
-        never blocks, never raises for a peer that is gone (a full queue drops
-        and counts)."""
+        never raises for a peer that is gone.  When the pipe to ``proc`` is
+        full the sending thread waits for room (backpressure: nothing is
+        lost and nothing grows), at most ``wait`` seconds, except this
+        process's I/O thread, which must keep reading, and drops and counts
+        instead."""
         if proc in self.dead_procs or ("~" in proc and owner_of(proc) in self.dead_procs):
             return
         peer = self._peers.get(proc) or self.connect_peer(proc)
@@ -290,11 +307,34 @@ class Transport:
                 return
             try:
                 sock.send(frame, zmq.NOBLOCK)
+                if peer.stalled:
+                    peer.stalled = False
             except zmq.Again:
-                self.stats.increment("actors.transport.send_dropped")
+                if peer.stalled or not self._send_when_room(proc, sock, frame, wait):
+                    peer.stalled = wait > 0 and threading.current_thread() is not self._io_thread
+                    self.stats.increment("actors.transport.send_dropped")
             except zmq.ZMQError:
                 if not self._stopping:
                     raise
+
+    def _send_when_room(self, proc: str, sock: zmq.Socket, frame: bytes, wait: float) -> bool:
+        """Wait (at most ``wait`` seconds) for the full pipe to ``proc`` to
+        take ``frame``; False when this thread may not wait, or ``proc`` went."""
+        if wait <= 0 or threading.current_thread() is self._io_thread:
+            return False
+        self.stats.increment("actors.transport.send_waits")
+        owner = owner_of(proc)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self._stopping or owner in self.dead_procs:
+                return False
+            if sock.poll(50, zmq.POLLOUT):
+                try:
+                    sock.send(frame, zmq.NOBLOCK)
+                    return True
+                except zmq.Again:
+                    continue
+        return False
 
     def is_connected(self, proc: str) -> bool:
         """Whether this process already has a socket to ``proc``."""
@@ -310,7 +350,7 @@ class Transport:
                 peer = self._peers[proc] = _Peer(_Relay(self, proc))  # type: ignore[arg-type]
             elif peer is None:
                 sock = self.ctx.socket(zmq.PUSH)
-                sock.setsockopt(zmq.SNDHWM, _SNDHWM)
+                sock.setsockopt(zmq.SNDHWM, SNDHWM)
                 sock.setsockopt(zmq.LINGER, 2000)
                 if owner_of(proc) == self.proc and "~" in proc:
                     sock.connect(f"inproc://{proc}")

@@ -31,6 +31,7 @@ from actors._monitor import Monitor
 from actors._node_events import NodeEvents
 from actors._reasons import CallTimeout, Exit, NotRegistered
 from actors._net import NetError, NetLink
+from actors._net_tick import DEFAULT_NET_TICKTIME
 from actors._ref import ActorRef, qualify
 from actors._registry import Registry
 from actors._seeds import ATTEMPT_TIMEOUT, SeedDialer
@@ -59,6 +60,10 @@ _HALTED_GRACE = 0.25
 _SPARE_AFTER_START = 0.005  # (spares that boot at SCHED_IDLE: at once, Node._refill_later)
 _SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
 _MAX_SPARES = 2  # warm spares kept once restarts come faster than one spare boots
+#: The share of ``net_ticktime`` the link's thread waits, at most, for room
+#: in a full pipe to one of this node's hosts before it drops and counts:
+#: that thread also sends the ticks, which must leave in time.
+LINK_SEND_WAIT_SHARE = 0.25
 
 
 @dataclass
@@ -210,6 +215,7 @@ class Node:
         self._watch_lock = threading.Condition()  # also notified when a node comes up or goes
         self._node_events = NodeEvents(self._rt)  # monitor_nodes subscribers
         self._connect_all = cluster.connect_all
+        self._link_send_wait = (cluster.net_ticktime or DEFAULT_NET_TICKTIME) * LINK_SEND_WAIT_SHARE
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
@@ -729,11 +735,11 @@ class Node:
             if dest == owner:
                 self._deliver_here(frame)
             else:
-                self._rt.send_frame(dest, frame)
+                self._rt.send_frame(dest, frame, self._link_send_wait)
             return
         host = self._hosts.get(owner)
         if host is not None and host.state != "dead":
-            self._rt.send_frame(dest, frame)
+            self._rt.send_frame(dest, frame, self._link_send_wait)
             return
         # A process of this node that is gone (or never was): a signal to one
         # of its actors is answered as one to a dead actor is (a call fails

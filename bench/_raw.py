@@ -81,7 +81,9 @@ def _child_main(argv: list[str]) -> int:
     ap.add_argument("--warmup", type=int, default=0)
     ap.add_argument("--cpus", default="")
     ap.add_argument("--max-s", type=float, required=True)
+    ap.add_argument("--size", type=int, default=len(PAYLOAD), help="payload bytes (default: the 100-byte str)")
     args = ap.parse_args(argv)
+    payload = PAYLOAD if args.size == len(PAYLOAD) else bytes(args.size)
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     if args.child.startswith("link"):
@@ -93,41 +95,40 @@ def _child_main(argv: list[str]) -> int:
     out: dict[str, Any] = {}
     try:
         if args.child == "router":
+            # The floor: the barest echo loop there is -- no receive timeout,
+            # no check, no count per message.  It ends by count: the dealer
+            # always makes exactly warmup + n round trips (the parent kills
+            # a child that outlives its bound).
             sock = ctx.socket(zmq.ROUTER)
             _curve(sock, server=True)
             sock.bind(args.endpoint)
-            sock.rcvtimeo = int(args.max_s * 1000)
             _say({"ready": sock.last_endpoint.decode()})
-            handled = 0
-            for _ in range(args.n + args.warmup + 1):
-                try:
-                    frames = sock.recv_multipart()
-                except zmq.Again:
-                    break
-                sock.send_multipart(frames)
-                if frames[-1] == b"stop":
-                    break
-                handled += 1
-            out = {"handled": handled}
+            recv, send = sock.recv_multipart, sock.send_multipart
+            for _ in range(args.n + args.warmup):
+                send(recv(copy=False), copy=False)
+            out = {"handled": args.n + args.warmup}
+            sock.close(linger=int(args.max_s * 1000))  # the last answer leaves before the context goes
         elif args.child == "dealer":
             sock = ctx.socket(zmq.DEALER)
             _curve(sock, server=False)
-            sock.rcvtimeo = int(args.max_s * 1000)
             sock.connect(args.endpoint)
+            recv, send = sock.recv, sock.send
             for _ in range(args.warmup):
-                sock.send(PAYLOAD)
-                sock.recv()
+                send(payload)
+                recv(copy=False)
             samples: list[float] = []
             clock = time.perf_counter_ns
-            for i in range(args.n):
+            n = args.n
+            for i in range(n):
                 t0 = clock()
-                sock.send(PAYLOAD)
-                sock.recv()
+                send(payload)
+                recv(copy=False)
                 samples.append((clock() - t0) / 1000.0)
                 if not i & 255 and time.monotonic() > deadline:
+                    for _ in range(n - i - 1):  # past the deadline: the rest untimed, so the router ends
+                        send(payload)
+                        recv(copy=False)
                     break
-            sock.send(b"stop")
-            sock.recv()
             out = {"samples_us": samples}
         elif args.child == "pull":
             sock = ctx.socket(zmq.PULL)
@@ -137,11 +138,14 @@ def _child_main(argv: list[str]) -> int:
             _say({"ready": sock.last_endpoint.decode()})
             count, t_end = 0, None
             recv = sock.recv
+            big = args.size > 4096  # a big frame is not copied into a bytes object
             for _ in range(args.n + 1):
                 try:
-                    msg = recv()
+                    msg = recv(copy=False) if big else recv()
                 except zmq.Again:
                     break
+                if big:
+                    msg = msg.bytes if len(msg.buffer) == len(END) else b""
                 if msg == END:
                     t_end = time.monotonic()
                     break
@@ -161,7 +165,7 @@ def _child_main(argv: list[str]) -> int:
             t_start = time.monotonic()
             sent = 0
             for i in range(args.n):
-                send(PAYLOAD)
+                send(payload)
                 sent += 1
                 if not i & 4095 and time.monotonic() > deadline:
                     break
@@ -237,9 +241,12 @@ class Child:
     """One raw child process, waited for with a bound; never outlives `result`."""
 
     def __init__(self, role: str, endpoint: str, n: int, max_s: float, cpus: Iterable[int] | None = None,
-                 warmup: int = 0, env: dict[str, str] | None = None, stdin: bool = False) -> None:
+                 warmup: int = 0, env: dict[str, str] | None = None, stdin: bool = False,
+                 size: int | None = None) -> None:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", role, "--endpoint", endpoint,
                "--n", str(n), "--warmup", str(warmup), "--max-s", str(max_s)]
+        if size is not None:
+            cmd += ["--size", str(size)]
         if cpus is not None:
             cmd += ["--cpus", ",".join(str(c) for c in sorted(cpus))]
         self.role, self.max_s = role, max_s
@@ -273,24 +280,25 @@ class Child:
 
 
 def call(endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[int] | None = None,
-         b: Iterable[int] | None = None, env: dict[str, str] | None = None) -> list[float]:
-    """Round-trip samples (us): a DEALER on CPUs ``a`` calls a ROUTER on ``b``."""
-    server = Child("router", endpoint, n, max_s, b, warmup, env)
+         b: Iterable[int] | None = None, env: dict[str, str] | None = None, size: int | None = None) -> list[float]:
+    """Round-trip samples (us): a DEALER on CPUs ``a`` calls a ROUTER on ``b``
+    (``size`` bytes each way; default the 100-byte payload)."""
+    server = Child("router", endpoint, n, max_s, b, warmup, env, size=size)
     bound = server.ready()
     try:
-        samples = Child("dealer", bound, n, max_s, a, warmup, env).result()["samples_us"]
+        samples = Child("dealer", bound, n, max_s, a, warmup, env, size=size).result()["samples_us"]
     finally:
         server.result()
     return samples
 
 
 def cast(endpoint: str, n: int, max_s: float, a: Iterable[int] | None = None, b: Iterable[int] | None = None,
-         env: dict[str, str] | None = None) -> dict[str, Any]:
+         env: dict[str, str] | None = None, size: int | None = None) -> dict[str, Any]:
     """One-way throughput: a PUSH on CPUs ``a`` to a PULL on ``b``."""
-    pull = Child("pull", endpoint, n, max_s, b, env=env)
+    pull = Child("pull", endpoint, n, max_s, b, env=env, size=size)
     bound = pull.ready()
     try:
-        sent = Child("push", bound, n, max_s, a, env=env).result()
+        sent = Child("push", bound, n, max_s, a, env=env, size=size).result()
     finally:
         got = pull.result()
     return rate(sent["t_start"], got["count"], got["t_end"], sent["sent"])

@@ -28,6 +28,21 @@ Side by side, with the same 100-byte str payload, for each placement
   - ``actor`` / ``tcp_actor``: A casts to B across host processes / nodes;
   - ``local``:  A casts to B inside one host process.
 
+Two more sections (``--section payloads``, ``--section bulk``; every
+section runs by default):
+
+* ``payloads``: actor to actor call and cast, across hosts (ipc) and across
+  nodes (tcp), with a 100 B ``str``, 100 B ``bytes``, a small dict, a small
+  dataclass (from ``bench/_payloads.py``, reported without a target), and
+  ``bytes`` of 64 KB and 1 MB, each against the raw loop of the same size
+  (fewer messages for the big ones).  In the cast rows each message is a
+  distinct object of the payload's shape, built in the loop;
+* ``bulk``: the small call across nodes alone, then while another actor
+  streams 1 MB casts between the same two nodes (p50 / p99).
+
+The raw call floor is the barest loop: no receive timeout and nothing done
+per message on the echo side; it ends by count.
+
 Each measurement is repeated ``--reps`` times, interleaved raw/actor so that
 drift hits both alike, and the median of the repetitions is reported.
 Every loop is bounded by a count and a deadline.  Results go to stdout
@@ -46,6 +61,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -131,6 +147,8 @@ class _NodeB:
 
 
 def _actor_classes() -> tuple[type, type, type]:
+    from _payloads import variant
+
     from actors import GenServer
 
     class Echo(GenServer):
@@ -177,18 +195,32 @@ def _actor_classes() -> tuple[type, type, type]:
                     if not i & 255 and time.monotonic() > deadline:
                         break
                 return samples
-            if op == "casts":
+            if op == "casts" or op == "distinct_casts":
                 cast = target.cast
+                make = variant if op == "distinct_casts" else (lambda p, i: p)
                 t_start = time.monotonic()
                 sent = 0
                 for i in range(n):
-                    cast(payload)
+                    cast(make(payload, i))
                     sent += 1
                     if not i & 4095 and time.monotonic() > deadline:
                         break
                 cast("__bench_end__")
                 count, t_end = target.call("result", timeout=max_s + 10.0)
                 return [t_start, count, t_end, sent]
+            if op == "stream":
+                # A bulk stream for the latency-under-load row: casts until
+                # the deadline, then waits for the sink to have them all.
+                cast = target.cast
+                sent = 0
+                for i in range(n):
+                    cast(payload)
+                    sent += 1
+                    if time.monotonic() > deadline:
+                        break
+                cast("__bench_end__")
+                count, _t_end = target.call("result", timeout=max_s + 60.0)
+                return [sent, count]
             raise ValueError(f"unknown driver op {op!r}")
 
     return Echo, Sink, Driver
@@ -226,6 +258,85 @@ def _modes(quick: bool) -> dict[str, Any]:
 #: (separate OS processes) over tcp on 127.0.0.1 with CurveZMQ on.
 CALL_KINDS = {"ipc": ("raw", "actor", "main", "local"), "tcp": ("tcp_raw", "tcp_actor", "tcp_main")}
 CAST_KINDS = {"ipc": ("raw", "actor", "local"), "tcp": ("tcp_raw", "tcp_actor")}
+#: Sections beyond the str rows: ``payloads`` (actor to actor across hosts
+#: and across nodes, call and cast, per payload kind and size, each against
+#: the raw loop of the same size) and ``bulk`` (a small call across nodes
+#: while another actor streams 1 MB casts between the same two nodes).
+SECTIONS = ("ipc", "tcp", "payloads", "bulk")
+
+
+def _scaled(n: int, size: int, floor: int) -> int:
+    """Fewer messages for bigger payloads: about the same bytes per row."""
+    if size <= 100:
+        return n
+    return max(floor, n * 100 // size * 8)
+
+
+def payload_steps(cfg: dict[str, Any], pl: Any, tmp: str, curve: dict[str, str], sections: tuple[str, ...],
+                  driver: Any, targets: dict[str, Any], out: dict[str, Any], summarize: Any) -> list[tuple[str, Any]]:
+    """The payload rows' measurements, as (label, thunk) steps.  ``targets``:
+    echo/sink per transport (``ipc`` and, with node b, ``tcp``)."""
+    from _payloads import payloads
+
+    steps: list[tuple[str, Any]] = []
+    n, w, cn, mx = cfg["call_n"], cfg["warmup"], cfg["cast_n"], cfg["max_s"]
+    big = mx + 60.0
+    rows = payloads(PAYLOAD)
+    for transport in [t for t in ("ipc", "tcp") if t in targets]:
+        env = curve if transport == "tcp" else None
+        for size in sorted({size for _, size in rows.values()}):
+            ncall, ncast = _scaled(n, size, 50), _scaled(cn, size, 200)
+
+            def raw_calls(transport=transport, size=size, ncall=ncall, env=env) -> None:
+                ep = _raw.TCP_ANY if transport == "tcp" else f"ipc://{tmp}/raw-p-{pl.label}-{size}.sock"
+                got = summarize(_raw.call(ep, ncall, min(w, ncall), mx, pl.a, pl.b, env, size=size))
+                out.setdefault(f"{transport} call raw {size}", []).append(got)
+
+            def raw_casts(transport=transport, size=size, ncast=ncast, env=env) -> None:
+                ep = _raw.TCP_ANY if transport == "tcp" else f"ipc://{tmp}/raw-pc-{pl.label}-{size}.sock"
+                got = _raw.cast(ep, ncast, mx, pl.a, pl.b, env, size=size)
+                out.setdefault(f"{transport} cast raw {size}", []).append(got)
+
+            steps += [(f"{transport} raw call {size} B", raw_calls), (f"{transport} raw cast {size} B", raw_casts)]
+            for name, (payload, row_size) in rows.items():
+                if row_size != size:
+                    continue
+                echo, sink = targets[transport]
+
+                def actor_calls(transport=transport, name=name, payload=payload, ncall=ncall, echo=echo) -> None:
+                    got = summarize(driver.call(("calls", echo, ncall, min(w, ncall), mx, payload), timeout=big))
+                    out.setdefault(f"{transport} call {name}", []).append(got)
+
+                def actor_casts(transport=transport, name=name, payload=payload, ncast=ncast, sink=sink) -> None:
+                    t0, count, t_end, sent = driver.call(("distinct_casts", sink, ncast, 0, mx, payload),
+                                                         timeout=big)
+                    out.setdefault(f"{transport} cast {name}", []).append(_rate(t0, count, t_end, sent))
+
+                steps += [(f"{transport} call {name}", actor_calls), (f"{transport} cast {name}", actor_casts)]
+    return steps
+
+
+def bulk_step(cfg: dict[str, Any], driver: Any, streamer: Any, echo: Any, sink: Any, out: dict[str, Any],
+              summarize: Any) -> Any:
+    """A small call across nodes, alone and while ``streamer`` casts 1 MB
+    messages to ``sink`` on the same node pair (p50/p99 of both)."""
+    from _payloads import MB
+
+    n, w, mx = cfg["call_n"], cfg["warmup"], cfg["max_s"]
+
+    def run() -> None:
+        quiet = summarize(driver.call(("calls", echo, n, w, mx, PAYLOAD), timeout=mx + 60.0))
+        result: list[Any] = []
+        stream = threading.Thread(target=lambda: result.append(
+            streamer.call(("stream", sink, 1_000_000, 0, mx + 1.0, bytes(MB)), timeout=mx + 120.0)), daemon=True)
+        stream.start()
+        loaded = summarize(driver.call(("calls", echo, n, w, mx, PAYLOAD), timeout=mx + 60.0))
+        stream.join(timeout=mx + 130.0)
+        sent, got = result[0] if result else (0, 0)
+        out.setdefault("quiet", []).append(quiet)
+        out.setdefault("during bulk", []).append({**loaded, "bulk_mb_sent": sent, "bulk_mb_received": got})
+
+    return run
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -239,11 +350,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for key in ("call_n", "cast_n", "reps"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
-    sections = ("ipc", "tcp") if args.section is None else (args.section,)
+    sections = SECTIONS if not args.section else tuple(args.section)
     env = environment()  # before the run: its load average says how busy the machine was
     pls = placements(args.placement)
     Echo, Sink, Driver = _actor_classes()
-    per_rep = sum(len(CALL_KINDS[s]) + len(CAST_KINDS[s]) for s in sections)
+    per_rep = sum(len(CALL_KINDS[s]) + len(CAST_KINDS[s]) for s in sections if s in CALL_KINDS)
+    per_rep += (34 if "payloads" in sections else 0) + (1 if "bulk" in sections else 0)
     bar = Progress(len(pls) * cfg["reps"] * per_rep + len(pls) + 1, "messaging")
     tmp = tempfile.mkdtemp(prefix="bench-msg-")
     os.chmod(tmp, 0o700)
@@ -253,7 +365,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         key = os.path.join(tmp, "cluster.key")
         write_new(key)
-        if "tcp" in sections:
+        if {"tcp", "payloads", "bulk"} & set(sections):
             node_b = _NodeB(key)
         cluster = {"name": "a", "listen": _raw.TCP_ANY, "cluster_key": key} if node_b else {}
         with Node(**cluster) as node:
@@ -266,7 +378,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 both = set(pl.both) if pl.both else None
                 driver = node.spawn(Driver, host=f"a-{pl.label}", cpus=a_cpus)
                 refs = [driver]
-                if "ipc" in sections:
+                if {"ipc", "payloads"} & set(sections):
                     echo = node.spawn(Echo, host=f"b-{pl.label}", cpus=b_cpus)
                     sink = node.spawn(Sink, host=f"b-{pl.label}", cpus=b_cpus)
                     l_driver = node.spawn(Driver, host=f"l-{pl.label}", cpus=both)
@@ -277,9 +389,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     x_echo = node.spawn(Echo, node="b", host=f"b-{pl.label}", cpus=b_cpus)
                     x_sink = node.spawn(Sink, node="b", host=f"b-{pl.label}", cpus=b_cpus)
                     refs += [x_echo, x_sink]
+                if "bulk" in sections and node_b is not None:
+                    streamer = node.spawn(Driver, host=f"s-{pl.label}", cpus=a_cpus)
+                    x_bulk = node.spawn(Sink, node="b", host=f"s-{pl.label}", cpus=b_cpus)
+                    refs += [streamer, x_bulk]
                 bar.step(f"{pl.label}: hosts up")
-                calls: dict[str, list[dict[str, float]]] = {k: [] for s in sections for k in CALL_KINDS[s]}
-                casts: dict[str, list[dict[str, Any]]] = {k: [] for s in sections for k in CAST_KINDS[s]}
+                payload_out: dict[str, list[Any]] = {}
+                bulk_out: dict[str, list[Any]] = {}
+                calls: dict[str, list[dict[str, float]]] = {k: [] for s in sections if s in CALL_KINDS for k in CALL_KINDS[s]}
+                casts: dict[str, list[dict[str, Any]]] = {k: [] for s in sections if s in CAST_KINDS for k in CAST_KINDS[s]}
                 n, w, cn, mx = cfg["call_n"], cfg["warmup"], cfg["cast_n"], cfg["max_s"]
                 big = mx + 30.0
 
@@ -311,7 +429,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             ("cast actor", lambda: casts["actor"].append(actor_casts(driver, sink))),
                             ("cast local", lambda: casts["local"].append(actor_casts(l_driver, l_sink))),
                         ]
-                    if node_b is not None:
+                    if node_b is not None and "tcp" in sections:
                         tcp = _raw.TCP_ANY
                         steps += [
                             ("call tcp_raw", lambda: calls["tcp_raw"].append(
@@ -321,12 +439,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             ("cast tcp_raw", lambda: casts["tcp_raw"].append(raw_cast(tcp, pl, cn, mx, curve))),
                             ("cast tcp_actor", lambda: casts["tcp_actor"].append(actor_casts(driver, x_sink))),
                         ]
+                    if "payloads" in sections:
+                        targets = {"ipc": (echo, sink)}
+                        if node_b is not None:
+                            targets["tcp"] = (x_echo, x_sink)
+                        steps += payload_steps(cfg, pl, tmp, curve, sections, driver, targets, payload_out, summarize)
+                    if "bulk" in sections and node_b is not None:
+                        steps.append(("bulk", bulk_step(cfg, driver, streamer, x_echo, x_bulk, bulk_out, summarize)))
                     for what, step in steps:
                         step()
                         bar.step(f"{tag}: {what}")
                 for ref in refs:
                     node.stop(ref, timeout=10.0)
                 results[pl.label] = _aggregate(pl, calls, casts, median)
+                if payload_out:
+                    results[pl.label]["payloads"] = _aggregate_payloads(payload_out, median)
+                if bulk_out:
+                    results[pl.label]["bulk"] = {k: {"p50_us": round(median(r["p50_us"] for r in v), 2),
+                                                     "p99_us": round(median(r["p99_us"] for r in v), 2), "reps": v}
+                                                 for k, v in bulk_out.items()}
     finally:
         if node_b is not None:
             node_b.close()
@@ -372,6 +503,73 @@ def _aggregate(pl: Any, calls: dict[str, list[dict[str, float]]], casts: dict[st
     return {"cpus": cpus, "call": call_out, "cast": cast_out, "ratios": ratios}
 
 
+def _aggregate_payloads(out: dict[str, list[Any]], median: Any) -> dict[str, Any]:
+    """Medians per payload row, and each actor row's ratio to the raw row of its size."""
+    from _payloads import NO_TARGET, payloads
+
+    sizes = {name: size for name, (_, size) in payloads(PAYLOAD).items()}
+    rows: dict[str, Any] = {}
+    for key, reps in out.items():
+        if " call " in key:
+            rows[key] = {"p50_us": round(median(r["p50_us"] for r in reps), 2),
+                         "p99_us": round(median(r["p99_us"] for r in reps), 2)}
+        else:
+            rows[key] = {"msgs_per_s": round(median(r["msgs_per_s"] for r in reps), 1)}
+    for key, row in rows.items():
+        transport, op, name = key.split(" ", 2)
+        if name.startswith("raw "):
+            continue
+        raw = rows.get(f"{transport} {op} raw {sizes[name]}")
+        if raw is None:
+            continue
+        if op == "call":
+            row["ratio"] = round(row["p50_us"] / raw["p50_us"], 2)
+            if name not in NO_TARGET:
+                row["target_met"] = row["ratio"] <= TARGETS["call_p50_ratio_max"]
+        else:
+            row["ratio"] = round(row["msgs_per_s"] / raw["msgs_per_s"], 3)
+            if name not in NO_TARGET:
+                row["target_met"] = row["ratio"] >= TARGETS["cast_rate_ratio_min"]
+        row["mb_per_s"] = round((row.get("msgs_per_s") or 1e6 / row["p50_us"]) * sizes[name] / 1e6, 2)
+    return {"rows": rows, "reps": out}
+
+
+def _report_payloads(data: dict[str, Any]) -> list[str]:
+    lines = ["", "payloads, actor to actor (ipc: hosts of one node; tcp: two nodes), each against the raw loop "
+             "of the same size: call p50/p99 us, cast messages/s"]
+    head = f"{'placement':<10} {'row':<24} {'call p50 / p99':>18} {'x raw':>7} {'cast msgs/s':>13} {'x raw':>7} {'MB/s':>8}"
+    lines += [head, "-" * len(head)]
+    for label, r in data["placements"].items():
+        rows = r.get("payloads", {}).get("rows", {})
+        names = sorted({k.split(" ", 2)[2] for k in rows} | set(), key=lambda x: (x.startswith("raw"), x))
+        for transport in ("ipc", "tcp"):
+            for name in names:
+                c, k = rows.get(f"{transport} call {name}"), rows.get(f"{transport} cast {name}")
+                if c is None and k is None:
+                    continue
+                call = f"{c['p50_us']:8.1f} /{c['p99_us']:8.1f}" if c else ""
+                cast = f"{k['msgs_per_s']:>13,.0f}" if k else ""
+                cr = f"x{c['ratio']:.2f}" if c and "ratio" in c else ""
+                kr = f"x{k['ratio']:.3f}" if k and "ratio" in k else ""
+                mbs = f"{k['mb_per_s']:.1f}" if k and "mb_per_s" in k else ""
+                lines.append(f"{label:<10} {transport + ' ' + name:<24} {call:>18} {cr:>7} {cast:>13} {kr:>7} {mbs:>8}")
+    return lines
+
+
+def _report_bulk(data: dict[str, Any]) -> list[str]:
+    lines = ["", "small call across nodes (actor to actor, 100 B), alone and while another actor streams 1 MB "
+             "casts between the same two nodes: p50 / p99 us"]
+    for label, r in data["placements"].items():
+        b = r.get("bulk")
+        if not b:
+            continue
+        q, d = b["quiet"], b["during bulk"]
+        sent = sum(x.get("bulk_mb_sent", 0) for x in d["reps"])
+        lines.append(f"{label:<10} alone {q['p50_us']:8.1f} /{q['p99_us']:9.1f}   during bulk {d['p50_us']:8.1f} /"
+                     f"{d['p99_us']:9.1f}   ({sent} MB streamed)")
+    return lines
+
+
 _TITLES = {"ipc": "processes of one node (ipc)", "tcp": "two nodes, separate OS processes (tcp 127.0.0.1, CurveZMQ)"}
 
 
@@ -379,7 +577,7 @@ def report(data: dict[str, Any]) -> str:
     lines = [f"messaging benchmark ({data['mode']}, payload {data['payload']['bytes']} B str, "
              f"median of {data['config']['reps']} reps; {data['environment'].get('cpu_model', '?')}, "
              f"{len(data['environment']['cpus_allowed'])} CPUs)"]
-    for section in data.get("sections", ["ipc"]):
+    for section in [s for s in data.get("sections", ["ipc"]) if s in CALL_KINDS]:
         raw_kind = CALL_KINDS[section][0]
         lines += ["", f"{_TITLES[section]}: call round trip, p50 / p99 in us (ratio = p50 / {raw_kind} p50)"]
         head = f"{'placement':<10} " + " ".join(f"{k:>22}" for k in CALL_KINDS[section])
@@ -403,6 +601,10 @@ def report(data: dict[str, Any]) -> str:
                 ratio = "" if k == raw_kind else f" x{v / raw:.3f}"
                 cells.append(f"{v:>11,.0f}{ratio:>8}")
             lines.append(f"{label:<10} " + " ".join(f"{c:>20}" for c in cells))
+    if "payloads" in data.get("sections", []):
+        lines += _report_payloads(data)
+    if "bulk" in data.get("sections", []):
+        lines += _report_bulk(data)
     env = data["environment"]
     if env.get("loadavg_1m", 0) > len(env["cpus_allowed"]) / 2:
         lines += ["", f"WARNING: load average {env['loadavg_1m']} at start on {len(env['cpus_allowed'])} CPUs: "
@@ -427,7 +629,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer messages and reps (~30 s)")
     ap.add_argument("--placement", action="append", help="only this placement (repeatable)")
-    ap.add_argument("--section", choices=("ipc", "tcp"), help="only the one-node (ipc) or the cross-node (tcp) rows")
+    ap.add_argument("--section", action="append", choices=SECTIONS,
+                    help="only these rows (repeatable): ipc (one node), tcp (two nodes), payloads, bulk")
     ap.add_argument("--reps", type=int, help="repetitions per measurement")
     ap.add_argument("--call-n", type=int, help="timed round trips per repetition")
     ap.add_argument("--cast-n", type=int, help="casts per repetition")

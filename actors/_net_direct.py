@@ -51,8 +51,13 @@ class _Direct:
 class DirectLinks:
     """The direct connections of one host process, keyed by node id (``name@inc``)."""
 
-    def __init__(self, ctx: zmq.Context, node_id: str, proc: str) -> None:
+    def __init__(self, ctx: zmq.Context, node_id: str, proc: str, io_thread: threading.Thread | None = None,
+                 wait: float = 0.0) -> None:
         self._ctx = ctx
+        #: A full connection holds back any sender but ``io_thread`` (which
+        #: must keep reading its process's endpoint) for up to ``wait`` seconds.
+        self._io_thread = io_thread
+        self._wait = wait
         self._origin = node_id.encode()  # name@incarnation, hex as node ids write it
         self.proc = proc
         self._known: dict[str, tuple[str, bytes | None, bytes | None]] = {}
@@ -66,11 +71,11 @@ class DirectLinks:
         with self._lock:
             self._known[node_id] = (address, public, secret)
 
-    def send(self, node_id: str, proc: str, frame: bytes, wait: float = 0.0) -> bool:
+    def send(self, node_id: str, proc: str, frame: bytes) -> bool:
         """Send ``frame`` to process ``proc`` of node ``node_id`` directly;
         False when that node goes by the node-process relay.  A full
-        connection is waited on for at most ``wait`` seconds (while the node
-        is known), then the frame is dropped and counted."""
+        connection is waited on (see the constructor) while the node is
+        known, then the frame is dropped and counted."""
         path = self._paths.get(node_id)
         if path is None:
             path = self._open(node_id)
@@ -84,6 +89,7 @@ class DirectLinks:
             try:
                 sock.send_multipart(parts, zmq.NOBLOCK)
             except zmq.Again:
+                wait = 0.0 if threading.current_thread() is self._io_thread else self._wait
                 if not self._send_when_room(node_id, sock, parts, wait):
                     self.dropped += 1
             except zmq.ZMQError:  # closing

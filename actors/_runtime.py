@@ -276,7 +276,9 @@ class Runtime(Transport):
         #: frames keep that one path.
         self.direct: DirectLinks | None = None
         if "@" in node_id and not self.is_node:
-            self.direct = DirectLinks(self.ctx, node_id, proc)
+            # Backpressure as on the ipc pipes: any thread but the I/O thread
+            # waits for room on a full connection.
+            self.direct = DirectLinks(self.ctx, node_id, proc, self._io_thread, SEND_WAIT)
         _ref.local_node_ids.add(node_id)
         self._install_default_handlers()
 
@@ -312,10 +314,7 @@ class Runtime(Transport):
         direct = self.direct
         if direct is not None:
             node_id, _, proc = dest.partition("|")
-            # Backpressure as on the ipc pipes: any thread but the I/O thread
-            # waits for room on a full connection.
-            wait = 0.0 if threading.current_thread() is self._io_thread else SEND_WAIT
-            if direct.send(node_id, proc, frame, wait):
+            if direct.send(node_id, proc, frame):
                 return
         self.send_frame(self.node_proc, wrap_relay(dest, frame))
 
@@ -985,6 +984,8 @@ class Runtime(Transport):
         plain attributes on its hot path, and read here)."""
         snap = self.stats.snapshot()
         snap["actors"] = self.meters.snapshot(self.cells)
+        if self.direct is not None and self.direct.dropped:
+            snap.setdefault("counters", {})["actors.net.direct_dropped"] = self.direct.dropped
         loan = self._loan
         if loan is not None:
             counters = snap.setdefault("counters", {})

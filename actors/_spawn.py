@@ -139,7 +139,12 @@ def spawn(
     if name is not None and not isinstance(name, str):
         raise TypeError(f"actor names are strings, got {name!r}")
     cpu_list = normalise_cpus(cpus)
-    limit = mailbox if isinstance(mailbox, MailboxLimit) and overflow is None else mailbox_limit(mailbox, overflow)
+    if isinstance(mailbox, MailboxLimit):  # checked already (a spawn forwarded from another node)
+        if overflow is not None:
+            raise ValueError("overflow= goes with mailbox=N, not with a MailboxLimit")
+        limit: MailboxLimit | None = mailbox
+    else:
+        limit = mailbox_limit(mailbox, overflow)
     cell = current_cell()
     if cell is not None and cell.runtime is rt:
         if not cell.alive:

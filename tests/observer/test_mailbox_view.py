@@ -9,6 +9,7 @@ import pytest
 
 from actors import Node
 from actors.cli import status_text
+from actors.observer import observe
 from actors.tree import render_tree
 from tests.kernel.mailbox_actors import Gate, Held
 from tests.observer.conftest import snapshot, wait_picture
@@ -28,7 +29,7 @@ def test_status_and_observer_show_the_bound_and_the_drops(tmp_path) -> None:
         assert "mbox 0/2 drop_newest dropped 3" in line
         text = status_text(node.id, os.getpid(), actors, node.hosts(), node.stats()["counters"])
         assert "mailboxes: dropped" in text
-        web = node.observe(port=0)
+        web = observe(node, port=0)
         try:
             picture = wait_picture(web, lambda p: any(r.get("actor") == ref.id for r in p["tree"]))
             (row,) = [r for r in picture["tree"] if r.get("actor") == ref.id]

@@ -70,6 +70,11 @@ EXIT_LINKED = 2
 CAST_BATCH = 64
 #: ... or this long after the first of them, when its callback is still running.
 CAST_FLUSH_AFTER = 0.002
+#: A batch frame bigger than this goes out as one frame per cast instead, and
+#: the thread stops batching for that process until a single cast is small
+#: again: one huge frame would hold every other frame on its way (the same
+#: connection, the same ZeroMQ I/O thread) until the whole of it has passed.
+BIG_BATCH = 512 * 1024
 
 #: Seconds a blocked sender waits for the receiver's word beyond its own timeout.
 BLOCK_GRACE = 1.0
@@ -149,13 +154,15 @@ class _Outbox:
     blocking in the kernel), so the order on the wire holds.
     """
 
-    __slots__ = ("lock", "batches", "armed", "closed")
+    __slots__ = ("lock", "batches", "armed", "closed", "unbatched")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.batches: dict[str, _Batch] = {}
         self.armed = False
         self.closed = False
+        #: Processes this thread sends big casts to: not batched (`BIG_BATCH`).
+        self.unbatched: set[str] = set()
 
 
 class _ChannelWaiter:
@@ -382,7 +389,7 @@ class Runtime(Transport):
             batch.items.append([kind, to, body])
             if batch.plain and not is_scalar(body):
                 batch.plain = False
-            if len(batch.items) >= CAST_BATCH:
+            if len(batch.items) >= CAST_BATCH or (outbox.unbatched and proc in outbox.unbatched):
                 self._flush_locked(outbox, proc)
 
     def _flush_locked(self, outbox: _Outbox, proc: str) -> None:
@@ -391,8 +398,15 @@ class Runtime(Transport):
         if len(items) == 1:
             kind, to, body = items[0]
             frame = encode_frame(kind, to, None, None, self.proc, body)
+            if outbox.unbatched and len(frame) * CAST_BATCH < BIG_BATCH:
+                outbox.unbatched.discard(proc)  # small casts again: batch them
         else:
             frame = encode_frame(K_BATCH, None, None, None, self.proc, items, plain=batch.plain)
+            if len(frame) > BIG_BATCH:
+                outbox.unbatched.add(proc)
+                for kind, to, body in items:
+                    self.send_frame(proc, encode_frame(kind, to, None, None, self.proc, body))
+                return
         self.send_frame(proc, frame)
 
     def _flush_stale(self, outbox: _Outbox) -> None:

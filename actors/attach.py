@@ -79,8 +79,14 @@ class Attached:
         self._rt.start()
 
     def _ask(self, op: str) -> Any:
+        return self.ask(op)
+
+    def ask(self, op: str, *args: Any, timeout: float | None = None) -> Any:
+        """One request to the node process by name (what ``actors()``, ``nodes()``... send);
+        `NotANode` when it does not answer within ``timeout`` (default: the view's)."""
         try:
-            return self._rt.sys_request(self._rt.node_proc, op, (), timeout=self.timeout)
+            return self._rt.sys_request(self._rt.node_proc, op, args,
+                                        timeout=self.timeout if timeout is None else timeout)
         except (CallTimeout, Exit) as exc:
             raise NotANode(f"the node of {self.rundir} (pid {self.node_pid}) did not answer: {exc}") from None
 
@@ -92,6 +98,10 @@ class Attached:
 
     def stats(self) -> dict[str, Any]:
         return self._ask("node_stats")
+
+    def nodes(self) -> list[str]:
+        """The other nodes this node is connected to now (`Node.nodes`)."""
+        return self._ask("nodes")
 
     def config(self) -> dict[str, dict[str, str]]:
         """The node's configuration, section by section."""

@@ -1,0 +1,33 @@
+"""Three ``otpy node`` daemons on three hosts form a cluster over the network, with the cluster key."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tests.hosts.conftest import HOSTS, NET_TICKTIME, pg_config
+from tests.hosts.nodes import Cluster
+
+
+@pytest.mark.timeout(180)
+def test_three_hosts_form_a_mesh(cluster):
+    for name in ("h1", "h2", "h3"):
+        assert cluster[name].ready.address == f"tcp://{cluster.topo[name].address}:4370"
+    assert cluster.views() == {"h1": ["h2", "h3"], "h2": ["h1", "h3"], "h3": ["h1", "h2"]}
+
+
+@pytest.mark.timeout(180)
+def test_nodes_share_the_database_host_and_one_can_be_cut_off_from_it(topo, pg, cluster_key, tmp_path):
+    c = Cluster(topo, HOSTS, cluster_key, NET_TICKTIME, config=pg_config(tmp_path, pg), workdir=str(tmp_path))
+    try:
+        c.wait_mesh(timeout=60.0)
+        with psycopg.connect(pg.local_url()) as conn:
+            clients = {row[0] for row in conn.execute(
+                "SELECT host(client_addr) FROM pg_stat_activity WHERE datname = 'otpy' AND client_addr IS NOT NULL")}
+        assert {topo[h].address for h in HOSTS} <= clients
+        topo.cut_pair("h3", "db")
+        assert not topo["h3"].reaches(topo["db"]) and topo["h3"].reaches(topo["h1"])
+        assert c["h3"].nodes() == ["h1", "h2"]
+    finally:
+        topo.heal()
+        c.close()

@@ -108,7 +108,8 @@ _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_
 FrameCallback = Callable[[str, list[bytes]], None]
 UpCallback = Callable[[str, int], None]
 DownCallback = Callable[[str, int, str], None]
-RefuseCallback = Callable[[str, int], "str | None"]
+RefuseCallback = Callable[[str, int], "str | dict[str, Any] | None"]
+RejectedCallback = Callable[[str | None, str, dict[str, Any]], None]
 
 
 class NetError(Exception):
@@ -212,6 +213,11 @@ class NetLink:
     ``refuse(peer, incarnation)`` may return a reason to turn a peer away in
     the handshake (both ways: its HELLO is answered REJECT, its WELCOME fails
     our connect), so it never goes up; the peer's connect fails with that reason.
+    It may return a dict instead, with the reason under ``"reason"``: the
+    whole dict goes back to the peer in its REJECT, for the layer above there
+    to act on.  ``on_rejected(name, address, body)`` fires when a peer turns
+    this node's connect away: ``name`` is the node expected there (None when
+    unknown), ``body`` the peer's REJECT as a dict.
     """
 
     def __init__(
@@ -224,6 +230,7 @@ class NetLink:
         on_up: UpCallback | None = None,
         on_down: DownCallback | None = None,
         refuse: RefuseCallback | None = None,
+        on_rejected: RejectedCallback | None = None,
         net_ticktime: float = DEFAULT_NET_TICKTIME,
         incarnation: int | None = None,
         clock: Clock | None = None,
@@ -245,6 +252,7 @@ class NetLink:
         self._on_up = on_up
         self._on_down = on_down
         self._refuse = refuse
+        self._on_rejected = on_rejected
         self._clock: Clock = clock if clock is not None else MonotonicClock()
         self._liveness = Liveness(net_ticktime)
         self._handshake_timeout = handshake_timeout
@@ -706,7 +714,7 @@ class NetLink:
         refusal = self._refusal(name, inc)
         if refusal is not None:
             self._count("refused")
-            self._router_send([rid, _REJECT, orjson.dumps({"reason": refusal})])
+            self._router_send([rid, _REJECT, orjson.dumps(refusal)])
             return
         old = self._rid_peer.get(rid)
         if old is not None and old != name:  # one connection, one node: never a second name
@@ -855,6 +863,8 @@ class NetLink:
                 self._welcomed(out, body["name"], body["inc"])
             elif kind == _REJECT:
                 reason = body.get("reason") if isinstance(body, dict) else None
+                if isinstance(body, dict):
+                    self._call(self._on_rejected, out.name or out.expect, out.address, body)
                 if out.up and out.name is not None:
                     self._peer_down(out.name, "rejected")
                 else:
@@ -877,7 +887,7 @@ class NetLink:
             except zmq.ZMQError:
                 pass
             for w in out.waiters:
-                w.fail(ConnectError(f"connect to {out.address}: {refusal}"))
+                w.fail(ConnectError(f"connect to {out.address}: {refusal['reason']}"))
             out.waiters.clear()
             self._close_out(out, linger=_BYE_LINGER_MS)
             return
@@ -951,15 +961,19 @@ class NetLink:
             if notify:
                 self._call(self._on_down, name, peer.incarnation, reason)
 
-    def _refusal(self, name: str, inc: int) -> str | None:
+    def _refusal(self, name: str, inc: int) -> dict[str, Any] | None:
+        """The REJECT body for node ``name`` in incarnation ``inc``, or None to let it in."""
         if self._refuse is None:
             return None
         try:
-            return self._refuse(name, inc)
+            refusal = self._refuse(name, inc)
         except Exception:  # a callback must never stop the link; refuse nothing then
             self._count("callback_errors")
             log.exception("link %s: refuse callback failed", self.name)
             return None
+        if refusal is None:
+            return None
+        return dict(refusal) if isinstance(refusal, dict) else {"reason": str(refusal)}
 
     def _call(self, fn: Callable[..., None] | None, *args: Any) -> None:
         if fn is None:

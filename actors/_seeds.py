@@ -86,6 +86,12 @@ class SeedDialer:
         with self._cond:
             self._cond.notify_all()
 
+    def stop(self) -> None:
+        """Stop dialing, without waiting for the dialers (an attempt under way still ends)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
     def close(self, timeout: float = 10.0) -> None:
         """Stop dialing; an attempt under way ends when the link closes (or times out)."""
         with self._cond:

@@ -160,9 +160,10 @@ def held() -> Iterator[None]:
             signal.raise_signal(s)
 
 
-def wait_for_signal(timeout: float | None = None) -> None:
+def wait_for_signal(timeout: float | None = None, wake: int | None = None) -> None:
     """Sleep in the main thread until a signal's handler raises (SIGINT, or SIGTERM after
-    `catch_sigterm` or inside `stop_once`), or ``timeout`` seconds pass.
+    `catch_sigterm` or inside `stop_once`), ``timeout`` seconds pass, or the file descriptor
+    ``wake`` becomes readable (another thread writes to a pipe to end the wait).
 
     Why not `time.sleep`: the kernel hands a signal sent to the process to any
     thread that does not block it, and this process has many; CPython then
@@ -182,7 +183,9 @@ def wait_for_signal(timeout: float | None = None) -> None:
         deadline = None if timeout is None else _monotonic() + timeout
         for _ in range(sys.maxsize):  # each round ends with a signal or the deadline
             left = None if deadline is None else max(0.0, deadline - _monotonic())
-            ready, _, _ = select.select([read_end], [], [], left)
+            ready, _, _ = select.select([read_end] if wake is None else [read_end, wake], [], [], left)
+            if wake is not None and wake in ready:
+                return
             if ready:
                 os.read(read_end, 512)  # a handler without a raise (SIGCHLD, ...) just runs: wait again
             elif deadline is not None:

@@ -27,6 +27,7 @@ from actors._host import write_message, zygote_main
 from actors._zygote_exec import ExecZygote
 from actors._logging import LogListener
 from actors._mailbox import mailbox_limit
+from actors._membership import SILENCE, Membership, PeerInfo, RateLimit, yields
 from actors._monitor import Monitor
 from actors._node_events import NodeEvents
 from actors._reasons import CallTimeout, Exit, NotRegistered
@@ -216,11 +217,17 @@ class Node:
         self._node_events = NodeEvents(self._rt)  # monitor_nodes subscribers
         self._connect_all = cluster.connect_all
         self._link_send_wait = (cluster.net_ticktime or DEFAULT_NET_TICKTIME) * LINK_SEND_WAIT_SHARE
+        # Who this incarnation counts as its cluster (`actors._membership`), and
+        # why it ended, once it has: then `otpy node` starts a new one.
+        self._members = Membership(cluster.name or "")
+        self._ended: str | None = None
+        self._on_ended: list[Callable[[str], None]] = []
+        self._log_limit = RateLimit(60.0)  # refused handshakes: a line per peer per minute
         if cluster.name is not None:
             assert cluster.listen is not None
             self._net = NetLink(cluster.name, cluster.listen, key, on_frame=self._net_frame,
                                 on_up=self._net_up, on_down=self._net_down, refuse=self._net_refuse,
-                                net_ticktime=cluster.net_ticktime, incarnation=incarnation)
+                                on_rejected=self._net_rejected, net_ticktime=cluster.net_ticktime, incarnation=incarnation)
             try:
                 self.address = self._net.start()
             except BaseException:
@@ -328,6 +335,53 @@ class Node:
     def nodes(self) -> list[str]:
         """The names of the nodes connected now."""
         return sorted(self._peer_ids)
+
+    def peers(self) -> list[dict[str, Any]]:
+        """The nodes connected now, by name: ``name``, ``address``, ``incarnation`` (hex) and
+        ``up_since`` (wall-clock seconds of their nodeup), as ``otpy status`` lists them."""
+        with self._watch_lock:
+            return self._members.peers()
+
+    @property
+    def ended(self) -> str | None:
+        """Why this incarnation has ended (None while it has not).
+
+        A node ends its incarnation when it finds itself on the minority side
+        of a network cut, or learns that a peer declared it down (see
+        docs/distribution.md, "When the network fails"): it disconnects from
+        every node, stops dialing its seeds and refuses every handshake.  The
+        program then closes it and starts a new `Node` (a new incarnation, which
+        the others admit); ``otpy node`` does so by itself."""
+        return self._ended
+
+    def on_ended(self, fn: Callable[[str], None]) -> None:
+        """Call ``fn(reason)`` once this incarnation ends (at once if it has; from a
+        thread of the node: it must be quick)."""
+        with self._watch_lock:
+            if self._ended is None:
+                self._on_ended.append(fn)
+                return
+        fn(self._ended)
+
+    def _end_incarnation(self, reason: str) -> None:
+        with self._watch_lock:
+            if self._ended is not None or self._closed:
+                return
+            self._ended = reason
+            callbacks, self._on_ended = self._on_ended, []
+            peers = list(self._peer_ids)
+            self._watch_lock.notify_all()
+        log.warning("node %s ends incarnation %s: %s", self.name, self.id, reason)
+        if self._seeds is not None:
+            self._seeds.stop()
+        net = self._net
+        for peer in peers if net is not None else []:
+            net.disconnect(peer)
+        for fn in callbacks:
+            try:
+                fn(reason)
+            except Exception:
+                log.exception("an on_ended callback of node %s failed", self.id)
 
     def wait_for_node(self, name: str, timeout: float = 10.0) -> bool:
         """Block until node ``name`` is connected (it connected to this one,
@@ -612,6 +666,7 @@ class Node:
         rt.register_sys("spawn_on", self._on_spawn_on, threaded=True)
         rt.register_sys("monitor_node", self._on_monitor_node)
         rt.register_sys("nodes", lambda src: self.nodes())
+        rt.register_sys("peers", lambda src: self.peers())
         rt.register_sys("known_nodes", self._on_known_nodes)
         rt.register_sys("whereis_on", self._on_whereis_on, threaded=True)
         rt.register_sys("monitor_nodes", lambda src, ref, flag: self._node_events.subscribe(ref, flag),
@@ -792,9 +847,12 @@ class Node:
     def _net_up(self, peer: str, incarnation: int) -> None:
         for host in [h for h in list(self._hosts.values()) if h.state == "up"]:
             self._tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
+        address = self._net.address_of(peer) if self._net is not None else None
         with self._watch_lock:
             self._peer_ids[peer] = f"{peer}@{incarnation:x}"
+            self._members.node_up(PeerInfo(peer, address, incarnation, time.time()))
             self._watch_lock.notify_all()
+        log.info("nodeup: node %s (incarnation %x) at %s", peer, incarnation, address)
         self._rt.call_soon(lambda: self._node_events.publish("nodeup", peer))
         if self._connect_all:
             # Here, on the link's thread, not later: what this node sends the
@@ -843,11 +901,41 @@ class Node:
         quarantine): a node that was stopped (SIGSTOP) or cut off past
         ``net_ticktime`` and comes back must restart to rejoin, so the refs
         that failed with ``noconnection`` never start answering again."""
+        if self._ended is not None:
+            return f"node {self.name} is ending incarnation {self.id} ({self._ended})"
         why = self._lost.get(f"{peer}@{incarnation:x}")
         if why is None:
             return None
-        return (f"node {peer} (incarnation {incarnation:x}) was declared down by {self.name} ({why}); "
-                f"an incarnation that was lost never reconnects: restart node {peer} to rejoin")
+        reason = (f"node {peer} (incarnation {incarnation:x}) was declared down by {self.name} ({why}); "
+                  f"an incarnation that was lost never reconnects: it starts a new one to rejoin")
+        if self._log_limit.allow(f"refused {peer}", time.monotonic()):
+            log.warning("refused a handshake from node %s: %s", peer, reason)
+        assert self._net is not None
+        # What the refused node needs to decide whether it is the one to end (`_net_rejected`).
+        return {"reason": reason, "quarantined": True, "node": peer, "inc": incarnation, "by": self.name,
+                "by_inc": self._net.incarnation, "by_up": len(self._peer_ids)}
+
+    def _net_rejected(self, name: str | None, address: str, body: dict[str, Any]) -> None:
+        """A node turned this one's handshake away: logged (a line per peer per minute); if it
+        declared this incarnation down, this node may have to end it (`actors._membership.yields`)."""
+        net = self._net
+        if net is None:
+            return
+        if self._log_limit.allow(f"rejected {address}", time.monotonic()):
+            log.warning("node %s at %s refused this node's handshake: %s", name or "?", address,
+                        body.get("reason"))
+        other, other_inc, other_up = body.get("by"), body.get("by_inc"), body.get("by_up")
+        if (body.get("quarantined") is not True or body.get("node") != self.name
+                or body.get("inc") != net.incarnation or not isinstance(other, str)
+                or type(other_inc) is not int or type(other_up) is not int):
+            return
+        with self._watch_lock:
+            mutual = f"{other}@{other_inc:x}" in self._lost
+            my_up = len(self._peer_ids)
+        if yields(self.name or "", my_up, other, other_up, mutual):
+            self._end_incarnation(f"node {other} declared this incarnation down"
+                                  + (f" and wins the tie ({other_up} nodes connected there, {my_up} here)"
+                                     if mutual else ""))
 
     def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
         node_id = f"{peer}@{incarnation:x}"
@@ -855,13 +943,20 @@ class Node:
             self._lost[node_id] = reason
             if self._peer_ids.get(peer) == node_id:
                 del self._peer_ids[peer]
+                self._members.node_down(peer, reason)
             watchers = self._node_watchers.pop(peer, [])
+            minority = reason == SILENCE and self._members.in_minority()
+            reachable, members = len(self._members.up) + 1, len(self._members.members())
             self._watch_lock.notify_all()
         if self._seeds is not None:
             self._seeds.node_changed()
         # A node that closed (said goodbye) is no news; a lost one is.
         log.log(logging.INFO if reason == "peer_closed" else logging.WARNING,
-                "node %s is down (%s): what pointed at it exits with noconnection", peer, reason)
+                "nodedown: node %s (incarnation %x) is down (%s): what pointed at it exits with noconnection",
+                peer, incarnation, reason)
+        if minority:
+            self._end_incarnation(f"on the minority side of a network cut ({reachable} of {members} nodes "
+                                  f"reachable)")
 
         def down() -> None:
             for host in list(self._hosts.values()):

@@ -17,10 +17,19 @@ The first signal starts the stop; those after it (Ctrl-C pressed again)
 cannot cut it short, since a node closed halfway would leave its zygote
 waiting for the rest of the close; the stop is bounded by the close's timeout.
 A temporary state directory (no ``--state-dir``) is removed too.
+
+A network fault never needs a person: when the node ends its incarnation
+(`Node.ended`: it was on the minority side of a cut, or a peer declared it
+down), the application stops, the node closes, and a new node with a new
+incarnation starts at the same address with the same state directory and
+application, prints its ready line (a new runtime directory) and rejoins
+through its seeds.  The process itself never exits for it, so a service
+manager sees nothing to restart.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -90,38 +99,58 @@ def _stop_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="stop-with-parent", daemon=True).start()
 
 
+def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None, ended: tuple[int, int]) -> str:
+    """One incarnation: boot, print the ready line, serve until a signal raises or the
+    incarnation ends (a byte on the pipe ``ended``; its reason is returned then); the app and
+    node are stopped either way."""
+    node: Node | None = None
+    app = None
+    try:
+        node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
+                    seeds=args.seeds or (), net_ticktime=args.net_ticktime,
+                    metrics=getattr(args, "metrics", None))
+        node.on_ended(lambda reason: os.write(ended[1], b"x"))
+        pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
+        global_names.start(node)
+        app = start_app(node, None, state_dir)
+        print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
+                                state=state_dir), flush=True)
+        if node.metrics_server is not None:  # after the ready line: readers take the first line as it
+            print(f"metrics: {node.metrics_server.url}", flush=True)
+        wait_for_signal(wake=ended[0])  # until SIGINT or SIGTERM raises here, or the incarnation ends
+        return node.ended or "ended"
+    finally:
+        if app is not None:
+            app.stop()
+        if node is not None:
+            node.close()
+
+
 def run_node(args: Any) -> int:
-    """Boot, print the ready line, serve until SIGTERM/SIGINT; 0 after a clean stop."""
+    """Boot, print the ready line, serve until SIGTERM/SIGINT; 0 after a clean stop.
+
+    An incarnation that ends (`Node.ended`) is followed by a new one, in this same process."""
     cfg = _config(args.config)
     temporary = args.state_dir is None
     state_dir = tempfile.mkdtemp(prefix=f"otpy-node-{args.name}-") if temporary else os.path.abspath(args.state_dir)
     os.makedirs(state_dir, exist_ok=True)
-    node: Node | None = None
-    app = None
+    read_end, write_end = os.pipe()
     with stop_once():  # the first signal raises; those after it cannot cut the stop in half
         try:
             # --listen wins over the ini's [cluster] listen, which wins over loopback on a free port.
             listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
-            node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
-                        seeds=args.seeds or (), net_ticktime=args.net_ticktime,
-                        metrics=getattr(args, "metrics", None))
-            pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
-            global_names.start(node)
-            app = start_app(node, None, state_dir)
             if getattr(args, "stop_with_parent", False):
                 _stop_with_parent(os.getppid())
-            print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
-                                    state=state_dir), flush=True)
-            if node.metrics_server is not None:  # after the ready line: readers take the first line as it
-                print(f"metrics: {node.metrics_server.url}", flush=True)
-            wait_for_signal()  # until SIGINT or SIGTERM raises here
+            for incarnation in itertools.count(1):
+                reason = _serve(cfg, args, state_dir, listen, (read_end, write_end))
+                os.read(read_end, 4096)
+                print(f"node {args.name} incarnation {incarnation} ended ({reason}): starting a new one",
+                      file=sys.stderr, flush=True)
         except KeyboardInterrupt:
             pass
         finally:
-            if app is not None:
-                app.stop()
-            if node is not None:
-                node.close()
+            os.close(read_end)
+            os.close(write_end)
             if temporary:
                 shutil.rmtree(state_dir, ignore_errors=True)
     print(f"node {args.name} stopped", flush=True)

@@ -24,9 +24,13 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import cloudpickle
+
+from actors import ActorRef
 from actors.attach import Attached
 from actors.nodecmd import Ready, parse_ready
 
+from tests.hosts.host_actors import Caller
 from tests.hosts.topology import Host, Topology
 from tests.polling import take_first
 
@@ -66,6 +70,7 @@ class HostNode:
         self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._attached: Attached | None = None
         self._attached_for: str | None = None
+        self._caller: tuple[str, ActorRef] | None = None
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=ENV, start_new_session=True)
         self._threads = [threading.Thread(target=self._read_out, daemon=True, name=f"{name}-stdout"),
@@ -121,6 +126,23 @@ class HostNode:
     def ask(self, op: str, *args: Any, timeout: float = 5.0) -> Any:
         """A sys request to the node process through its runtime directory (never over the network)."""
         return self._view().ask(op, *args, timeout=timeout)
+
+    def spawn(self, cls: type, *args: Any, on: str | None = None, name: str | None = None,
+              host: str | None = None, timeout: float = 30.0) -> ActorRef:
+        """``Node.spawn(cls, *args, node=on)`` carried out by this node (``on``: another node, or this one)."""
+        payload = cloudpickle.dumps((cls, tuple(args), {}, name, None, False))
+        kind, detail = self.ask("spawn_on", [on or self.name], host, None, payload, timeout=timeout)
+        if kind != "ok":
+            raise AssertionError(f"spawn of {cls.__name__} on {on or self.name} via {self.name}: {kind} {detail}")
+        return detail
+
+    def call(self, ref: ActorRef, request: Any, timeout: float = 5.0) -> tuple[str, Any, float]:
+        """A call to ``ref`` made on this node (by a `Caller` there): ``("ok", reply, seconds)`` or
+        ``("exit", reason, seconds)``."""
+        view = self._view()
+        if self._caller is None or self._caller[0] != self.ready.rundir:
+            self._caller = (self.ready.rundir, self.spawn(Caller))
+        return view.call(self._caller[1], ("call", ref, request, timeout), timeout + 10.0)
 
     def nodes(self) -> list[str] | None:
         """The nodes this node lists now; None while it cannot answer (frozen, restarting)."""

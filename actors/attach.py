@@ -13,6 +13,7 @@ one line that says which, before anything is bound in the directory.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Any
@@ -22,6 +23,9 @@ from actors._ref import ActorRef
 from actors._runtime import Runtime
 
 __all__ = ["Attached", "NotANode", "read_node_file"]
+
+
+_views = itertools.count(1)
 
 
 class NotANode(Exception):
@@ -75,7 +79,8 @@ class Attached:
         self.node_id = info["node_id"]
         self.node_pid = info["pid"]
         self.timeout = timeout
-        self._rt = Runtime(self.node_id, rundir, f"cli{os.getpid()}", node_proc=info["proc"])
+        # A process name of its own per view: two views of one node from one program must not share an endpoint.
+        self._rt = Runtime(self.node_id, rundir, f"cli{os.getpid()}v{next(_views)}", node_proc=info["proc"])
         self._rt.start()
 
     def _ask(self, op: str) -> Any:
@@ -102,6 +107,10 @@ class Attached:
     def nodes(self) -> list[str]:
         """The other nodes this node is connected to now (`Node.nodes`)."""
         return self._ask("nodes")
+
+    def peers(self) -> list[dict[str, Any]]:
+        """The connected nodes with address, incarnation and up-since time (`Node.peers`)."""
+        return self._ask("peers")
 
     def config(self) -> dict[str, dict[str, str]]:
         """The node's configuration, section by section."""

@@ -594,3 +594,13 @@ def test_status_watch_stopped_by_sigterm_leaves_nothing_in_the_nodes_directory(n
     _out, err = _finish(proc, 30)
     assert proc.returncode == 143, err
     assert sorted(os.listdir(node.rundir)) == listing
+
+
+def test_status_lists_the_peers_of_a_distributed_node_only():
+    peers = [{"name": "h2", "address": "tcp://10.0.0.2:4370", "incarnation": "1f", "up_since": 1000.0},
+             {"name": "h3", "address": "tcp://10.0.0.3:4370", "incarnation": "2e", "up_since": 1000.0}]
+    text = status_text("h1@abc", 1, [], [], {}, peers=peers, now=1125.0)
+    assert "peers: 2" in text
+    assert "  h2  tcp://10.0.0.2:4370  incarnation 1f  up since 1970-01-01 00:16:40 UTC (2m05s)" in text
+    assert "peers: none connected" in status_text("h1@abc", 1, [], [], {}, peers=[], now=0.0)
+    assert "peers" not in status_text("1234-1-abcdef", 1, [], [], {})

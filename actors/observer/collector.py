@@ -79,6 +79,11 @@ class Collector:
         except (Exit, CallTimeout) as exc:
             counters = {}
             errors.append(f"stats: {exc}")
+        try:
+            peers = self.source.peers()
+        except (Exit, CallTimeout) as exc:
+            peers = []
+            errors.append(f"peers: {exc}")
         restarts_total = sum(v for k, v in counters.items() if k.startswith(RESTARTS_PREFIX))
         dt = None if self._last_t is None else max(1e-3, now - self._last_t)
         previous = self._handled
@@ -100,6 +105,8 @@ class Collector:
                      "dropped": counters.get("actors.mailbox.dropped", 0)},
             "tree": tree,
             "hosts": model.host_rows(hosts, actors, self.source.node_pid, usage, names),
+            "peers": peers,
+            "distributed": "@" in self.source.node_id,
             "panels": panels(self.source, actors),
             "log": [{**r, "supervisor": names.get(r["actor"], r.get("supervisor"))}
                     for r in self._reports.merge(actors)[:80]],

@@ -100,6 +100,21 @@ function renderHosts(hosts) {
   });
 }
 
+// -- cluster -----------------------------------------------------------------------
+
+const PEER_CELLS = ["c-peer", "c-paddr", "c-pinc", "c-psince"];
+
+function renderPeers(peers, distributed) {
+  $("peers-card").hidden = !distributed;
+  $("peers-count").textContent = peers.length ? `${peers.length} connected` : "none connected";
+  syncRows($("peers-body"), peers, (p) => p.name, (key) => newRow(key, PEER_CELLS), (tr, p) => {
+    setCell(tr, "c-peer", `<b>${esc(p.name)}</b>`);
+    setCell(tr, "c-paddr", esc(p.address ?? ""));
+    setCell(tr, "c-pinc", `<span class="tag">${esc(p.incarnation)}</span>`);
+    setCell(tr, "c-psince", `${clock(p.up_since)}`);
+  });
+}
+
 // -- log, charts, panels -------------------------------------------------------------
 
 function renderLog(log) {
@@ -214,6 +229,7 @@ function render(pic) {
   $("kpi-rate").textContent = m.length ? fmtNum(m[m.length - 1]) : "–";
   renderTree(pic.tree);
   renderHosts(pic.hosts);
+  renderPeers(pic.peers || [], pic.distributed);
   renderLog(pic.log);
   renderPanels(pic.panels);
   drawRestarts(pic.series, n.time);

@@ -175,6 +175,9 @@ def add_demo(sub: Subparsers) -> None:
     p.add_argument("--nodes", type=count, default=1, metavar="N",
                    help="1 (default): one node; N >= 2: this process is a controller that starts N node "
                         "processes over tcp, spreads the work over them and SIGKILLs whole nodes too")
+    p.add_argument("--hosts", action="store_true",
+                   help="with --nodes N: each node on a network-namespace host of its own, PostgreSQL on another, "
+                        "and network cuts, pair cuts and heals in the chaos (root only; docs/distribution.md)")
     p.set_defaults(run=_run_demo)
 
 
@@ -350,10 +353,15 @@ def start_failure(exc: Any) -> CliError:
 def _run_demo(args: argparse.Namespace) -> int:
     from actors.demo import run_demo
     from actors.demo_cluster import run_cluster_demo
+    from actors.demo_hosts import run_hosts_demo
     from actors.observer import observe
     from supervision.errors import StartError
 
+    if args.hosts and args.nodes < 2:
+        raise CliError("--hosts needs --nodes N with N >= 2")
     try:
+        if args.hosts:
+            return run_hosts_demo(args, observe=observe)
         if args.nodes > 1:
             return run_cluster_demo(args, observe=observe)
         return run_demo(args, observe=observe)

@@ -308,7 +308,8 @@ def _report(node: Node, app: Any, view: LiveView, killers: list[Any], drivers: d
     for c in checks:
         for line in c.lines:
             print(line)
-    errors = {name: d.errors for name, d in drivers.items() if d.errors}
+    # Drivers count their errors by kind; the node set's are sentences, already in its check's lines.
+    errors = {name: d.errors for name, d in drivers.items() if d.errors and isinstance(d.errors, dict)}
     if errors:
         print("driver errors (retried): " + "; ".join(
             f"{n}: " + ", ".join(f"{k} x{v}" for k, v in e.items()) for n, e in errors.items()))

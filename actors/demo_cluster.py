@@ -43,6 +43,7 @@ import configparser
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from actors import ActorRef, CallTimeout, Exit, Node, global_names, pg
@@ -66,11 +67,13 @@ from actors.workload.ioq_reads import file_specs, make_files
 from actors.workload.jobs import JOB_TYPE, JobWorker
 from actors.workload.node_reads import NodeReads, reader_spec
 from actors.workload.nodes import NodeKiller, NodeProc, NodeSet
+from actors.workload.netchaos import NetChaos
+from actors.workload.netns import Topology
 from actors.workload.singleton import SingletonWatch, singleton_spec
 from actors.workload.view import LiveView
 from supervision import ChildSpec, start_child
 
-__all__ = ["CONTROLLER", "WORKERS_PER_NODE", "node_config", "run_cluster_demo"]
+__all__ = ["CONTROLLER", "WORKERS_PER_NODE", "HostsPlan", "node_config", "run_cluster_demo"]
 
 #: The controller node's name; the nodes are ``n1``..``nN``.
 CONTROLLER = "ctl"
@@ -149,8 +152,22 @@ def run_cluster_demo(args: Any, *, observe: Callable[..., Any] | None = None) ->
     return run_demo(args, make_node=make_node, body=body, observe=observe)
 
 
+@dataclass(frozen=True)
+class HostsPlan:
+    """``demo --hosts``: the nodes' namespace hosts (name -> listen address and command prefix), and the
+    network chaos's timing."""
+
+    topo: Topology
+    places: dict[str, tuple[str, list[str]]]
+    net_ticktime: float
+    fault_period: float
+    hold: float
+    heal_limit: float
+
+
 def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration: float, rate: float, grace: float,
-                 live: bool, seed: int, outcome: Outcome, *, short: bool, metrics: int | None = None) -> None:
+                 live: bool, seed: int, outcome: Outcome, *, short: bool, metrics: int | None = None,
+                 hosts: HostsPlan | None = None) -> None:
     t0 = time.monotonic()
     print(f"controller {node.name} at {node.address}, runtime directory {node.rundir}", flush=True)
     pg.start(node)  # the readers' group, seen from here; every `otpy node` runs its own
@@ -176,8 +193,9 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
     workload_sup: ActorRef | None = None
     nodes = NodeSet(node, names, key_path=os.path.join(state_dir, "cluster.key"), config_path=ini,
                     state_dir=os.path.join(state_dir, "nodes"),
-                    on_up=lambda n: _start_workers(node, n, names, paths, seed), metrics=metrics)
-    killer = node_killer = repl = None
+                    on_up=lambda n: _start_workers(node, n, names, paths, seed), metrics=metrics,
+                    hosts=hosts.places if hosts else None, net_ticktime=hosts.net_ticktime if hosts else None)
+    killer = node_killer = repl = net_chaos = None
     try:
         failed = nodes.start_all()
         if failed:
@@ -216,24 +234,33 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
             return pid != os.getpid() and pid not in nodes.pids() and _descends_from(pid, nodes.pids() | {os.getpid()})
 
         killer = Killer(node, trees, rate, seed=seed, may_sigkill=may_sigkill)
-        node_killer = NodeKiller(nodes, NODE_KILL_PERIOD, first_after=min(NODE_KILL_PERIOD, duration / 3), seed=seed)
+        # On hosts the network faults come first: a node SIGKILLed early may take the run's first third to boot.
+        node_killer = NodeKiller(nodes, NODE_KILL_PERIOD, seed=seed,
+                                 first_after=duration * 0.6 if hosts else min(NODE_KILL_PERIOD, duration / 3))
         drivers = {"smoosh": writer, "ioq": reads, "node_ioq": node_reads, "jobs": jobs, "replication": repl,
                    "killer": killer, "nodes": nodes, "node_killer": node_killer, "singleton": singleton}
+        loads: tuple[Any, ...] = (writer, reads, node_reads, jobs, repl, singleton, killer, node_killer)
+        chaos: list[Any] = [killer, node_killer]
+        checked: tuple[Any, ...] = (nodes, jobs, repl, writer, reads, node_reads, singleton)
+        if hosts is not None:
+            net_chaos = NetChaos(node, nodes, hosts.topo, hosts.fault_period, hosts.hold, hosts.heal_limit,
+                                 first_after=min(hosts.fault_period, duration / 6), seed=seed)
+            drivers["net_chaos"] = net_chaos
+            loads, chaos, checked = loads + (net_chaos,), chaos + [net_chaos], (net_chaos,) + checked
         view = LiveView(node, app, drivers, duration)
-        start = _load(view, (writer, reads, node_reads, jobs, repl, singleton, killer, node_killer), duration, live,
-                      short, outcome,
+        start = _load(view, loads, duration, live, short, outcome,
               f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
               f"{len(writer.dbs)} "
               f"databases for smoosh on {node.name}, {repl.n_jobs} replications over {n_nodes} nodes, couch_jobs "
               f"workers on every node ({WORKERS_PER_NODE} each), one singleton named cluster-wide; killing actors "
-              f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s")
+              f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s"
+              + (f"; cutting a node's host off, or a pair of hosts apart, for {hosts.hold:g} s every "
+                 f"{hosts.fault_period:g} s (net_ticktime {hosts.net_ticktime:g} s)" if hosts else ""))
         with deferred():
-            _report(node, app, view, [killer, node_killer], drivers,
-                    (nodes, jobs, repl, writer, reads, node_reads, singleton),
-                    duration, rate, seed, grace, start, live, outcome)
+            _report(node, app, view, chaos, drivers, checked, duration, rate, seed, grace, start, live, outcome)
     finally:
         with deferred():
-            for d in (node_killer, killer):
+            for d in (net_chaos, node_killer, killer):
                 if d is not None:
                     d.stop()
             nodes.stop_all()

@@ -332,8 +332,11 @@ class Node:
             raise NetError("this node is not distributed: give Node(name=..., listen=...)")
         return self._net.connect(address, timeout)
 
-    def nodes(self) -> list[str]:
-        """The names of the nodes connected now."""
+    def nodes(self, node: str | None = None, timeout: float | None = 5.0) -> list[str]:
+        """The names of the nodes connected now; with ``node``, those the connected node ``node``
+        is connected to, asked over the cluster (`Exit` ``noconnection`` when it is not connected)."""
+        if node is not None and node != self.name:
+            return sorted(self._rt.sys_request(self._node_proc_of(node), "nodes", (), timeout=timeout))
         return sorted(self._peer_ids)
 
     def peers(self) -> list[dict[str, Any]]:
@@ -1293,10 +1296,10 @@ class Node:
 
 
 # The longest socket file name a node's processes put in its runtime directory:
-# an attached command line's reply channel, ``cli<pid>~r<n>.sock``, with the
-# largest pid Linux gives (4194304) and a thousand reply channels.  Hosts
-# (``h<n>.sock``) and the log socket (``log.sock``) are shorter.
-_SOCKET_NAME_ROOM = len("cli4194304~r999.sock")
+# an attached view's reply channel, ``cli<pid>v<view>~r<n>.sock``, with the
+# largest pid Linux gives (4194304), ten thousand views and a thousand reply
+# channels.  Hosts (``h<n>.sock``) and the log socket (``log.sock``) are shorter.
+_SOCKET_NAME_ROOM = len("cli4194304v9999~r999.sock")
 # A Unix socket's path holds at most this many bytes (``sun_path`` less its NUL).
 _SOCKET_PATH_MAX = 107
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,8 @@ class NodeProc:
     output: list[str] = field(default_factory=list)
     #: The port of its ``/metrics`` (kept across restarts, so a Prometheus scrape config stays right), or None.
     metrics_port: int | None = None
+    #: Incarnations the node process ended and replaced by itself (after a network fault).
+    rejoins: int = 0
 
     @property
     def metrics_url(self) -> str | None:
@@ -82,10 +84,16 @@ class NodeSet:
     """The controller's node processes: start, SIGKILL, restart, stop; nothing outlives `stop_all`."""
 
     def __init__(self, controller: Node, names: list[str], *, key_path: str, config_path: str, state_dir: str,
-                 on_up: Callable[[NodeProc], None] | None = None, metrics: int | None = None) -> None:
+                 on_up: Callable[[NodeProc], None] | None = None, metrics: int | None = None,
+                 hosts: Mapping[str, tuple[str, list[str]]] | None = None,
+                 net_ticktime: float | None = None) -> None:
         """``metrics``: serve each node's ``/metrics`` too, on ``metrics + 1``, ``+ 2``, ... (0: free ports
-        chosen now); None: no metrics."""
+        chosen now); None: no metrics.  ``hosts``: per node name, the address it listens on and the
+        command prefix that runs it on its host (``ip netns exec NS``); without it every node runs here
+        on 127.0.0.1."""
         self.ctl = controller
+        self.hosts = dict(hosts or {})
+        self.net_ticktime = net_ticktime
         self.key_path = key_path
         self.config_path = config_path
         self.on_up = on_up
@@ -96,6 +104,7 @@ class NodeSet:
                 n.metrics_port = metrics + 1 + i if metrics else _free_port()
         self.errors: list[str] = []
         self.closing = False  # set by stop_all: no node is started after it
+        self.faulted = False  # a network fault is on (`actors.workload.netchaos`): no node kill meanwhile
 
     # -- starting ------------------------------------------------------------------
 
@@ -103,12 +112,18 @@ class NodeSet:
         """The node's command line; its seeds are the controller and every other node up now (a full
         mesh, as Erlang nodes form: the clustered replicator needs every node to see every other)."""
         assert self.ctl.address is not None
+        prefix: list[str] = []
         with self.lock:
-            others = [o.address for o in self.nodes.values() if o is not n and o.state != "killed" and o.address]
-            listen = n.address or "tcp://127.0.0.1:0"
-        return [sys.executable, "-m", "actors", "node", "--name", n.name, "--listen", listen,
+            if n.name in self.hosts:  # a host of its own: a fixed address, and every other node's as seeds
+                listen, prefix = self.hosts[n.name]
+                others = [self.hosts[o][0] for o in self.nodes if o != n.name]
+            else:
+                others = [o.address for o in self.nodes.values() if o is not n and o.state != "killed" and o.address]
+                listen = n.address or "tcp://127.0.0.1:0"
+        tick = ["--net-ticktime", f"{self.net_ticktime:g}"] if self.net_ticktime is not None else []
+        return [*prefix, sys.executable, "-m", "actors", "node", "--name", n.name, "--listen", listen,
                 "--cluster-key", self.key_path, "--config", self.config_path, "--state-dir", n.state_dir,
-                "--seeds", self.ctl.address, *others, "--stop-with-parent",
+                *tick, "--seeds", self.ctl.address, *others, "--stop-with-parent",
                 *(["--metrics", str(n.metrics_port)] if n.metrics_port is not None else [])]
 
     def _launch(self, n: NodeProc) -> queue.Queue[str]:
@@ -154,6 +169,15 @@ class NodeSet:
             ready = parse_ready(line)
             if ready is not None:
                 break
+        ok = self._joined(n, ready, deadline)
+        if ok:
+            proc = n.proc
+            threading.Thread(target=self._follow, args=(n, proc, lines), name=f"node-{n.name}-follow",
+                             daemon=True).start()
+        return ok
+
+    def _joined(self, n: NodeProc, ready: Any, deadline: float) -> bool:
+        """A ready line came: wait until the controller reaches that incarnation, then run ``on_up``."""
         node_id = self._new_incarnation(n, deadline)
         if node_id is None:
             return self._failed(n, f"{n.name}: ready at {ready.address} but its new incarnation never reached the "
@@ -170,6 +194,28 @@ class NodeSet:
                 with self.lock:
                     self.errors.append(f"{n.name}: starting its workload failed: {type(exc).__name__}: {exc}")
         return True
+
+    def _follow(self, n: NodeProc, proc: Any, lines: queue.Queue[str]) -> None:
+        """After its first ready line: a node process that ends an incarnation by itself (it was cut off
+        from the cluster) prints another one; the new incarnation is joined as a restart is."""
+        for _ in range(1_000_000):  # bounded: one round per line the node prints, or per second
+            try:
+                line = lines.get(timeout=1.0)
+            except queue.Empty:
+                if self.closing or n.proc is not proc:
+                    return
+                continue
+            if line == "":
+                return
+            ready = parse_ready(line)
+            if ready is None:
+                continue
+            with self.lock:
+                if self.closing or n.proc is not proc:
+                    return
+                n.state = "starting"
+                n.rejoins += 1
+            self._joined(n, ready, time.monotonic() + START_TIMEOUT)
 
     def _new_incarnation(self, n: NodeProc, deadline: float) -> str | None:
         """The node id of ``n``'s new incarnation once the controller reaches its ``couch_sup``.
@@ -322,10 +368,13 @@ class NodeSet:
         with self.lock:
             nodes = list(self.nodes.values())
             kills = sum(n.kills for n in nodes)
-            back = sum(min(n.kills, max(0, len(n.node_ids) - 1)) for n in nodes)
+            rejoins = sum(n.rejoins for n in nodes)
+            back = sum(min(n.kills, max(0, len(n.node_ids) - 1 - n.rejoins)) for n in nodes)
             down = [n.name for n in nodes if n.state not in ("up", "stopped")]
         c.lines.append(f"nodes: {len(nodes)} node processes over tcp; {kills} SIGKILLed whole, {back} of them "
                        f"restarted and reconnected as a new incarnation"
+                       + (f"; {rejoins} incarnations ended by a network fault and replaced by the node itself"
+                          if rejoins else "")
                        + (f"; not up: {', '.join(down)}" if down else ""))
         restarts = self.restarts()
         if restarts:
@@ -362,7 +411,7 @@ class NodeKiller(Driver):
 
     def tick(self, index: int) -> None:
         up = self.nodes.up()
-        if len(up) < len(self.nodes.nodes):  # one node down at a time
+        if len(up) < len(self.nodes.nodes) or self.nodes.faulted:  # one node down (or cut off) at a time
             return
         name = self.rng.choice(up)
         pid = self.nodes.kill(name)

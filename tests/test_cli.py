@@ -604,3 +604,14 @@ def test_status_lists_the_peers_of_a_distributed_node_only():
     assert "  h2  tcp://10.0.0.2:4370  incarnation 1f  up since 1970-01-01 00:16:40 UTC (2m05s)" in text
     assert "peers: none connected" in status_text("h1@abc", 1, [], [], {}, peers=[], now=0.0)
     assert "peers" not in status_text("1234-1-abcdef", 1, [], [], {})
+
+
+def test_demo_hosts_where_namespaces_cannot_be_made_says_so_in_one_line(monkeypatch, capsys):
+    import actors.demo_hosts
+
+    monkeypatch.setattr(actors.demo_hosts, "missing", lambda: "network-namespace hosts need root")
+    assert main(["demo", "--nodes", "3", "--hosts", "--short"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: demo --hosts: network-namespace hosts need root"]
+    assert main(["demo", "--hosts", "--short"]) == 2  # --hosts without --nodes N
+    assert "--hosts needs --nodes" in capsys.readouterr().err

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 import pytest
 
 from tests.hosts.conftest import HOSTS, NET_TICKTIME, pg_config
+from tests.hosts.host_actors import Worker
 from tests.hosts.nodes import Cluster
 
 
@@ -31,3 +34,19 @@ def test_nodes_share_the_database_host_and_one_can_be_cut_off_from_it(topo, pg, 
     finally:
         topo.heal()
         c.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_slow_link_carrying_big_messages_is_not_a_dead_one(cluster):
+    """h3's link at 256 kbit/s (tbf): each 40 kB echo takes over a second each way, ticks queue behind
+    it, and still nobody declares anybody down."""
+    worker = cluster["h1"].spawn(Worker, "slow", on="h3", host="own")
+    cluster.topo.slow("h3", rate="256kbit", burst="16kb", latency="2s")
+    blob = b"x" * 40_000
+    started = time.monotonic()
+    for _ in range(4):
+        kind, reply, _took = cluster["h1"].call(worker, ("echo", blob), timeout=30.0)
+        assert kind == "ok" and reply == blob
+    assert time.monotonic() - started > 2 * NET_TICKTIME  # the link really was slow for a while
+    assert cluster.views() == {"h1": ["h2", "h3"], "h2": ["h1", "h3"], "h3": ["h1", "h2"]}
+    assert not [line for n in cluster.nodes.values() for line in n.log if "nodedown" in line]

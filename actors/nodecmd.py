@@ -109,7 +109,11 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None, ended: tu
         node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
                     seeds=args.seeds or (), net_ticktime=args.net_ticktime,
                     metrics=getattr(args, "metrics", None))
-        node.on_ended(lambda reason: os.write(ended[1], b"x"))
+
+        def wake(reason: str) -> None:
+            os.write(ended[1], b"x")  # the main thread's wait_for_signal returns
+
+        node.on_ended(wake)
         pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
         global_names.start(node)
         app = start_app(node, None, state_dir)

@@ -115,7 +115,7 @@ TODAY = Layout(
     }),
     kernel_private=("actors._",),
     services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),
-    app=("actors.couch", "actors.demo", "actors.demo_cluster", "actors.chaos", "actors.workload",
+    app=("actors.couch", "actors.demo", "actors.demo_cluster", "actors.demo_hosts", "actors.chaos", "actors.workload",
          "actors.configcheck", "actors.nodecmd"),
     tools=("actors.cli", "actors.attach", "actors.tree", "actors.benchrun", "actors.observer",
            "actors.census"),
@@ -130,6 +130,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # kernel exposes key writing publicly.
     ("actors.cli", "actors._cluster_key"): "keygen writes the kernel's key file format",
     ("actors.demo_cluster", "actors._cluster_key"): "the cluster demo writes a key file for its nodes",
+    ("actors.demo_hosts", "actors._cluster_key"): "the demo on hosts writes a key file for its nodes",
     # `attach` is a foreign process speaking the node's own wire protocol to
     # its runtime directory (status, observe RUNDIR): it is a kernel client by
     # nature and builds a `Runtime` of its own.

@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 
 __all__ = ["Host", "Topology", "enter", "missing", "sweep_stale"]
@@ -81,24 +82,36 @@ def _signal_all(ns: str, sig: int) -> None:
             pass
 
 
+def _dead_run(name: str) -> bool:
+    """Whether ``name`` was made by a run (``otpy<pid>x...``) whose process is gone."""
+    m = _STALE.match(name)
+    if m is None:
+        return False
+    try:
+        os.kill(int(m.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False  # that run is alive: what it made is its own
+
+
 def sweep_stale() -> list[str]:
-    """Delete the namespaces of runs whose process is gone (a SIGKILLed pytest); returns their names."""
+    """Delete the namespaces, and the temporary folders named after them (a database host's data),
+    of runs whose process is gone (a SIGKILLed pytest or demo); returns their names."""
     removed = []
     for line in _ip("netns", "list", check=False).stdout.splitlines():
         name = line.split()[0] if line.split() else ""
-        m = _STALE.match(name)
-        if m is None:
-            continue
-        try:
-            os.kill(int(m.group(1)), 0)
-            continue  # that run is alive: its namespaces are its own
-        except ProcessLookupError:
-            pass
-        except PermissionError:
+        if not _dead_run(name):
             continue
         _signal_all(name, signal.SIGKILL)
         _ip("netns", "del", name, check=False)
         removed.append(name)
+    tmp = tempfile.gettempdir()
+    for entry in os.listdir(tmp):
+        if _dead_run(entry):
+            shutil.rmtree(os.path.join(tmp, entry), ignore_errors=True)
+            removed.append(os.path.join(tmp, entry))
     return removed
 
 

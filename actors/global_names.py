@@ -18,7 +18,7 @@ frees the name in every copy that sees it.
 Partitions: the nodes on each side of a cut see the other side's holders
 go (``noconnection``), so each side may register a name anew.  Nodes that
 meet again (a cut that heals, or two groups of nodes started apart that
-connect) exchange their names; for a name held on both sides the holder on
+connect) exchange their copies of the table; for a name held on both sides the holder on
 the node whose name sorts first keeps it (`actors._global_state.keeps`,
 the same answer on every node) and the other is sent an exit signal with
 reason ``("global_name_conflict", name)``, which its supervisor sees as an
@@ -179,7 +179,9 @@ class NameServer(GenServer):
         if not isinstance(peer, ActorRef) or peer == self.ref:
             return
         if kind == "discover":
-            _tell(peer, (_TAG, "sync", self.ref, self.table.held_on(self.ref.node_id)))
+            # The whole copy, not only this node's holders: a peer that meets this node before
+            # the holder's own node (a heal reaches nodes one by one) learns of the clash at once.
+            _tell(peer, (_TAG, "sync", self.ref, dict(self.table.names)))
             if self._know(peer):
                 _tell(peer, (_TAG, "discover", self.ref))
         elif kind == "sync" and isinstance(message[3], dict):

@@ -164,6 +164,11 @@ class Agents:
         return self.call(name, ("sample", NAME))[2]
 
 
+def _sampled(samples: list[Sample], lock: threading.Lock, node: str, holder: Any) -> bool:
+    with lock:
+        return any(s[0] == node and s[3] == holder for s in samples)
+
+
 def _holders(cluster: Cluster) -> dict[str, int]:
     counts = {}
     for name, node in cluster.nodes.items():
@@ -190,6 +195,8 @@ def _heal_case(cluster: Cluster, cut: Any, cut_off: str, both_register: bool = T
         assert agents.call(second_on, ("register", NAME, second)) is both_register
         assert agents.whereis(second_on) == (second if both_register else None)
         assert agents.whereis("h1") == first  # the other side kept its own
+        if both_register:  # the history must hold the cut-off side's holder before the heal
+            poll_until(lambda: _sampled(samples, lock, second_on, second), f"a sample of {second_on}'s holder", 30.0)
         cluster.topo.heal()
         cluster.wait_mesh(HEAL_WITHIN)
         poll_until(lambda: all(agents.whereis(n) == first for n in cluster.nodes),

@@ -184,8 +184,9 @@ def result_line(checks: list[Check], failed_calls: int, top_alive: bool) -> str:
                 if failed_calls else "")
     if lost == 0 and top_alive:
         return f"RESULT: nothing lost -- checked {counted}{expected}"
-    return (f"RESULT: FAILED -- {lost} items lost of {counted}" + ("" if top_alive else ", couch_sup is down")
-            + expected)
+    where = ", ".join(f"{c.name} {c.lost}" for c in checks if c.lost)
+    return (f"RESULT: FAILED -- {lost} items lost" + (f" ({where})" if where else "") + f" of {counted}"
+            + ("" if top_alive else ", couch_sup is down") + expected)
 
 
 def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float, live: bool,

@@ -73,7 +73,7 @@ def test_result_line_says_what_nothing_lost_counts():
         "RESULT: nothing lost -- checked 3 jobs, 7 answered reads; "
         "2 calls failed with an exit reason under kills (expected, not lost)")
     checks[0].lost = 1
-    assert demo_module.result_line(checks, 0, True).startswith("RESULT: FAILED -- 1 items lost of 3 jobs")
+    assert demo_module.result_line(checks, 0, True).startswith("RESULT: FAILED -- 1 items lost (a 1) of 3 jobs")
 
 
 def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections import Counter
 from typing import Any
 
@@ -67,6 +68,8 @@ class IoqReaders(Driver):
         self.hung = 0
         self.failed: Counter = Counter()
         self.no_file = 0
+        #: the reads that came back wrong or hung: what was asked, of which actor, how long it took
+        self.bad: list[str] = []
         self._refs: dict[int, ActorRef | None] = {}
         self._rngs = [random.Random(None if seed is None else seed * 1000 + i) for i in range(threads)]
 
@@ -89,6 +92,7 @@ class IoqReaders(Driver):
                 self.no_file += 1
             self.stop_flag.wait(0.05)
             return
+        began = time.monotonic()
         try:
             got = call(ref, ("pread", pos, length), ("interactive", SHARD.format(i)), timeout=self.call_timeout)
         except CallTimeout:
@@ -109,6 +113,9 @@ class IoqReaders(Driver):
                 self.hung += 1
             else:
                 self.failed[outcome] += 1
+            if outcome in ("wrong", "hung") and len(self.bad) < 50:
+                self.bad.append(f"{outcome}: file {i} ({ref}) pread {pos}+{length}, "
+                                f"after {time.monotonic() - began:.1f} s (thread {index})")
         if outcome not in ("ok", "wrong"):
             # the server or file is being restarted: give it a moment rather than failing in a tight loop
             self.stop_flag.wait(0.05)
@@ -125,6 +132,9 @@ class IoqReaders(Driver):
         if self.no_file:
             c.lines.append(f"  {self.no_file} reads waited for a file actor being restarted")
         c.lost = self.wrong + self.hung
+        if self.bad:
+            c.lines.append("  LOST (wrong or hung), one by one:")
+            c.lines.extend("    " + line for line in self.bad)
         c.counted = f"{self.ok + self.wrong + self.hung} answered reads"
         c.failed = failed
         return c

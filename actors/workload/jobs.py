@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = ["JOB_TYPE", "JobWorker", "JobsDriver", "worker_specs"]
 
 JOB_TYPE = "demo_job"
 LOG_TABLE = "demo_finished"
+_SHOWN = 20  # lost jobs described one by one in a failure's report
 
 
 class JobWorker(GenServer):
@@ -100,6 +102,9 @@ class JobsDriver(Driver):
         self.type = job_type
         self.type_timeout = type_timeout
         self.added: list[str] = []
+        #: job id -> seconds after the first tick when it was added (named in a failure's report)
+        self.added_at: dict[str, float] = {}
+        self._t0: float | None = None
         self._next = 0
 
     def setup(self) -> None:
@@ -115,8 +120,13 @@ class JobsDriver(Driver):
             for n, job_id in enumerate(ids):
                 couch_jobs.add(tx, self.type, job_id, {"n": self._next + n})
         self._next += self.batch
+        now = time.monotonic()
         with self.lock:
+            if self._t0 is None:
+                self._t0 = now
             self.added.extend(ids)
+            for job_id in ids:
+                self.added_at[job_id] = now - self._t0
 
     def states(self) -> Counter:
         return Counter(str(state) for _t, _id, state, _d in couch_jobs.get_jobs(self.type))
@@ -126,7 +136,8 @@ class JobsDriver(Driver):
         return wait_until(lambda: self.states().get("finished", 0) >= len(self.added), deadline, 0.25)
 
     def check(self) -> Check:
-        states = {job_id: str(state) for _t, job_id, state, _d in couch_jobs.get_jobs(self.type)}
+        jobs = {job_id: (str(state), data) for _t, job_id, state, data in couch_jobs.get_jobs(self.type)}
+        states = {job_id: state for job_id, (state, _d) in jobs.items()}
         with couch_jobs.transaction(write=False) as tx:
             rows = tx.execute(f"SELECT job_id, count(*), count(DISTINCT pid) FROM {LOG_TABLE} "
                               "GROUP BY job_id").fetchall()
@@ -153,9 +164,32 @@ class JobsDriver(Driver):
         c.lost = len(set(unfinished) | set(twice) | set(never)) + len(stray)
         c.counted = f"{len(added)} jobs"
         if c.lost:
-            sample = (unfinished + twice + never + stray)[:8]
-            c.lines.append(f"  LOST or duplicated: {c.lost} (e.g. {', '.join(sample)})")
+            sample = sorted(set(unfinished) | set(twice) | set(never) | set(stray))
+            c.lines.append(f"  LOST or duplicated: {c.lost}; what was seen of each (at most {_SHOWN}):")
+            c.lines.extend("    " + line for line in self.describe(sample[:_SHOWN], jobs))
         return c
+
+    def describe(self, job_ids: list[str], jobs: dict[str, tuple[str, Any]]) -> list[str]:
+        """One line per job: when it was added, its state and data in the store, and every finish row logged."""
+        if not job_ids:
+            return []
+        with couch_jobs.transaction(write=False) as tx:
+            p = getattr(tx, "param", "?")
+            marks = ", ".join([p] * len(job_ids))
+            rows = tx.execute(f"SELECT job_id, worker, pid FROM {LOG_TABLE} WHERE job_id IN ({marks})",
+                              tuple(job_ids)).fetchall()
+        logged: dict[str, list[str]] = {}
+        for job_id, worker, pid in rows:
+            logged.setdefault(job_id, []).append(f"worker {worker} pid {pid}")
+        out = []
+        for job_id in job_ids:
+            with self.lock:
+                at = self.added_at.get(job_id)
+            state, data = jobs.get(job_id, ("missing from the store", None))
+            when = f"added at t={at:.1f} s" if at is not None else "never added by this run"
+            out.append(f"{job_id}: {when}; state {state}, data {data!r}; finish rows: "
+                       f"{'; '.join(logged.get(job_id, [])) or 'none'}")
+        return out
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:

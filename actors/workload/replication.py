@@ -121,6 +121,10 @@ class Replications(Driver):
 
     def missing(self) -> list[int]:
         """Per job, how many documents its target lacks (or holds at an older revision)."""
+        return [len(gone) for gone in self.missing_docs()]
+
+    def missing_docs(self) -> list[list[str]]:
+        """Per job, the documents its target lacks or holds at an older revision: "id want rev, has rev"."""
 
         out = []
         for i, rep in enumerate(self.reps):
@@ -131,7 +135,8 @@ class Replications(Driver):
                     have = {d.id: d.rev for d in target.open_docs(list(want))}
             except DatabaseNotFound:
                 have = {}
-            out.append(sum(1 for doc_id, rev in want.items() if have.get(doc_id) != rev))
+            out.append([f"{doc_id} want {rev}, has {have.get(doc_id)}"
+                        for doc_id, rev in sorted(want.items()) if have.get(doc_id) != rev])
         return out
 
     def settle(self, deadline: float) -> bool:
@@ -149,7 +154,8 @@ class Replications(Driver):
         return sum(1 for j in rows if j.get("pid") is not None), len(rows)
 
     def check(self) -> Check:
-        gaps = self.missing()
+        docs = self.missing_docs()
+        gaps = [len(gone) for gone in docs]
         c = Check("replicator")
         total = sum(len(e) for e in self.expected)
         try:
@@ -165,6 +171,10 @@ class Replications(Driver):
                        f"at the latest revision, {sum(gaps)} missing")
         c.lost = sum(gaps)
         c.counted = f"{total} replicated documents ({self.writes} acknowledged source writes)"
+        for rep, gone in zip(self.reps, docs):
+            if gone:
+                c.lines.append(f"  LOST in {rep.id} ({rep.target}): {len(gone)} documents, e.g. "
+                               + "; ".join(gone[:8]))
         return c
 
     def close(self) -> None:

@@ -938,6 +938,15 @@ class Runtime(Transport):
 
     # -- system requests -------------------------------------------------------
 
+    def procs_gone_before(self, gone: list[tuple[str, Any]]) -> None:
+        """``[(proc, reason)]``: processes that died before this one was up
+        (the node tells a new host, before its first spawn).  Nothing here
+        can point into them yet, so they are only marked gone: a later
+        request to one of them fails at once (``noproc``) instead of being
+        sent to a socket nobody reads."""
+        for proc, reason in gone:
+            self.mark_gone(proc, reason)
+
     def register_sys(self, op: str, handler: Callable[..., Any], threaded: bool = False) -> None:
         """``handler(src_proc, *args)``; its return value is the reply.
 
@@ -985,6 +994,7 @@ class Runtime(Transport):
     def _install_default_handlers(self) -> None:
         self.register_sys("alive", lambda src, actor_id: actor_id in self.cells)
         self.register_sys("proc_down", lambda src, proc, reason: self.proc_down(proc, reason))
+        self.register_sys("procs_down", lambda src, gone: self.procs_gone_before(gone))
         self.register_sys("node_down", lambda src, node_id, reason: self.node_down(node_id, reason))
         self.register_sys("net_peer", lambda src, *peer: self.learn_node(*peer))
         self.register_sys("stats", lambda src: self.stats_snapshot())

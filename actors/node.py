@@ -1153,6 +1153,15 @@ class Node:
         # Connect both ways now, off the path of the first spawn and call:
         # this process to the host, the host to this process's reply channels.
         self._rt.connect_peer(proc)
+        # First, what died before this host was up: the deaths it was not told
+        # of (told only to hosts up then).  Without it a ref into a dead
+        # process, passed to an actor here later (an IOQ server given a file
+        # of a SIGKILLed host), is sent to a socket nobody reads: a monitor
+        # waits out its timeout instead of getting noproc.  Before any spawn
+        # here, on the same channel, so no actor of this host can miss it.
+        gone = list(self._rt.dead_procs.items())
+        if gone:
+            self._rt.sys_send(proc, "procs_down", (gone,))
         self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
         self._tell_net_peers(proc, dict(self._peer_ids))
         try:

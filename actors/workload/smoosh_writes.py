@@ -77,6 +77,8 @@ class DbWriter(Driver):
         self.rows = rows
         self.blob = blob
         self.resend_after = resend_after
+        #: what `_queued_keys` could not ask, named when a database is judged lost
+        self.unasked: list[str] = []
         self.suffix = suffix
         self.rng = random.Random(seed)
         self.dbs = {f"demo_db{i:02d}": _Db(f"demo_db{i:02d}") for i in range(dbs)}
@@ -177,15 +179,18 @@ class DbWriter(Driver):
         where: dict[str, str] = {}
         try:
             channels = list(status(self.node, timeout=5.0))
-        except (Exit, CallTimeout):
+        except (Exit, CallTimeout) as exc:
+            self.unasked.append(f"smoosh status: {type(exc).__name__} {getattr(exc, 'reason', exc)!s:.60}")
             return where
         for channel in channels:
             ref = channel_ref(channel, self.node)
             if ref is None:
+                self.unasked.append(f"{channel}: not running")
                 continue
             try:
                 info = ref.call(("info",), timeout=5.0)
-            except (Exit, CallTimeout):
+            except (Exit, CallTimeout) as exc:
+                self.unasked.append(f"{channel}: {type(exc).__name__} {getattr(exc, 'reason', exc)!s:.60}")
                 continue
             for state in ("active", "starting", "waiting"):
                 for key in info.get(state) or {}:
@@ -219,6 +224,7 @@ class DbWriter(Driver):
 
     def check(self) -> Check:
         self.poll(resend=False)
+        self.unasked = []
         dbs = list(self.dbs.values())
         still = [d for d in dbs if d.pending]
         queued = self._queued_keys() if still else {}
@@ -248,6 +254,15 @@ class DbWriter(Driver):
         c.counted = f"{announced} acknowledged write rounds on {len(dbs)} databases"
         if lost:
             c.lines.append(f"  LOST (enqueued, not compacted, in no queue or checkpoint): {', '.join(lost)}")
+            for d in dbs:
+                if d.name in lost:
+                    c.lines.append(f"    {d.name}: {d.rounds} rounds, {d.compactions} compactions verified, "
+                                   f"{d.events} events sent ({d.resends} re-sent), observer saw {d.enqueued} "
+                                   f"enqueued, {d.started} started, {d.exits_normal} exited normal, "
+                                   f"{d.exits_other} abnormal; free pages now {self.free_pages(d.name)}")
+            if self.unasked:
+                c.lines.append("    channels that could not be asked (their queues unknown): "
+                               + "; ".join(self.unasked))
         return c
 
     def snapshot(self) -> dict[str, Any]:

@@ -93,6 +93,32 @@ def header_info(path: str) -> tuple[int, int, int, int, int] | None:
     return file_size, page_size, pages, freelist, auto_vacuum
 
 
+def _roll_back_hot_journal(path: str) -> bool:
+    """Roll back what a writer killed mid-transaction left in ``path``'s journal; True if done.
+
+    A compaction killed with its host (SIGKILL) leaves a *hot* rollback
+    journal.  A read-only connection cannot roll it back and fails with
+    "attempt to write a readonly database", so the sizes of that file --
+    and so every channel's priority -- could never be computed again, and
+    the database would never be compacted until something else wrote to it.
+    A read-write connection's first read rolls the journal back (waiting
+    ``_BUSY_TIMEOUT`` at most for a writer that is alive).
+    """
+    if not os.path.exists(path + "-journal"):
+        return False
+    try:
+        con = sqlite3.connect(path, timeout=_BUSY_TIMEOUT)
+    except sqlite3.OperationalError:
+        return False
+    try:
+        con.execute("PRAGMA page_count").fetchone()
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        con.close()
+
+
 class _Launcher:
     """One long-lived thread per process that starts every worker.
 
@@ -391,26 +417,31 @@ class SQLiteAdapter:
             file_size = os.stat(path).st_size
         except FileNotFoundError:
             return None
-        try:
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT)
-        except sqlite3.OperationalError:
-            if not os.path.exists(path):
-                return None
-            raise
-        try:
-            page_size = con.execute("PRAGMA page_size").fetchone()[0]
-            page_count = con.execute("PRAGMA page_count").fetchone()[0]
-            freelist = con.execute("PRAGMA freelist_count").fetchone()[0]
-            auto_vacuum = con.execute("PRAGMA auto_vacuum").fetchone()[0]
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+        for attempt in range(2):
+            try:
+                con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT)
+            except sqlite3.OperationalError:
+                if not os.path.exists(path):
+                    return None
                 raise
-            header = header_info(path)
-            if header is None:
-                raise
-            file_size, page_size, page_count, freelist, auto_vacuum = header
-        finally:
-            con.close()
+            try:
+                page_size = con.execute("PRAGMA page_size").fetchone()[0]
+                page_count = con.execute("PRAGMA page_count").fetchone()[0]
+                freelist = con.execute("PRAGMA freelist_count").fetchone()[0]
+                auto_vacuum = con.execute("PRAGMA auto_vacuum").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                if "readonly" in str(exc) and attempt == 0 and _roll_back_hot_journal(path):
+                    continue  # the journal of a killed writer is rolled back: ask again
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                header = header_info(path)
+                if header is None:
+                    raise
+                file_size, page_size, page_count, freelist, auto_vacuum = header
+                break
+            finally:
+                con.close()
         active = max(0, page_count - freelist) * page_size
         needs_upgrade = (self.page_size is not None and page_size != self.page_size) or (
             self.auto_vacuum is not None and auto_vacuum != self.auto_vacuum

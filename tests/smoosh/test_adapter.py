@@ -220,3 +220,32 @@ def test_scan_for_a_directory_watcher(adapter):
 
     grow_db(adapter.db_path("a"), rows=5)
     assert changed_dbs(first, adapter.scan()) == ["a", "b"]
+
+
+_DIE_MID_WRITE = textwrap.dedent("""
+    import os, signal, sqlite3, sys
+    con = sqlite3.connect(sys.argv[1], isolation_level=None)
+    con.execute("PRAGMA cache_size = 1")  # spill changed pages into the file: the journal is needed
+    con.execute("BEGIN IMMEDIATE")
+    con.execute("UPDATE docs SET body = zeroblob(length(body))")
+    os.kill(os.getpid(), signal.SIGKILL)  # as a VACUUM killed with its host leaves the file
+""")
+
+
+@pytest.mark.timeout(30)
+def test_sizes_of_a_file_left_with_a_hot_journal(adapter):
+    """A writer killed mid-transaction (a compaction killed with its host) leaves
+    a hot rollback journal; a read-only connection cannot roll it back and
+    fails with "attempt to write a readonly database".  The sizes must still
+    come (the journal rolled back first), or the server skips the database
+    for every channel and it is never compacted again."""
+    path = adapter.db_path("db1")
+    make_db(path)
+    expected = adapter.object_info("db1")
+    proc = subprocess.run([sys.executable, "-c", _DIE_MID_WRITE, path], timeout=20)
+    assert proc.returncode == -signal.SIGKILL
+    assert os.path.exists(path + "-journal")
+    info = adapter.object_info("db1")
+    assert info == expected
+    assert compute_priority(ratio_dbs(), "db1", adapter) > ratio_dbs().min_priority
+    assert row_count(path) == 200

@@ -25,14 +25,13 @@ heals.  What is asserted:
   cut) may each answer their own holder: each side then believes the name is
   free on the other.
 
-Known gap, reported as an expected failure rather than hidden: a name server
-holds lookups back until it has merged the copy of every node it knows to be
-connected, but it learns of a connection from its `nodeup`, a moment after
-the node lists the peer; a lookup in that moment still answers the cut-off
-side's holder.  Pairs of samples inside `SYNC_GRACE` after the cut-off node
-first lists another node turn the test into xfail with the measured window;
-any other pair fails it.  (Before lookups were held back, the window was one
-exchange of tables: 8-454 ms measured; since, the test has passed strictly.)
+Known gap, reported as an expected failure rather than hidden: between the
+moment two nodes connect and the moment the first copy of a peer's table
+reaches the cut-off node, that node still answers its own holder while its
+new peers answer the other one (a window of one exchange, a few ms to a few
+hundred ms under load).  Pairs of samples inside that window (`SYNC_GRACE`
+after the cut-off node first lists another node) turn the test into xfail
+with the measured window; any other pair fails it.
 """
 
 from __future__ import annotations

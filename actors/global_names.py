@@ -24,10 +24,8 @@ the same answer on every node) and the other is sent an exit signal with
 reason ``("global_name_conflict", name)``, which its supervisor sees as an
 ordinary abnormal exit.  Erlang's default (``random_exit_name``) kills one
 at random; this rule is deterministic.  Every node's copy holds one holder
-per name at every moment, and a copy answers ``whereis`` only once it has
-merged the copy of every node it is connected to (waiting at most
-`SYNC_WAIT` for a node that runs no name server), so two connected nodes
-never name two holders of one name.
+per name at every moment; a node that has not heard of the other side yet
+answers with its own side's holder until the exchange reaches it.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ import time
 from typing import Any, NamedTuple
 
 from actors._global_state import NameTable, node_name_of
-from actors._reasons import CallTimeout, Exit, NotRegistered, Stop, noreply
+from actors._reasons import CallTimeout, Exit, NotRegistered, Stop
 from actors._ref import ActorRef
 from actors._runtime import current_runtime
 from actors.api import whereis as _local_whereis
@@ -65,9 +63,6 @@ SERVER_NAME = "$global_names"
 CONFLICT = "global_name_conflict"
 #: A lock not released by its registrant (it hung) is dropped after this many seconds.
 LOCK_LEASE = 10.0
-#: A ``whereis`` waits at most this many seconds for the copy of a node that
-#: just connected (longer only where that node runs no name server at all).
-SYNC_WAIT = 2.0
 _LOCK_CALL_TIMEOUT = 5.0
 _TAG = "$global"
 _GONE = ("noconnection", "noproc")
@@ -99,39 +94,17 @@ class NameServer(GenServer):
         self.table = NameTable()
         self.holder_mons: dict[ActorRef, Any] = {}
         self.peer_mons: dict[ActorRef, Any] = {}
-        #: Nodes (by name) whose copy this one merged since they connected, and nodes
-        #: found to run no name server: the others hold lookups back (`_unsynced`).
-        self.synced: set[str] = set()
-        self.serverless: set[str] = set()
-        self.held: list[tuple[Any, str]] = []  # (from_, name) of lookups waiting for a copy
         self.register(SERVER_NAME, wait=PREVIOUS_HOLDER_WAIT)  # a restart may meet its old self leaving
         self.monitor_nodes()
-        #: The nodes connected now, kept from nodeup/nodedown so that a lookup never waits
-        #: on the node process (busy, say, ending an incarnation).
-        self.up: set[str] = set(self.nodes())
-        for node in self.up:
+        for node in self.nodes():
             self._discover(node)
 
     # -- peers ---------------------------------------------------------------------
 
     def _discover(self, node: str) -> None:
         peer = self.whereis(SERVER_NAME, node=node)
-        if peer is None:
-            self.serverless.add(node)  # until its server, if it starts one, discovers this one
-            self._answer_held()
-        else:
+        if peer is not None:
             _tell(peer, (_TAG, "discover", self.ref))
-
-    def _unsynced(self) -> set[str]:
-        """Connected nodes whose copy has not reached this one yet: until it has, this
-        copy may still name a holder the other side already replaced (a heal)."""
-        return self.up - self.synced - self.serverless
-
-    def _answer_held(self, *, give_up: bool = False) -> None:
-        if self.held and (give_up or not self._unsynced()):
-            held, self.held = self.held, []
-            for from_, name in held:
-                self.reply(from_, self.table.whereis(name))
 
     def _know(self, peer: ActorRef) -> bool:
         if peer in self.peer_mons:
@@ -156,12 +129,7 @@ class NameServer(GenServer):
     def handle_call(self, request: Any, from_: Any) -> Any:
         op = request[0]
         if op == "whereis":
-            if not self._unsynced():
-                return self.table.whereis(request[1])
-            if not self.held:
-                self.send_after(SYNC_WAIT, (_TAG, "sync_wait_over", self.ref))
-            self.held.append((from_, request[1]))
-            return noreply
+            return self.table.whereis(request[1])
         if op == "registered":
             return dict(self.table.names)
         if op == "servers":
@@ -198,13 +166,7 @@ class NameServer(GenServer):
         if message[0] == "DOWN":
             self._down(message[2])
         elif message[0] == "nodeup":
-            self.up.add(message[1])
             self._discover(message[1])
-        elif message[0] == "nodedown":
-            self.up.discard(message[1])
-            self.synced.discard(message[1])  # its next incarnation sends its copy again
-            self.serverless.discard(message[1])
-            self._answer_held()
         elif message[0] == _TAG and len(message) >= 3:
             self._peer_message(message)
 
@@ -213,14 +175,10 @@ class NameServer(GenServer):
         if kind == "expire":
             self.table.unlock(message[2], message[3])
             return
-        if kind == "sync_wait_over":
-            self._answer_held(give_up=True)
-            return
         peer = message[2]
         if not isinstance(peer, ActorRef) or peer == self.ref:
             return
         if kind == "discover":
-            self.serverless.discard(node_name_of(peer))
             # The whole copy, not only this node's holders: a peer that meets this node before
             # the holder's own node (a heal reaches nodes one by one) learns of the clash at once.
             _tell(peer, (_TAG, "sync", self.ref, dict(self.table.names)))
@@ -229,9 +187,6 @@ class NameServer(GenServer):
         elif kind == "sync" and isinstance(message[3], dict):
             self._know(peer)
             self._merge(message[3])
-            self.synced.add(node_name_of(peer))
-            self.serverless.discard(node_name_of(peer))
-            self._answer_held()
 
     def _merge(self, names: dict[str, ActorRef]) -> None:
         adopted, conflicts = self.table.merge(names)

@@ -102,7 +102,12 @@ class NameServer(GenServer):
     # -- peers ---------------------------------------------------------------------
 
     def _discover(self, node: str) -> None:
-        peer = self.whereis(SERVER_NAME, node=node)
+        try:
+            peer = self.whereis(SERVER_NAME, node=node)
+        except (CallTimeout, Exit):
+            # That node is gone again, or busy (ending an incarnation, say): its name
+            # server, when it runs, discovers this one itself (its init, or its nodeup).
+            return
         if peer is not None:
             _tell(peer, (_TAG, "discover", self.ref))
 

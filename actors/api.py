@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors._monitor import Monitor
-from actors._reasons import Exit, NotRegistered
-from actors._ref import ActorRef
-from actors._runtime import current_runtime
+from actors._core.runtime.monitor import Monitor
+from actors._core.wire.reasons import Exit, NotRegistered
+from actors._core.wire.ref import ActorRef
+from actors._core.runtime.runtime import current_runtime
 
 __all__ = ["call", "cast", "monitor", "node_id", "send", "whereis"]
 

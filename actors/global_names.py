@@ -19,7 +19,7 @@ Partitions: the nodes on each side of a cut see the other side's holders
 go (``noconnection``), so each side may register a name anew.  Nodes that
 meet again (a cut that heals, or two groups of nodes started apart that
 connect) exchange their copies of the table; for a name held on both sides the holder on
-the node whose name sorts first keeps it (`actors._global_state.keeps`,
+the node whose name sorts first keeps it (`actors._core.cluster.global_state.keeps`,
 the same answer on every node) and the other is sent an exit signal with
 reason ``("global_name_conflict", name)``, which its supervisor sees as an
 ordinary abnormal exit.  Erlang's default (``random_exit_name``) kills one
@@ -36,10 +36,10 @@ import random
 import time
 from typing import Any, NamedTuple
 
-from actors._global_state import NameTable, node_name_of
-from actors._reasons import CallTimeout, Exit, NotRegistered, Stop
-from actors._ref import ActorRef
-from actors._runtime import current_runtime
+from actors._core.cluster.global_state import NameTable, node_name_of
+from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered, Stop
+from actors._core.wire.ref import ActorRef
+from actors._core.runtime.runtime import current_runtime
 from actors.api import whereis as _local_whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 

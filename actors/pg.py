@@ -23,7 +23,7 @@ What this gives, as OTP's ``pg`` does:
   ``("join", group, refs)`` and ``("leave", group, refs)`` in ``handle_info``
   in the order the scope applied them.
 
-The bookkeeping is `actors._pg_state` (plain data); this module is the thin
+The bookkeeping is `actors._core.cluster.pg_state` (plain data); this module is the thin
 actor around it and the functions a program calls.
 """
 
@@ -32,10 +32,10 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from actors._pg_state import Change, PgState
-from actors._reasons import Exit
-from actors._ref import ActorRef
-from actors._runtime import current_cell
+from actors._core.cluster.pg_state import Change, PgState
+from actors._core.wire.reasons import Exit
+from actors._core.wire.ref import ActorRef
+from actors._core.runtime.runtime import current_cell
 from actors.api import whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 

@@ -7,6 +7,6 @@ read this way); see *Frames* in ``docs/kernel.md`` for the bargain.
 
 from __future__ import annotations
 
-from actors._codec import PlainData
+from actors._core.wire.codec import PlainData
 
 __all__ = ["PlainData"]

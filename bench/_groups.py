@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from actors import Node, global_names, pg  # noqa: E402
-from actors._cluster_key import write_new  # noqa: E402
+from actors._core.net.keys import write_new  # noqa: E402
 
 from bench._common import environment, summarize, write_json  # noqa: E402
 from tests.cluster.group_actors import Member, Spawner, ViewWatcher  # noqa: E402

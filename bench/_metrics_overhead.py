@@ -57,13 +57,13 @@ def _figures(data: dict[str, Any]) -> dict[str, dict[str, float]]:
 _MICRO_SETUP = """
 from bisect import bisect_left
 from time import perf_counter
-from actors._meter import CALL_BOUNDS, Meter
+from actors._core.runtime.meter import CALL_BOUNDS, Meter
 class Cell: pass
 self = Cell(); self.meter = Meter()
 def handle_call(body, from_): return body
 """
 _MICRO_PLAIN = "result = handle_call(1, None)"
-# The statements actors._cell.Cell._handle_one adds around handle_call (keep in step with it).
+# The statements actors._core.cell.cell.Cell._handle_one adds around handle_call (keep in step with it).
 _MICRO_METERED = """meter = self.meter
 meter.calls += 1
 started = perf_counter()

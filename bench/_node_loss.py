@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from actors import Node
-from actors._cluster_key import write_new
+from actors._core.net.keys import write_new
 
 from tests.cluster.netkit import NodeProcess
 

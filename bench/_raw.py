@@ -19,7 +19,7 @@ environment, never argv.
 
 Run on its own, ``python bench/_raw.py`` (``--quick`` for a smoke run)
 prints the tcp+Curve rows and, beside them, the round trip through
-`actors._net.NetLink` on both sides (handshake, heartbeats, ZAP, one I/O
+`actors._core.net.net.NetLink` on both sides (handshake, heartbeats, ZAP, one I/O
 thread per side, callback delivery): the node-to-node link without actors.
 Figures go to ``bench/results/raw.json``.
 """
@@ -181,8 +181,8 @@ def _child_main(argv: list[str]) -> int:
 def _link_child(args: Any) -> int:
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    from actors._cluster_key import ClusterKey
-    from actors._net import NetLink
+    from actors._core.net.keys import ClusterKey
+    from actors._core.net.net import NetLink
 
     public, secret = os.environ[_KEY_ENV].encode().split()
     key = ClusterKey(public, secret)

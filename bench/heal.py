@@ -30,7 +30,7 @@ if HERE not in sys.path:
 
 from _common import environment, median, write_json  # noqa: E402
 
-from actors.workload.netns import Topology, missing  # noqa: E402
+from actors.app.workload.netns import Topology, missing  # noqa: E402
 from tests.hosts.nodes import Cluster, make_key  # noqa: E402
 
 HOSTS = ["h1", "h2", "h3"]

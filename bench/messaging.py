@@ -344,7 +344,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from _common import Progress, environment, median, pin_process, placements, summarize
 
     from actors import Node
-    from actors._cluster_key import write_new
+    from actors._core.net.keys import write_new
 
     cfg = _modes(args.quick)
     for key in ("call_n", "cast_n", "reps"):

@@ -163,7 +163,7 @@ def _until_supervised(sup: Any, child: Any, which_children: Callable[..., Any]) 
     The replacement answers calls as soon as its ``init`` returned, a little
     before the supervisor has handled the spawn's reply and recorded its side
     of the link.  If the child's host dies in that gap, ``proc_down`` finds no
-    link and the exit signal is lost (a kernel race in ``actors._spawn.spawn``,
+    link and the exit signal is lost (a kernel race in ``actors._core.cell.spawn.spawn``,
     reported to the kernel's owner), so the next kill waits for the record.
     """
     for _ in range(100_000):

@@ -11,7 +11,7 @@ would start it:
   whole nodes SIGKILLed and restarted besides.
 
 Every ``--interval`` seconds every process of the run's tree is read from
-``/proc`` (`actors.census`): RSS, threads, open fds by kind (sockets, pipes,
+``/proc`` (`actors.tools.census`): RSS, threads, open fds by kind (sockets, pipes,
 eventfds, pidfds, SQLite files...).  The kills come from the demo's own
 progress lines.  After ``--warmup`` seconds (caches fill, pools reach their
 size), each metric is fitted against the kill count by least squares and
@@ -48,7 +48,7 @@ if HERE not in sys.path:
 from _common import Progress, environment, results_dir, write_json  # noqa: E402
 from _soakfit import LIMITS, growth_rows, net_of_baseline  # noqa: E402
 
-from actors.census import census_tree  # noqa: E402
+from actors.tools.census import census_tree  # noqa: E402
 
 SCENARIOS: dict[str, list[str]] = {"main": [], "cluster": ["--nodes", "3"]}
 #: What the demo process is, per scenario; below a node (the demo, or an

@@ -12,8 +12,8 @@ if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from actors import Node  # noqa: E402
-from actors.couch import start_app  # noqa: E402
-from actors.tree import render_tree  # noqa: E402
+from actors.app.couch import start_app  # noqa: E402
+from actors.tools.tree import render_tree  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-import actors.demo as demo_module
-from actors import benchrun, cluster_settings, configcheck
+import actors.app.demo as demo_module
+from actors import cluster_settings
+from actors.app import configcheck
+from actors.tools import benchrun
 from actors.couch_jobs import settings as couch_jobs_settings
-from actors.attach import Attached
-import actors.cli as cli_module
-from actors.cli import COMMANDS, build_parser, main, status_text
+from actors.tools.attach import Attached
+import actors.tools.cli as cli_module
+from actors.tools.cli import COMMANDS, build_parser, main, status_text
 from actors.config import Config
-from actors.tree import render_tree
+from actors.tools.tree import render_tree
 from tests.kernel.probes import Echo
 
 ROOT = str(Path(__file__).resolve().parent.parent)
@@ -66,7 +68,7 @@ def test_demo_short_reports_nothing_lost_and_what_it_counted():
 
 
 def test_result_line_says_what_nothing_lost_counts():
-    from actors.workload import Check
+    from actors.app.workload import Check
 
     checks = [Check("a", counted="3 jobs"), Check("b", counted="7 answered reads", failed=2)]
     assert demo_module.result_line(checks, 2, True) == (
@@ -607,9 +609,9 @@ def test_status_lists_the_peers_of_a_distributed_node_only():
 
 
 def test_demo_hosts_where_namespaces_cannot_be_made_says_so_in_one_line(monkeypatch, capsys):
-    import actors.demo_hosts
+    import actors.app.demo_hosts
 
-    monkeypatch.setattr(actors.demo_hosts, "missing", lambda: "network-namespace hosts need root")
+    monkeypatch.setattr(actors.app.demo_hosts, "missing", lambda: "network-namespace hosts need root")
     assert main(["demo", "--nodes", "3", "--hosts", "--short"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: demo --hosts: network-namespace hosts need root"]

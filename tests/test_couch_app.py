@@ -14,7 +14,7 @@ import pytest
 import actors.couch_jobs as couch_jobs
 import supervision
 from actors import ActorRef, Exit, GenServer
-from actors.couch import COUCH_SUP, SUBSYSTEMS, load_config, start_app
+from actors.app.couch import COUCH_SUP, SUBSYSTEMS, load_config, start_app
 from actors.ioq import FileServer
 from actors.ioq import call as ioq_call
 from actors.replicator import DocStore, Rep

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import actors.couch_jobs as couch_jobs
-from actors.workload.jobs import JOB_TYPE, LOG_TABLE, JobsDriver
+from actors.app.workload.jobs import JOB_TYPE, LOG_TABLE, JobsDriver
 
 
 @pytest.fixture

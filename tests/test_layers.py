@@ -12,24 +12,27 @@ below it:
     tools -> app -> services -> supervision -> the kernel's public face
                                                        -> the kernel's private modules
 
-- the kernel (``actors/_*.py`` and the public kernel modules) imports
-  nothing of supervision, the services, the application or the tools;
-- ``supervision`` imports only the kernel's public face (``actors`` and its
-  public modules), never ``actors._*``;
+- the kernel's own modules (``actors/_core``) import nothing of the public
+  face, supervision, the services, the application or the tools; inside it,
+  each floor imports only itself and the floors below it (`CORE_FLOORS`:
+  wire/base -> transport/net -> runtime -> cell -> host -> node);
+- the public face (``actors`` and its public modules) re-exports the kernel,
+  or is written on it (`actors.api`, `actors.pg`, `actors.global_names`);
+- ``supervision`` imports only the kernel's public face, never ``actors._core``;
 - a service imports itself, ``supervision`` and the kernel's public face:
-  never another service, never ``actors._*``, never the app or the tools;
-- the application (the CouchDB tree, the demos, chaos, the workload, the
-  config check, the node command) imports services, ``supervision`` and the
-  public face; the tools (command line, attach, status tree, bench runner,
-  observer) also import the application;
-- nothing outside the kernel imports ``actors._*`` (tests and bench may);
+  never another service, never ``actors._core``, never the app or the tools;
+- the application (``actors.app``: the CouchDB tree, the demos, chaos, the
+  workload, the config check, the node command) imports services,
+  ``supervision`` and the public face; the tools (``actors.tools``: command
+  line, attach, status tree, bench runner, observer) also import the
+  application;
+- nothing outside ``actors/`` imports ``actors._core`` (tests and bench may);
 - ``actors/__main__.py`` is the one module allowed to reach up (to the
   command line).
 
-The layout is data (`Layout`): moving the code (a ``_core`` package, ``app/``,
-``tools/``) means changing the prefixes in `TODAY`, not the checker.  What
-does not hold yet is listed in `ALLOWED`, each with its reason; an entry no
-longer needed fails the test too, so the list only shrinks.
+The layout is data (`Layout`, `CORE_FLOORS`).  What does not hold yet is
+listed in `ALLOWED`, each with its reason; an entry no longer needed fails
+the test too, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ OUTSIDE = "outside"  # examples: user programs, public API only
 
 #: Which layers each layer may import (its own included; ``SERVICE`` means any service).
 MAY_IMPORT: dict[str, frozenset[str]] = {
-    PRIVATE: frozenset({PRIVATE, KERNEL}),
+    PRIVATE: frozenset({PRIVATE}),  # the kernel stands on nothing of its public face
     KERNEL: frozenset({PRIVATE, KERNEL}),
     SUPERVISION: frozenset({SUPERVISION, KERNEL}),
     SERVICE: frozenset({SUPERVISION, KERNEL}),  # and itself, never another service
@@ -98,29 +101,47 @@ def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-#: The layout as it stands.  The kernel's public modules are those the
-#: package re-exports or that programs import by name; `actors.interrupt`
-#: (signals for `run_forever`) and `actors.cluster_settings` are read by the
-#: node itself, so they are kernel, not tools.  `actors.pg` and
-#: `actors.global_names` are the kernel's as OTP's ``pg`` and ``global`` are.
+#: The layout.  The kernel's public face is ``actors`` and the modules
+#: programs import by name; each of them re-exports the kernel's own module
+#: (``actors/_core``), except `actors.api`, `actors.plain`, `actors.pg` and
+#: `actors.global_names`, written on top of it as OTP's ``pg`` and ``global``
+#: are on top of ``erts``.
 TODAY = Layout(
     packages=("actors", "supervision", "examples"),
     kernel_public=frozenset({
         "actors", "actors.node", "actors.gen_server", "actors.api", "actors.config", "actors.stats",
         "actors.clock", "actors.plain", "actors.interrupt", "actors.cluster_settings",
-        "actors.pg", "actors.global_names",
-        # ``Node(metrics=PORT)`` serves /metrics itself: the exporter is the kernel's, below the node.
-        "actors.metrics", "actors.metrics.names", "actors.metrics.families", "actors.metrics.gather",
-        "actors.metrics.server",
+        "actors.pg", "actors.global_names", "actors.metrics",
     }),
-    kernel_private=("actors._",),
+    kernel_private=("actors._core",),
     services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),
-    app=("actors.couch", "actors.demo", "actors.demo_cluster", "actors.demo_hosts", "actors.chaos", "actors.workload",
-         "actors.configcheck", "actors.nodecmd"),
-    tools=("actors.cli", "actors.attach", "actors.tree", "actors.benchrun", "actors.observer",
-           "actors.census"),
+    app=("actors.app",),
+    tools=("actors.tools",),
     entry=frozenset({"actors.__main__"}),
 )
+
+#: The kernel's own floors, bottom-up: a module of ``actors._core.<floor>``
+#: imports only its own floor and those below it.  ``base`` (configuration,
+#: stats, clocks), ``wire`` (refs, reasons, the codec), ``cluster`` (pure policy
+#: of pg and global names) and ``metrics`` stand on nothing of the kernel.
+CORE_FLOORS: dict[str, int] = {
+    "base": 0, "wire": 0, "cluster": 0, "metrics": 0,
+    "transport": 1, "net": 1,
+    "runtime": 2,
+    "cell": 3,
+    "host": 4,
+    "node": 5,
+}
+
+
+def core_floor(module: str) -> tuple[str, int] | None:
+    """``(floor, height)`` of a module inside ``actors._core``, else None."""
+    parts = module.split(".")
+    if parts[:2] != ["actors", "_core"] or len(parts) < 3:
+        return None
+    height = CORE_FLOORS.get(parts[2])
+    return None if height is None else (parts[2], height)
+
 
 #: Imports that break the rule today, each with why it stays for now.
 #: ``(importer, imported)``, both module names as `imports_of` reports them.
@@ -128,20 +149,22 @@ ALLOWED: dict[tuple[str, str], str] = {
     # The key file is the kernel's format (curve keys, mode 0600); `otpy keygen`
     # and the cluster demo write one with the kernel's own writer.  Goes when the
     # kernel exposes key writing publicly.
-    ("actors.cli", "actors._cluster_key"): "keygen writes the kernel's key file format",
-    ("actors.demo_cluster", "actors._cluster_key"): "the cluster demo writes a key file for its nodes",
-    ("actors.demo_hosts", "actors._cluster_key"): "the demo on hosts writes a key file for its nodes",
+    ("actors.tools.cli", "actors._core.net.keys"): "keygen writes the kernel's key file format",
+    ("actors.app.demo_cluster", "actors._core.net.keys"): "the cluster demo writes a key file for its nodes",
+    ("actors.app.demo_hosts", "actors._core.net.keys"): "the demo on hosts writes a key file for its nodes",
     # `attach` is a foreign process speaking the node's own wire protocol to
     # its runtime directory (status, observe RUNDIR): it is a kernel client by
     # nature and builds a `Runtime` of its own.
-    ("actors.attach", "actors._runtime"): "attach runs a Runtime of its own to talk to a running node",
-    ("actors.attach", "actors._reasons"): "attach raises the kernel's exceptions from its own Runtime",
-    ("actors.attach", "actors._ref"): "attach builds refs to a running node's actors",
+    ("actors.tools.attach", "actors._core.runtime.runtime"): "attach runs a Runtime of its own to talk to a running node",
+    ("actors.tools.attach", "actors._core.wire.reasons"): "attach raises the kernel's exceptions from its own Runtime",
+    ("actors.tools.attach", "actors._core.wire.ref"): "attach builds refs to a running node's actors",
     # The workload (application) drives nodes through `attach` and renders the
     # status tree (tools): they move below the app, or the workload takes them
     # as arguments, when app/ and tools/ are split.
-    ("actors.workload.nodes", "actors.attach"): "the workload's node killer attaches to the nodes it runs",
-    ("actors.workload.view", "actors.tree"): "the live view renders the status tree",
+    ("actors.app.workload.nodes", "actors.tools.attach"): "the workload's node killer attaches to the nodes it runs",
+    ("actors.app.workload.view", "actors.tools.tree"): "the live view renders the status tree",
+    # The runtime names the cells it holds by their class, for the type checker only.
+    ("actors._core.runtime.runtime", "actors._core.cell.cell"): "type hints of the cells the runtime holds",
 }
 
 
@@ -289,6 +312,8 @@ def violations(root: Path, layout: Layout, allowed: dict[tuple[str, str], str] |
             to_layer, to_unit = target
             if to_layer == SERVICE and layer == SERVICE:
                 ok = to_unit == unit
+            elif to_layer == PRIVATE and layer == PRIVATE:
+                ok = _floor_ok(module, imp.imported)
             else:
                 ok = to_layer in MAY_IMPORT[layer]
             if ok:
@@ -298,8 +323,19 @@ def violations(root: Path, layout: Layout, allowed: dict[tuple[str, str], str] |
                 if used is not None:
                     used.add(key)
                 continue
-            out.append(f"{imp}: {layer} ({unit}) may not import {to_layer} ({to_unit})")
+            if layer == PRIVATE and to_layer == PRIVATE:
+                out.append(f"{imp}: the kernel's floor {core_floor(module)} may not import {core_floor(imp.imported)}")
+            else:
+                out.append(f"{imp}: {layer} ({unit}) may not import {to_layer} ({to_unit})")
     return out
+
+
+def _floor_ok(importer: str, imported: str) -> bool:
+    """Inside the kernel: a floor imports itself and the floors below it."""
+    here, there = core_floor(importer), core_floor(imported)
+    if here is None or there is None:
+        return here is None  # the package's own __init__ may import any floor; a floor not listed may not
+    return there[1] <= here[1]
 
 
 # -- the repository ----------------------------------------------------------------
@@ -329,14 +365,17 @@ def test_every_module_is_read() -> None:
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
     for name, text in {"actors/__init__.py": "from actors.node import Node\n",
-                       "actors/_runtime.py": "import threading\n",
-                       "actors/node.py": "from actors import _runtime\n",
+                       "actors/node.py": "from actors._core.node.node import Node\n",
+                       "actors/_core/__init__.py": "",
+                       "actors/_core/runtime/runtime.py": "import threading\n",
+                       "actors/_core/cell/cell.py": "from actors._core.runtime import runtime\n",
+                       "actors/_core/node/node.py": "from actors._core.cell import cell\n",
                        "actors/ioq/__init__.py": "from actors import Node\nimport supervision\n",
                        "actors/smoosh/__init__.py": "from actors.api import whereis\n",
-                       "actors/api.py": "from actors._runtime import threading\n",
-                       "actors/cli.py": "import actors.ioq\nimport actors.demo\n",
-                       "actors/demo.py": "import actors.smoosh\n",
-                       "actors/__main__.py": "from actors.cli import main\n",
+                       "actors/api.py": "from actors._core.runtime.runtime import threading\n",
+                       "actors/tools/cli.py": "import actors.ioq\nimport actors.app.demo\n",
+                       "actors/app/demo.py": "import actors.smoosh\n",
+                       "actors/__main__.py": "from actors.tools.cli import main\n",
                        "supervision/__init__.py": "from actors import Node\n",
                        **files}.items():
         path = root / name
@@ -354,29 +393,43 @@ def test_a_backwards_import_fails_in_every_form(tmp_path: Path) -> None:
     forms = {
         "import": "import actors.ioq\n",
         "from": "from actors.smoosh import whereis\n",
-        "relative": "from .ioq import Node\n",
-        "local": "def f():\n    from actors import cli\n    return cli\n",
+        "relative": "from ...ioq import Node\n",
+        "local": "def f():\n    from actors.tools import cli\n    return cli\n",
         "TYPE_CHECKING": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import supervision\n",
-        "importlib": "import importlib\nM = importlib.import_module('actors.demo')\n",
-        "__import__": "M = __import__('actors.cli')\n",
+        "importlib": "import importlib\nM = importlib.import_module('actors.app.demo')\n",
+        "__import__": "M = __import__('actors.tools.cli')\n",
         "unreadable": "import importlib\nNAME = 'actors.' + 'cli'\nM = importlib.import_module(NAME)\n",
+        "the public face": "import actors.config\n",
     }
     for how, text in forms.items():
-        root = _tree(tmp_path / how, {"actors/node.py": "from actors import _runtime\n" + text})
+        root = _tree(tmp_path / how, {"actors/_core/node/node.py": "from actors._core.cell import cell\n" + text})
         found = violations(root, TODAY)
-        assert len(found) == 1 and found[0].startswith("actors.node:"), (how, found)
+        assert len(found) == 1 and found[0].startswith("actors._core.node.node:"), (how, found)
+
+
+def test_a_floor_of_the_kernel_may_not_import_one_above_it(tmp_path: Path) -> None:
+    for importer, imported in (("runtime/runtime", "cell.cell"), ("wire/ref", "runtime.runtime"),
+                               ("cell/cell", "host.host"), ("transport/transport", "node.node")):
+        root = _tree(tmp_path / importer.replace("/", "_"),
+                     {f"actors/_core/{importer}.py": f"from actors._core.{imported} import x\n",
+                      f"actors/_core/{imported.replace('.', '/')}.py": ""})
+        found = violations(root, TODAY)
+        assert len(found) == 1 and "may not import" in found[0], (importer, found)
+    root = _tree(tmp_path / "down", {"actors/_core/host/host.py": "from actors._core.wire import ref\n",
+                                     "actors/_core/wire/ref.py": ""})
+    assert violations(root, TODAY) == []
 
 
 def test_each_rule_fails_on_its_own_breach(tmp_path: Path) -> None:
     breaches = {
-        "supervision -> private kernel": ("supervision/__init__.py", "from actors._runtime import threading\n"),
+        "supervision -> private kernel": ("supervision/__init__.py", "from actors._core.runtime.runtime import threading\n"),
         "supervision -> service": ("supervision/__init__.py", "import actors.ioq\n"),
         "service -> service": ("actors/ioq/__init__.py", "from actors.smoosh import whereis\n"),
-        "service -> private kernel": ("actors/ioq/__init__.py", "from actors._runtime import threading\n"),
-        "service -> app": ("actors/ioq/__init__.py", "import actors.demo\n"),
-        "app -> tools": ("actors/demo.py", "import actors.cli\n"),
-        "app -> private kernel": ("actors/demo.py", "import actors._runtime\n"),
-        "example -> private kernel": ("examples/prog.py", "import actors._runtime\n"),
+        "service -> private kernel": ("actors/ioq/__init__.py", "from actors._core.runtime.runtime import threading\n"),
+        "service -> app": ("actors/ioq/__init__.py", "import actors.app.demo\n"),
+        "app -> tools": ("actors/app/demo.py", "import actors.tools.cli\n"),
+        "app -> private kernel": ("actors/app/demo.py", "import actors._core.runtime.runtime\n"),
+        "example -> private kernel": ("examples/prog.py", "import actors._core.runtime.runtime\n"),
         "a module in no layer": ("actors/newthing.py", "import actors\n"),
     }
     for what, (name, text) in breaches.items():
@@ -385,9 +438,9 @@ def test_each_rule_fails_on_its_own_breach(tmp_path: Path) -> None:
 
 
 def test_the_entry_point_may_reach_up_and_an_allowed_import_is_counted(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {"actors/__main__.py": "import actors.cli\nimport actors._runtime\n",
-                            "actors/demo.py": "import actors.smoosh\nimport actors.cli\n"})
+    root = _tree(tmp_path, {"actors/__main__.py": "import actors.tools.cli\nimport actors._core.runtime.runtime\n",
+                            "actors/app/demo.py": "import actors.smoosh\nimport actors.tools.cli\n"})
     used: set[tuple[str, str]] = set()
-    reason = {("actors.demo", "actors.cli"): "for the test"}
+    reason = {("actors.app.demo", "actors.tools.cli"): "for the test"}
     assert violations(root, TODAY, reason, used) == []
-    assert used == {("actors.demo", "actors.cli")}
+    assert used == {("actors.app.demo", "actors.tools.cli")}

@@ -8,7 +8,7 @@ time for its replacement to be up (a ``started`` notice, or the name
 registered to a new ref), and then asks every process that lived through
 the whole loop -- the node process, its zygote, the host processes that
 were not killed -- whether it holds more than before: open fds by kind
-(`actors.census`: SQLite files, sockets, pipes, eventfds, pidfds...) and
+(`actors.tools.census`: SQLite files, sockets, pipes, eventfds, pidfds...) and
 threads, within `FD_SLACK` per kind and `THREAD_SLACK`.  The baseline is
 taken after `WARMUP` kills, so that pools and caches have their size.
 
@@ -32,8 +32,8 @@ import actors.couch_jobs as couch_jobs
 from actors.couch_jobs import process
 import supervision
 from actors import ActorRef, GenServer, Node
-from actors.census import ProcessCensus, census_tree
-from actors.couch import start_app
+from actors.tools.census import ProcessCensus, census_tree
+from actors.app.couch import start_app
 from actors.ioq import FileServer
 from actors.replicator import DocStore, Rep
 from actors.replicator import scheduler as sched

@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from actors import _lifecycle
+from actors._core.node import lifecycle as _lifecycle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -392,7 +392,8 @@ def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(tmp_pat
     leave it waiting on its command pipe (the program would hang at exit)."""
     done = _run_to_end("""
         import os
-        from actors import _logging, node as node_module
+        from actors._core.host import logs as _logging
+        from actors._core.node import node as node_module
         from actors import Node
 
         class Refused(_logging.LogListener):

@@ -1,11 +1,11 @@
 """A node's metrics in Prometheus' text format (docs/metrics.md).
 
-`Node(metrics=PORT)` (or ``[metrics] port``) serves ``/metrics``; the
-mapping from the node's recorded names to Prometheus names is
-`actors.metrics.names`, the families of one scrape `actors.metrics.families`.
+`Node(metrics=PORT)` (or ``[metrics] port``) serves ``/metrics``;
+`map_name` is the mapping from the node's recorded names to Prometheus
+names.  The implementation is the kernel's (``actors._core.metrics``).
 """
 
-from actors.metrics.names import PREFIX, map_name, safe_name
-from actors.metrics.server import DEFAULT_BIND, MetricsServer
+from actors._core.metrics.names import PREFIX, map_name, safe_name
+from actors._core.metrics.server import DEFAULT_BIND, MetricsServer
 
 __all__ = ["DEFAULT_BIND", "MetricsServer", "PREFIX", "map_name", "safe_name"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from actors._cluster_key import load
-from actors._net import ConnectError, NetError, NetLink
+from actors._core.net.keys import load
+from actors._core.net.net import ConnectError, NetError, NetLink
 
 from tests.cluster.peer_loop import connect_command, say, serve
 

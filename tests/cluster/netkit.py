@@ -11,8 +11,8 @@ import threading
 import time
 from typing import Any
 
-from actors._cluster_key import ClusterKey
-from actors._net import NetLink
+from actors._core.net.keys import ClusterKey
+from actors._core.net.net import NetLink
 
 from tests.polling import take_first
 

@@ -24,7 +24,7 @@ import threading
 
 from actors import Node
 from actors import global_names, pg
-from actors._net import NetError
+from actors._core.net.net import NetError
 from actors.couch_jobs import app
 
 from tests.cluster.dist_actors import Worker

@@ -10,8 +10,8 @@ import sys
 import pytest
 import zmq
 
-from actors._cluster_key import ClusterKey, KeyFileError, generate, load, parse, write_new
-from actors.cli import main
+from actors._core.net.keys import ClusterKey, KeyFileError, generate, load, parse, write_new
+from actors.tools.cli import main
 
 ENV = dict(os.environ, PYTHONPATH=os.getcwd())
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from actors._cluster_key import KeyFileError, write_new
+from actors._core.net.keys import KeyFileError, write_new
 from actors.cluster_settings import ClusterSettings, parse_seeds
 from actors.config import Config, ConfigError
 

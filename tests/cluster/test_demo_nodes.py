@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from actors import Node
-from actors._cluster_key import write_new
+from actors._core.net.keys import write_new
 from actors.config import Config
-from actors.demo_cluster import _descends_from, node_config
-from actors.nodecmd import parse_ready
+from actors.app.demo_cluster import _descends_from, node_config
+from actors.app.nodecmd import parse_ready
 from tests.couch_jobs.pg import HOW_TO_GET
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)

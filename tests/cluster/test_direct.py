@@ -1,4 +1,4 @@
-"""Hosts' own connections to other nodes (`actors._net_direct`): a host sends
+"""Hosts' own connections to other nodes (`actors._core.net.direct`): a host sends
 to another node without its node process in the way, on a connection that
 node admits only under the cluster key, honouring its frames only while it
 has a session with the host's node; order per pair and noconnection hold."""
@@ -14,9 +14,9 @@ import pytest
 import zmq
 
 from actors import Exit, GenServer, Node
-from actors._cluster_key import load, write_new
-from actors._net import NetError
-from actors._net_direct import DirectLinks
+from actors._core.net.keys import load, write_new
+from actors._core.net.net import NetError
+from actors._core.net.direct import DirectLinks
 from tests.cluster.dist_actors import Worker
 from tests.cluster.netkit import Recorder, make_link
 from tests.cluster.netkit import NodeProcess

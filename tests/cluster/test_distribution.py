@@ -11,8 +11,8 @@ import pytest
 
 import actors
 from actors import CallTimeout, Crash, Exit, Node
-from actors._cluster_key import write_new
-from actors._net import ConnectError, NetError
+from actors._core.net.keys import write_new
+from actors._core.net.net import ConnectError, NetError
 
 from tests.cluster.dist_actors import WatchedWorker, Watcher, Worker, watched
 from tests.cluster.netkit import NodeProcess

@@ -1,9 +1,9 @@
-"""`actors._global_state`: the name table, its locks and the clash rule (no processes)."""
+"""`actors._core.cluster.global_state`: the name table, its locks and the clash rule (no processes)."""
 
 from __future__ import annotations
 
-from actors._global_state import NameTable, keeps, node_name_of
-from actors._ref import ActorRef
+from actors._core.cluster.global_state import NameTable, keeps, node_name_of
+from actors._core.wire.ref import ActorRef
 
 
 def ref(node_id: str, actor: str) -> ActorRef:

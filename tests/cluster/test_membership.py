@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors._membership import SILENCE, Membership, PeerInfo, RateLimit, yields
+from actors._core.node.membership import SILENCE, Membership, PeerInfo, RateLimit, yields
 
 
 def _up(m: Membership, *names: str) -> None:

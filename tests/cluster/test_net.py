@@ -11,8 +11,8 @@ import time
 import pytest
 import zmq
 
-from actors._cluster_key import load, write_new
-from actors._net import ConnectError, NetError, NetLink, is_loopback, parse_tcp
+from actors._core.net.keys import load, write_new
+from actors._core.net.net import ConnectError, NetError, NetLink, is_loopback, parse_tcp
 from tests.cluster.netkit import PeerProcess, Recorder, make_link
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from actors._net_tick import DEFAULT_NET_TICKTIME, Liveness, check_ticktime
+from actors._core.net.tick import DEFAULT_NET_TICKTIME, Liveness, check_ticktime
 from actors.clock import FakeClock
 
 

@@ -1,8 +1,8 @@
-"""`actors._pg_state`: the bookkeeping of a pg scope, as plain data (no processes)."""
+"""`actors._core.cluster.pg_state`: the bookkeeping of a pg scope, as plain data (no processes)."""
 
 from __future__ import annotations
 
-from actors._pg_state import PgState
+from actors._core.cluster.pg_state import PgState
 
 
 def test_local_join_leave_with_multiplicity() -> None:

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from actors import ConnectError, Node
-from actors._seeds import MAX_DELAY, SeedDialer, backoff
+from actors._core.net.seeds import MAX_DELAY, SeedDialer, backoff
 
 from tests.cluster.netkit import NodeProcess
 

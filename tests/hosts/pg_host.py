@@ -1,5 +1,5 @@
-"""PostgreSQL on the database host (it lives in `actors.workload.pg_host`, which the demo uses too)."""
+"""PostgreSQL on the database host (it lives in `actors.app.workload.pg_host`, which the demo uses too)."""
 
-from actors.workload.pg_host import DATABASE, PgHost, pg_missing
+from actors.app.workload.pg_host import DATABASE, PgHost, pg_missing
 
 __all__ = ["DATABASE", "PgHost", "pg_missing"]

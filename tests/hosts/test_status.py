@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from actors.attach import Attached
-from actors.observer.collector import Collector
-from actors.observer.source import Source
+from actors.tools.attach import Attached
+from actors.tools.observer.collector import Collector
+from actors.tools.observer.source import Source
 from tests.hosts.nodes import Cluster
 
 

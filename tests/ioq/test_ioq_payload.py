@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from actors.plain import PlainData
-from actors._codec import decode_frame, encode_frame
+from actors._core.wire.codec import decode_frame, encode_frame
 from actors.ioq import api
 from actors.ioq.server2 import IOQ2_FLAT, IOQ2_REQUEST, wire_payload
 from actors.ioq.sup import start_ioq

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from actors._codec import encode_frame
-from actors._ref import From
-from actors._runtime import K_CALL, K_CAST, _Waiter, current_runtime
+from actors._core.wire.codec import encode_frame
+from actors._core.wire.ref import From
+from actors._core.runtime.runtime import K_CALL, K_CAST, _Waiter, current_runtime
 from tests.kernel.probes import MailboxWatcher, Probe, Scripted
 
 pytestmark = pytest.mark.timeout(60)

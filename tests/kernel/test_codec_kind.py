@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors._codec import encode_frame, frame_kind
+from actors._core.wire.codec import encode_frame, frame_kind
 
 
 @pytest.mark.parametrize("kind", [0, 2, 3, 11, 13, 99])

@@ -1,7 +1,7 @@
 """The first actor of a host reads the host's endpoint while it is idle.
 
 Its requests then skip the hand-off from the I/O thread
-(`actors._endpoint_loan`).  While it runs a callback, the I/O thread must
+(`actors._core.transport.endpoint_loan`).  While it runs a callback, the I/O thread must
 take the endpoint over: exit signals, ``kill``, system requests and the
 other actors of the host cannot wait for the callback to end.
 """

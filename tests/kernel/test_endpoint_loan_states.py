@@ -12,8 +12,8 @@ import threading
 import pytest
 import zmq
 
-from actors import _endpoint_loan as endpoint_loan
-from actors._endpoint_loan import FREE, IO, LENT, LENT_MAIL, LENT_REFUSED, LENT_TIMEOUT, EndpointLoan
+from actors._core.transport import endpoint_loan
+from actors._core.transport.endpoint_loan import FREE, IO, LENT, LENT_MAIL, LENT_REFUSED, LENT_TIMEOUT, EndpointLoan
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -18,7 +18,7 @@ import pytest
 import zmq
 
 from actors import CallTimeout
-from actors._runtime import CAST_BATCH
+from actors._core.runtime.runtime import CAST_BATCH
 from tests.kernel.probes import Echo, Probe, Scripted, held_call_reasons
 
 pytestmark = pytest.mark.timeout(60)

@@ -18,7 +18,7 @@ import pytest
 
 import supervision as sv
 from actors import GenServer
-from actors._logging import HostLogForwarder, LogListener, decode_record, encode_record
+from actors._core.host.logs import HostLogForwarder, LogListener, decode_record, encode_record
 from supervision import ChildSpec, SupFlags
 
 pytestmark = pytest.mark.timeout(40)
@@ -249,7 +249,7 @@ def test_library_loggers_are_named_under_actors_or_supervision():
             continue
         if isinstance(arg, ast.Name) and arg.id == "__name__":
             continue  # a module of actors/ or supervision/: named under them
-        if path == "actors/_logging.py" and ast.unparse(arg) == "record.name":
+        if path == "actors/_core/host/logs.py" and ast.unparse(arg) == "record.name":
             continue  # the listener re-emits a host's record under the host logger's name
         assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), (path, arg)
         names.append(arg.value)
@@ -260,5 +260,5 @@ def test_library_loggers_are_named_under_actors_or_supervision():
 def test_only_the_cli_and_the_host_forwarder_configure_handlers():
     configuring = {(path, call) for path, call, _ in _logging_calls()
                    if call in ("basicConfig", "addHandler", "dictConfig", "fileConfig")}
-    assert configuring <= {("actors/cli.py", "basicConfig"), ("actors/_logging.py", "addHandler")}, configuring
+    assert configuring <= {("actors/tools/cli.py", "basicConfig"), ("actors/_core/host/logs.py", "addHandler")}, configuring
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from actors import Exit, GenServer, MailboxFull, Node
-from actors._mailbox import MailboxLimit, mailbox_limit
+from actors._core.runtime.mailbox import MailboxLimit, mailbox_limit
 from supervision import ChildSpec, InvalidChildSpec, SupFlags, start_supervisor, which_children
 
 from tests.kernel.mailbox_actors import Gate, Held

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors import CallTimeout, GenServer, MailboxFull, Node
-from actors._mailbox import ACCEPTED, DROPPED, PARKED, OVERFLOW_POLICIES, BoundedInbox, MailboxLimit
+from actors._core.runtime.mailbox import ACCEPTED, DROPPED, PARKED, OVERFLOW_POLICIES, BoundedInbox, MailboxLimit
 
 K_CAST = 1
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from actors import Node
-from actors._codec import FrameError, decode_frame
-from actors._runtime import K_BATCH, K_CAST, K_EXIT, K_INFO, K_LINK, K_MONITOR, K_REPLY
+from actors._core.wire.codec import FrameError, decode_frame
+from actors._core.runtime.runtime import K_BATCH, K_CAST, K_EXIT, K_INFO, K_LINK, K_MONITOR, K_REPLY
 
 from tests.kernel.order_actors import Burst, Receiver
 

@@ -9,7 +9,7 @@ import pytest
 
 from actors import GenServer
 from actors.plain import PlainData
-from actors._codec import decode_frame, encode_frame
+from actors._core.wire.codec import decode_frame, encode_frame
 
 pytestmark = pytest.mark.timeout(60)
 

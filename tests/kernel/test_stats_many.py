@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from actors import stats as stats_mod
+from actors._core.base import stats as stats_mod
 from actors.stats import Histogram, Stats
 
 pytestmark = pytest.mark.timeout(30)

@@ -11,11 +11,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import actors.replicator.scheduler_state as scheduler_state
-import actors.workload.jobs as workload_jobs
-from actors._meter import CALL_BOUNDS
+import actors.app.workload.jobs as workload_jobs
+from actors._core.runtime.meter import CALL_BOUNDS
 from actors.ioq.ioq_stats import STATS_DESCRIPTIONS
-from actors.metrics.families import Scrape, families
-from actors.metrics.names import map_name
+from actors._core.metrics.families import Scrape, families
+from actors._core.metrics.names import map_name
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "metrics.md").read_text()

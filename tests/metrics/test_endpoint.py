@@ -13,7 +13,7 @@ import pytest
 
 from actors import Node
 from actors.config import ConfigError
-from actors.nodecmd import parse_ready
+from actors.app.nodecmd import parse_ready
 from supervision import ChildSpec, SupFlags, start_supervisor, which_children
 from tests.metrics.scraping import scrape, scrape_answered, value
 from tests.metrics.workers import Worker

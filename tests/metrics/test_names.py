@@ -6,11 +6,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from actors import Crash, configcheck
-from actors._meter import CALL_BOUNDS, Meter, Meters, exit_kind
+from actors import Crash
+from actors.app import configcheck
+from actors._core.runtime.meter import CALL_BOUNDS, Meter, Meters, exit_kind
 from actors.config import Config
-from actors.metrics.families import Scrape, families, merge, retire
-from actors.metrics.names import map_name, safe_label, safe_name
+from actors._core.metrics.families import Scrape, families, merge, retire
+from actors._core.metrics.names import map_name, safe_label, safe_name
 from actors.stats import Stats, merge_snapshots
 
 

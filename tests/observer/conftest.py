@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import pytest
 
 from actors import Node
-from actors.observer import observe
+from actors.tools.observer import observe
 from supervision import ChildSpec, Supervisor, SupFlags, start_supervisor
 from tests.observer.browser import chromium, missing
 from tests.supervision.workers import Worker

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.observer import model
-from actors.observer.probes import replication_rows
+from actors.tools.observer import model
+from actors.tools.observer.probes import replication_rows
 
 
 def _sup(actor_id: str, name: str | None, parent: str | None, strategy: str, children: list[dict[str, Any]],

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from actors.couch_jobs import CouchJobs
-from actors.observer.jobs_view import JobsView, store_location
-from actors.observer.probes import _type_label
+from actors.tools.observer.jobs_view import JobsView, store_location
+from actors.tools.observer.probes import _type_label
 from tests.couch_jobs.conftest import pg_cluster, pg_database, pg_url, store_url  # noqa: F401 (fixtures)
 
 

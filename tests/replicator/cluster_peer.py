@@ -21,7 +21,7 @@ import os
 import sys
 
 from actors import Node
-from actors._net import NetError
+from actors._core.net.net import NetError
 from actors.replicator import ReplicationJob, cluster_status, start_replicator
 
 from tests.cluster.peer_loop import connect_command, say, serve

@@ -1,0 +1,1 @@
+"""The node a program holds: its hosts, its distribution, its lifecycle and its membership."""

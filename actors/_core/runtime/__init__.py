@@ -1,0 +1,1 @@
+"""One process's share of the kernel: calls and their waiters, signals, names, timers, mailboxes."""

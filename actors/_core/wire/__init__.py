@@ -1,0 +1,1 @@
+"""What crosses a process boundary: refs, exit reasons, the frame codec."""

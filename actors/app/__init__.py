@@ -1,0 +1,1 @@
+"""The application: the CouchDB tree, the main job (demo), the cluster demos, chaos and the workload."""

@@ -1,0 +1,162 @@
+"""``otpy node``: one distributed node running the whole application, until SIGTERM or Ctrl-C.
+
+This is how a node is deployed on a machine of a cluster (and how
+``demo --nodes N`` starts its nodes): a `Node` listening on tcp with the
+cluster key, `actors.app.couch.start_app` under it, and the default `actors.pg` scope and
+`actors.global_names` server beside it.  Once
+every service is up it prints one line::
+
+    node n1 up at tcp://127.0.0.1:40123 pid 4242 rundir /tmp/otpy-k2j3 state /var/lib/otpy/n1
+
+(the address is the bound one: with port 0 the kernel picked it; the
+runtime directory is what ``otpy status`` attaches to), then
+serves.  SIGTERM or SIGINT stops the tree (every service's ``terminate``
+runs), closes the node (its host processes, sockets and runtime directory
+go with it) and exits 0: a node asked to stop has done what it was asked.
+The first signal starts the stop; those after it (Ctrl-C pressed again)
+cannot cut it short, since a node closed halfway would leave its zygote
+waiting for the rest of the close; the stop is bounded by the close's timeout.
+A temporary state directory (no ``--state-dir``) is removed too.
+
+A network fault never needs a person: when the node ends its incarnation
+(`Node.ended`: it was on the minority side of a cut, or a peer declared it
+down), the application stops, the node closes, and a new node with a new
+incarnation starts at the same address with the same state directory and
+application, prints its ready line (a new runtime directory) and rejoins
+through its seeds.  The process itself never exits for it, so a service
+manager sees nothing to restart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from actors import Node, global_names, pg
+from actors.app import configcheck
+from actors.config import Config, ConfigError
+from actors.app.couch import load_config as app_config
+from actors.app.couch import start_app
+from actors.interrupt import stop_once, wait_for_signal
+
+__all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
+
+#: Where a node listens when neither --listen nor the ini's [cluster] listen says.
+DEFAULT_LISTEN = "tcp://127.0.0.1:0"
+#: The line printed once the node serves; `parse_ready` reads it back.
+READY_LINE = "node {name} up at {address} pid {pid} rundir {rundir} state {state}"
+_READY = re.compile(r"^node (\S+) up at (tcp://\S+) pid (\d+) rundir (\S+) state (.+)$")
+
+
+@dataclass(frozen=True)
+class Ready:
+    """What a ready line says: the node's name, bound address, pid, runtime directory
+    (for ``otpy status``) and state directory."""
+
+    name: str
+    address: str
+    pid: int
+    rundir: str
+    state_dir: str
+
+
+def parse_ready(line: str) -> Ready | None:
+    """The `Ready` of a ready line, else None."""
+    m = _READY.match(line.strip())
+    return Ready(m.group(1), m.group(2), int(m.group(3)), m.group(4), m.group(5)) if m else None
+
+
+def _config(path: str | None) -> Config:
+    """The ini file (if any), checked whole before anything listens; unknown keys are warned."""
+    if path and not os.path.isfile(path):
+        raise FileNotFoundError(2, "config file not found", path)
+    cfg = app_config(path)
+    result = configcheck.check(cfg)
+    for line in result.warnings:
+        print(f"warning: {path}: {line}", file=sys.stderr, flush=True)
+    if result.errors:
+        raise ConfigError(f"{path}: " + "; ".join(result.errors))
+    return cfg
+
+
+def _stop_with_parent(parent: int) -> None:
+    """SIGTERM ourselves (a clean stop) once ``parent`` is gone: a node started by a demo that was
+    SIGKILLed must not serve on forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)  # polling the parent's life: there is no portable wait for it
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="stop-with-parent", daemon=True).start()
+
+
+def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None, ended: tuple[int, int]) -> str:
+    """One incarnation: boot, print the ready line, serve until a signal raises or the
+    incarnation ends (a byte on the pipe ``ended``; its reason is returned then); the app and
+    node are stopped either way."""
+    node: Node | None = None
+    app = None
+    try:
+        node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
+                    seeds=args.seeds or (), net_ticktime=args.net_ticktime,
+                    metrics=getattr(args, "metrics", None))
+
+        def wake(reason: str) -> None:
+            os.write(ended[1], b"x")  # the main thread's wait_for_signal returns
+
+        node.on_ended(wake)
+        pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
+        global_names.start(node)
+        app = start_app(node, None, state_dir)
+        print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
+                                state=state_dir), flush=True)
+        if node.metrics_server is not None:  # after the ready line: readers take the first line as it
+            print(f"metrics: {node.metrics_server.url}", flush=True)
+        wait_for_signal(wake=ended[0])  # until SIGINT or SIGTERM raises here, or the incarnation ends
+        return node.ended or "ended"
+    finally:
+        if app is not None:
+            app.stop()
+        if node is not None:
+            node.close()
+
+
+def run_node(args: Any) -> int:
+    """Boot, print the ready line, serve until SIGTERM/SIGINT; 0 after a clean stop.
+
+    An incarnation that ends (`Node.ended`) is followed by a new one, in this same process."""
+    cfg = _config(args.config)
+    temporary = args.state_dir is None
+    state_dir = tempfile.mkdtemp(prefix=f"otpy-node-{args.name}-") if temporary else os.path.abspath(args.state_dir)
+    os.makedirs(state_dir, exist_ok=True)
+    read_end, write_end = os.pipe()
+    with stop_once():  # the first signal raises; those after it cannot cut the stop in half
+        try:
+            # --listen wins over the ini's [cluster] listen, which wins over loopback on a free port.
+            listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
+            if getattr(args, "stop_with_parent", False):
+                _stop_with_parent(os.getppid())
+            for incarnation in itertools.count(1):
+                reason = _serve(cfg, args, state_dir, listen, (read_end, write_end))
+                os.read(read_end, 4096)
+                print(f"node {args.name} incarnation {incarnation} ended ({reason}): starting a new one",
+                      file=sys.stderr, flush=True)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            os.close(read_end)
+            os.close(write_end)
+            if temporary:
+                shutil.rmtree(state_dir, ignore_errors=True)
+    print(f"node {args.name} stopped", flush=True)
+    return 0

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple, Sequence
 
 from actors import ActorRef, AlreadyRegistered, Exit, GenServer, SpawnError, ignore, is_normal_exit
 from actors import global_names
-from actors import stats as _stats
 from actors.clock import MonotonicClock
 from supervision._policy import (
     RESTARTING,
@@ -30,28 +28,17 @@ from supervision._policy import (
     should_auto_shutdown,
     should_restart,
 )
+from supervision._reports import RESTARTS_BY_CHILD, Reports, status_snapshot
+from supervision._shutdown import stop_refs
 from supervision._spec import ChildSpec, check_childspecs, check_startspec
-from supervision.errors import (
-    AlreadyPresent,
-    AlreadyStarted,
-    NotFound,
-    Restarting,
-    Running,
-    SimpleOneForOne,
-    StartError,
-    SupervisorError,
-)
+from supervision.errors import (AlreadyPresent, AlreadyStarted, NotFound, Restarting, Running, SimpleOneForOne,
+                                StartError, SupervisorError)
 
-__all__ = ["ChildInfo", "Supervisor"]
+__all__ = ["RESTARTS_BY_CHILD", "ChildInfo", "Supervisor"]
 
 log = logging.getLogger("supervision")
 
 _TRY_AGAIN = "$supervisor_try_again_restart"
-#: How many children and recent reports `Supervisor.status` lists.
-_STATUS_CHILDREN = 200
-_RECENT_REPORTS = 20
-#: The labelled counter of restarts per (supervisor, child): `actors.stats.Stats.increment_labelled`.
-RESTARTS_BY_CHILD = "supervision.child_restarts"
 
 
 class ChildInfo(NamedTuple):
@@ -89,6 +76,7 @@ class Supervisor(GenServer):
     # -- start -------------------------------------------------------------------
 
     def _gen_init(self, *args: Any, **kwargs: Any) -> Any:
+        self._reports = Reports()
         result = self.init(*args, **kwargs)
         if result is ignore:
             return ignore
@@ -104,11 +92,8 @@ class Supervisor(GenServer):
         self._template: ChildSpec | None = None
         self._dynamic_restarting: dict[int, _Child] = {}
         self._tokens = itertools.count(1)
-        # Each child's restart counter exists from the start, at 0 (Prometheus'
-        # advice: a series that appears only at its first increment hides it from rate()).
-        stats = _stats.current()
         for spec in checked:
-            stats.increment_labelled(RESTARTS_BY_CHILD, (self._label(), _short(spec.id, 80)), 0)
+            self._reports.child_counter(self._label(), spec.id)
         if self.flags.strategy == "simple_one_for_one":
             self._template = checked[0]
             return None
@@ -436,7 +421,7 @@ class Supervisor(GenServer):
         child.status = STOPPED
         if ref is None:
             return
-        self._stop_refs([ref], child.spec.shutdown, child.spec.id)
+        stop_refs(self, [ref], child.spec.shutdown, child.spec.id)
 
     def _shutdown_many(self, children: Sequence[_Child]) -> None:
         refs = [c.ref for c in children if c.ref is not None]
@@ -444,35 +429,7 @@ class Supervisor(GenServer):
             c.ref = None
             c.status = STOPPED
         if refs and self._template is not None:
-            self._stop_refs(refs, self._template.shutdown, None)
-
-    def _stop_refs(self, refs: list[ActorRef], shutdown: Any, child_id: Any) -> None:
-        monitors = []
-        for ref in refs:
-            monitors.append(self.monitor_wait(ref))
-            self.unlink(ref)
-            self.exit(ref, "kill" if shutdown == "brutal_kill" else "shutdown")
-        if shutdown == "brutal_kill":
-            limit: float | None = None
-        elif shutdown == "infinity":
-            limit = None
-        else:
-            limit = float(shutdown)
-        deadline = None if limit is None else time.monotonic() + limit
-        for mon in monitors:
-            try:
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                _, reason = mon.wait(remaining)
-            except TimeoutError:
-                self.exit(mon.target, "kill")
-                _, reason = mon.wait(None)
-                self._report("shutdown_error", child_id, "killed", "killed after shutdown timeout",
-                             ref=mon.target)
-                continue
-            expected = "killed" if shutdown == "brutal_kill" else "shutdown"
-            if reason not in (expected, "noproc") and not _normal(reason):
-                self._report("shutdown_error", child_id, reason, "exited with another reason",
-                             ref=mon.target)
+            stop_refs(self, refs, self._template.shutdown, None)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -505,69 +462,17 @@ class Supervisor(GenServer):
         return cell.name or cell.id
 
     def status(self) -> dict[str, Any]:
-        """Cheap snapshot for `Node.actors()`, the status command and the observer.
-
-        Scalars first (the status command prints those); ``detail`` holds
-        each child's spec, state, restarts and last exit reason, the
-        restart intensity used in the current period against its limit, and
-        the supervisor's recent reports.  It runs on another thread than the
-        supervisor's, so it only copies (lists and a tuple swapped whole).
-        """
+        """Cheap snapshot for `Node.actors()`, the status command and the observer (`status_snapshot`)."""
         if not hasattr(self, "flags"):
             return {}
-        children = self._all_children()
-        now = self.clock.now()
-        used = sum(1 for t in self._restarts if now - t <= self.flags.period)
-        rows = [{
-            "id": None if self._template is not None else _short(child.spec.id, 80),
-            "actor": getattr(child.ref, "id", None),
-            "restart": child.spec.restart,
-            "type": child.spec.type,
-            "state": child.status,
-            "restarts": max(0, child.starts - 1),
-            "last_exit": None if child.last_exit is None else _short(child.last_exit, 200),
-        } for child in children[:_STATUS_CHILDREN]]
-        return {"strategy": self.flags.strategy, "children": len(children), "restarts": self._restart_count,
-                "detail": {"intensity": self.flags.intensity, "period": self.flags.period, "used": used,
-                           "children": rows, "reports": list(self._recent)}}
-
-    _restart_count = 0
-    _report_seq = 0
-    _recent: tuple[dict[str, Any], ...] = ()
+        return status_snapshot(self.flags, self._all_children(), self._template is not None, self._restarts,
+                               self.clock.now(), self._reports)
 
     def _report(self, what: str, child_id: Any, reason: Any, action: str, ref: Any = None,
                 level: int = logging.ERROR) -> None:
-        stats = _stats.current()
-        if action == "restarting":
-            self._restart_count += 1
-            stats.increment(f"supervision.restarts.{self._label()}")
-            # Per child too (a simple_one_for_one's children share their template's id).
-            child = child_id if child_id is not None else getattr(self._template, "id", None)
-            stats.increment_labelled(RESTARTS_BY_CHILD, (self._label(), _short(child, 80)))
-        if what == "shutdown":
-            stats.increment(f"supervision.escalations.{self._label()}")
-        if what == "child_terminated" and _normal(reason):
-            level = logging.INFO
-        text = repr(reason)
-        if len(text) > 1000:
-            text = text[:1000] + "..."
-        self._report_seq += 1
-        entry = {"seq": self._report_seq, "time": time.time(), "supervisor": self._label(), "report": what,
-                 "child": None if child_id is None else _short(child_id, 80), "reason": text[:200],
-                 "action": action}
-        self._recent = (self._recent + (entry,))[-_RECENT_REPORTS:]
-        log.log(
-            level,
-            "supervisor %s: %s child=%r ref=%r reason=%s action=%s",
-            self._label(), what, child_id, ref, text, action,
-            extra={"supervisor": self._label(), "report": what, "child_id": child_id,
-                   "reason": reason, "action": action},
-        )
-
-
-def _short(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+        self._reports.report(self._label(), what, child_id, reason, action,
+                             template_id=getattr(self._template, "id", None), ref=ref,
+                             normal=_normal(reason), level=level)
 
 
 def _normal(reason: Any) -> bool:

@@ -26,7 +26,8 @@ from actors.smoosh.api import (
     suspend,
     sync_enqueue,
 )
-from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, WorkerJob, changed_dbs
+from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, changed_dbs
+from actors.smoosh.worker_job import WorkerJob
 from actors.smoosh.channel_state import ChannelState
 from actors.smoosh.effects import (
     AdoptJob,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors._core.cell.cell import _M_EXIT, Behaviour
 from actors._core.runtime.monitor import Monitor
-from actors._core.wire.reasons import Exit
+from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef, From
 from actors._core.runtime.runtime import Timer
 from actors._core.cell.spawn import spawn as _spawn
@@ -25,6 +25,8 @@ _mrefs = itertools.count(1)
 #: themselves in ``init`` wait for a previous incarnation to give their name
 #: back (`GenServer.register`'s ``wait``).
 PREVIOUS_HOLDER_WAIT = 5.0
+#: How long `GenServer.monitor` waits for the target's process to take a monitor (seconds).
+MONITOR_ACK_WAIT = 10.0
 
 
 class UnexpectedMessage(Exception):
@@ -156,12 +158,24 @@ class GenServer(Behaviour):
 
     def monitor(self, ref: ActorRef) -> tuple[str, int]:
         """Watch ``ref``; one ``("DOWN", mref, ref, reason)`` arrives in
-        ``handle_info`` (``noproc`` when it is already dead)."""
+        ``handle_info`` (``noproc`` when it is already dead).
+
+        As Erlang's ``monitor/2``, this never fails for a live target.  It
+        waits (up to `MONITOR_ACK_WAIT`) for the target's process to take the
+        monitor, so that a signal sent to the target afterwards cannot
+        overtake it; a process that is alive but not answering (stopped,
+        swapping) does not make it raise: the request stays on its way, and
+        the DOWN still comes, from the target when it dies, or from the node
+        when its process does."""
         cell = self._actor_cell
         mref = (cell.id, next(_mrefs))
         with cell.lock:
             cell.monitors_out[mref] = ref
-        cell.runtime.request_monitor(cell.ref, ref, mref)
+        try:
+            cell.runtime.request_monitor(cell.ref, ref, mref, MONITOR_ACK_WAIT)
+        except CallTimeout:
+            log.warning("monitor of %s: its process did not take it within %.0f s; the monitor stays on its way",
+                        ref, MONITOR_ACK_WAIT)
         return mref
 
     def monitor_node(self, node: str) -> None:

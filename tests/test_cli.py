@@ -512,10 +512,10 @@ def test_bench_from_elsewhere_says_where_to_run(tmp_path, capsys, monkeypatch):
 HARNESS = '''
 import json, os, sys
 print("table of {name}:", len(os.sched_getaffinity(0)), "cores", "quick" if "--quick" in sys.argv else "full")
-out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+out = os.environ.get("OTPY_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 os.makedirs(out, exist_ok=True)
 with open(os.path.join(out, "{name}.json"), "w") as fh:
-    json.dump({{"ops_per_s": 10.0}}, fh)
+    json.dump({{"ops_per_s": 1.0 if "--quick" in sys.argv else 10.0}}, fh)
 '''
 
 
@@ -529,7 +529,20 @@ def test_bench_prints_each_table_as_it_finishes(tmp_path, capsys):
     assert out.index("== alpha on 1 core(s): ok") < out.index("table of alpha: 1 cores quick") \
         < out.index("== beta on 1 core(s): ok") < out.index("table of beta: 1 cores quick")
     summary = json.loads((tmp_path / "bench" / "results" / "all.json").read_text())
-    assert summary["harnesses"]["alpha"]["1"]["metrics"] == {"ops_per_s": 10.0}
+    assert summary["harnesses"]["alpha"]["1"]["metrics"] == {"ops_per_s": 1.0}
+
+
+def test_a_quick_bench_never_overwrites_a_full_runs_results(tmp_path):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "alpha.py").write_text(HARNESS.format(name="alpha"))
+    results = tmp_path / "bench" / "results"
+    assert benchrun.run_benches(argparse.Namespace(cores="1", quick=False, only=None, out=None), root=tmp_path) == 0
+    full = {p.name: p.read_text() for p in results.glob("*.json")}
+    assert json.loads(full["alpha.json"]) == {"ops_per_s": 10.0}
+    assert benchrun.run_benches(argparse.Namespace(cores="1", quick=True, only=None, out=None), root=tmp_path) == 0
+    assert {p.name: p.read_text() for p in results.glob("*.json")} == full
+    quick = json.loads((results / "quick" / "all.json").read_text())
+    assert quick["quick"] and quick["harnesses"]["alpha"]["1"]["metrics"] == {"ops_per_s": 1.0}
 
 
 def test_bench_readme_lists_every_harness():

@@ -2,7 +2,9 @@
 
 Each harness is run as its own program, restricted to the first *k* CPUs
 with ``sched_setaffinity`` (inherited by every process it starts), and writes
-``bench/results/<name>.json``.  This runner collects those files into one
+``<name>.json`` into the output folder (``bench/results``, or
+``bench/results/quick`` for a ``--quick`` run: a quick look never overwrites
+the figures of a full run).  This runner collects those files into one
 JSON document keyed by harness and core count, flattens their numeric leaves
 into metrics, and plots throughput-like and latency-like metrics against the
 core count (PNG, when matplotlib is installed).
@@ -89,7 +91,7 @@ def run_benches(args: Any, root: Path | None = None) -> int:
             raise BenchError(f"--cores: {bad} not in 1..{len(available)}")
     else:
         counts = list(range(1, len(available) + 1))
-    out_dir = root / args.out
+    out_dir = root / (args.out or ("bench/results/quick" if args.quick else "bench/results"))
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"cores_available": len(available), "quick": bool(args.quick), "harnesses": {}}
     total = len(harnesses) * len(counts)
@@ -104,7 +106,7 @@ def run_benches(args: Any, root: Path | None = None) -> int:
             t0 = time.monotonic()
             proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True,
                                   preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c), timeout=3600,
-                                  env=dict(os.environ, PYTHONPATH=str(root)))
+                                  env=dict(os.environ, PYTHONPATH=str(root), OTPY_BENCH_RESULTS=str(out_dir)))
             elapsed = time.monotonic() - t0
             result_file = out_dir / f"{harness.stem}.json"
             entry: dict[str, Any] = {"returncode": proc.returncode, "seconds": round(elapsed, 1)}

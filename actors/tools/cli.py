@@ -261,7 +261,9 @@ def add_bench(sub: Subparsers) -> None:
     p.add_argument("--cores", default=None, help="comma-separated core counts, e.g. 1,2 (default 1..N)")
     p.add_argument("--quick", action="store_true", help="pass --quick to every harness (about 20 s each)")
     p.add_argument("--only", default=None, help="comma-separated harness names, e.g. messaging,restart")
-    p.add_argument("--out", default="bench/results", help="output folder (default bench/results)")
+    p.add_argument("--out", default=None,
+                   help="output folder (default bench/results, or bench/results/quick with --quick, so a quick "
+                        "run never overwrites a full run's results)")
     p.set_defaults(run=_run_bench)
 
 

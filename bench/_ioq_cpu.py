@@ -1,4 +1,4 @@
-"""Where an IOQ2 request's CPU goes, against bypass (issue 11's small-read gap).
+"""Where an IOQ2 request's CPU goes, against bypass (the small-read gap).
 
 Sets up `bench/ioq.py`'s bench (k cores, co-located files, ``fd_hash``)
 and alternates short runs of the small-read mix through IOQ2 and through

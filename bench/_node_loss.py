@@ -1,4 +1,4 @@
-"""How long until a lost node is known lost, and until a restarted one is back (issue 12).
+"""How long until a lost node is known lost, and until a restarted one is back.
 
 Node a lives in this process; node b is `tests/cluster/node_peer.py` in its
 own OS process on 127.0.0.1 with a real cluster key (CurveZMQ on).  Rows:

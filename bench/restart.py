@@ -23,7 +23,7 @@ announces itself from ``init`` with a cast to a probe actor in the host
 program, which hands the ref to the measuring thread through a queue: no
 polling, no sleep.  Logging is raised to CRITICAL so that formatting crash
 reports does not count (each crash is still turned into a ``Crash`` reason
-with its traceback).  Targets (issue 3): crash p50 < 2 ms; SIGKILL p50 < 5 ms
+with its traceback).  Targets: crash p50 < 2 ms; SIGKILL p50 < 5 ms
 and p99 < 25 ms.  Results go to stdout (table), ``bench/results/restart.json``
 and stderr (progress).
 """

@@ -30,6 +30,13 @@ __all__ = [
 Listener = Callable[[str, str, "str | None", bool], None]
 
 
+class _CaseSensitiveParser(configparser.ConfigParser):
+    """Keys are case sensitive, as in CouchDB (configparser lower-cases them)."""
+
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr
+
+
 class ConfigError(ValueError):
     """A configuration value could not be parsed; names section, key and value."""
 
@@ -65,8 +72,7 @@ class Config:
         return cfg
 
     def load_ini(self, path: str | os.PathLike[str]) -> None:
-        parser = configparser.ConfigParser(interpolation=None, strict=False)
-        parser.optionxform = str  # keys are case sensitive, as in CouchDB
+        parser = _CaseSensitiveParser(interpolation=None, strict=False)
         with open(path, encoding="utf-8") as fh:
             parser.read_file(fh, source=str(path))
         with self._lock:
@@ -162,8 +168,7 @@ class Config:
     def _write_back(self) -> None:
         if self._ini_path is None:
             return
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.optionxform = str
+        parser = _CaseSensitiveParser(interpolation=None)
         for section, values in self._sections.items():
             parser[section] = values
         tmp = f"{self._ini_path}.tmp"

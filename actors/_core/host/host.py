@@ -132,9 +132,9 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
             break
         op, boot = message
         if op == "unidle":
-            pid = idle.pop(boot, None)
-            if pid is not None:
-                _sched.restore(pid, normal)
+            spare = idle.pop(boot, None)
+            if spare is not None:
+                _sched.restore(spare, normal)
         elif op == "fork":
             pid = _fork_host(boot, [cmd_fd, *children])
             if boot.get("idle"):

@@ -152,8 +152,11 @@ class HostLogForwarder(logging.Handler):
             self._sock = None
 
     def close(self) -> None:
-        with self.lock:
+        self.acquire()  # logging.Handler's own lock, as emit() holds it
+        try:
             self._drop_socket()
+        finally:
+            self.release()
         super().close()
 
 

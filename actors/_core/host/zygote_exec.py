@@ -27,7 +27,9 @@ class ExecZygote:
     """The zygote process, with the part of ``multiprocess.Process`` the node uses."""
 
     def __init__(self, cmd_fd: int, rundir: str, sys_path: list[str]) -> None:
-        argv = [_mp_spawn.get_executable(), *subprocess._args_from_interpreter_flags(), "-c", _BOOT,
+        # subprocess's private helper is the one multiprocessing's spawn uses for the same job (-X, -W flags).
+        flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+        argv = [_mp_spawn.get_executable(), *flags, "-c", _BOOT,
                 str(cmd_fd), rundir, json.dumps(sys_path)]
         # The signal mask is inherited across exec: SIGINT/SIGTERM blocked by
         # the node meanwhile stay pending until zygote_main ignores them.

@@ -43,15 +43,16 @@ _RELAY = object()  # a node this host reaches through its node process, for good
 class _Direct:
     __slots__ = ("sock", "lock")
 
-    def __init__(self, sock: zmq.Socket) -> None:
-        self.sock: zmq.Socket | None = sock
+    def __init__(self, sock: zmq.Socket[bytes]) -> None:
+        self.sock: zmq.Socket[bytes] | None = sock
         self.lock = threading.Lock()
 
 
 class DirectLinks:
     """The direct connections of one host process, keyed by node id (``name@inc``)."""
 
-    def __init__(self, ctx: zmq.Context, node_id: str, proc: str, io_thread: threading.Thread | None = None,
+    def __init__(self, ctx: "zmq.Context[zmq.Socket[bytes]]", node_id: str, proc: str,
+                 io_thread: threading.Thread | None = None,
                  wait: float = 0.0) -> None:
         self._ctx = ctx
         #: A full connection holds back any sender but ``io_thread`` (which
@@ -96,7 +97,7 @@ class DirectLinks:
                 self.dropped += 1
         return True
 
-    def _send_when_room(self, node_id: str, sock: zmq.Socket, parts: list[bytes], wait: float) -> bool:
+    def _send_when_room(self, node_id: str, sock: zmq.Socket[bytes], parts: list[bytes], wait: float) -> bool:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and not self._closed and node_id in self._known:
             if sock.poll(50, zmq.POLLOUT):

@@ -49,7 +49,7 @@ class FrameError(ValueError):
     """A frame that is not one of ours."""
 
 
-class PlainData(list):
+class PlainData(list[Any]):
     """A list its sender vouches holds plain data only: str, bool, None,
     int in the 64-bit range, finite float, and lists and str-keyed dicts of
     those.  It travels as JSON without the check `encode_frame` would

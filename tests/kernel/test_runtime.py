@@ -83,7 +83,7 @@ def test_close_leaves_no_process_socket_or_thread():
     pids = {r.os_pid for r in refs}
     rundir = node.rundir
     assert glob.glob(os.path.join(rundir, "*.sock"))
-    zygote = node._zygote.pid
+    zygote = node._pool.zygote.pid
     node.close()
     for pid in pids | {zygote}:
         assert not _alive(pid), pid
@@ -125,7 +125,7 @@ def test_sigkill_of_host_program_leaves_nothing_behind(tmp_path):
         from tests.kernel.probes import Echo
         node = Node()
         refs = [node.spawn(Echo, host="own") for _ in range(2)]
-        print(node.rundir, node._zygote.pid, *[r.os_pid for r in refs], flush=True)
+        print(node.rundir, node._pool.zygote.pid, *[r.os_pid for r in refs], flush=True)
         sys.stdin.read()
         """
     ))

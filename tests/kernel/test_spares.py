@@ -47,16 +47,16 @@ def _spare_up(node: Node, timeout: float = 45.0) -> Any:
     """The first spare that is up, once the node has one.  Spares boot at
     SCHED_IDLE: on a machine kept busy by other work they may wait long for
     the CPU, hence the long bound (the test's own timeout is 60 s)."""
-    with node._hosts_changed:
-        assert node._hosts_changed.wait_for(
-            lambda: any(h.state == "up" for h in node._spares), timeout=timeout), "no spare came up"
-        return next(h for h in node._spares if h.state == "up")
+    with node._pool.changed:
+        assert node._pool.changed.wait_for(
+            lambda: any(h.state == "up" for h in node._pool.spares), timeout=timeout), "no spare came up"
+        return next(h for h in node._pool.spares if h.state == "up")
 
 
 def _taken(node: Node, proc: str, timeout: float = 20.0) -> None:
     """Until ``proc`` is no longer a spare but a placed host."""
-    with node._hosts_changed:
-        assert node._hosts_changed.wait_for(
+    with node._pool.changed:
+        assert node._pool.changed.wait_for(
             lambda: any(h["proc"] == proc for h in node.hosts()), timeout=timeout), f"{proc} never placed"
 
 
@@ -91,9 +91,9 @@ def test_a_spare_killed_while_up_is_not_used(node):
     node.spawn(Where, host="own")
     spare = _spare_up(node)
     os.kill(spare.pid, signal.SIGKILL)
-    with node._hosts_changed:
-        assert node._hosts_changed.wait_for(lambda: spare.state == "dead", timeout=20.0)
-    assert all(h is not spare for h in node._spares)
+    with node._pool.changed:
+        assert node._pool.changed.wait_for(lambda: spare.state == "dead", timeout=20.0)
+    assert all(h is not spare for h in node._pool.spares)
     ref = node.spawn(Where, host="own")
     assert ref.call("pid") == ref.os_pid != spare.pid
 
@@ -127,24 +127,24 @@ def test_a_spare_that_dies_while_a_spawn_is_forwarded_to_it_fails_that_spawn_cle
 
 def test_placements_faster_than_a_spare_boots_make_the_node_keep_two(node):
     node.spawn(Where, host="own")
-    assert node._spare_target == 1, "the first placement of all finds no spare: no reason for two"
+    assert node._pool.spare_target == 1, "the first placement of all finds no spare: no reason for two"
     first = _spare_up(node)
-    os.kill(node._zygote.pid, signal.SIGSTOP)  # no spare can be forked until it goes on
+    os.kill(node._pool.zygote.pid, signal.SIGSTOP)  # no spare can be forked until it goes on
     try:
         b = node.spawn(Where, host="own")
-        assert b.os_pid == first.pid and node._spare_target == 1
+        assert b.os_pid == first.pid and node._pool.spare_target == 1
         outcome: list[Any] = []
         spawner = threading.Thread(target=lambda: outcome.append(node.spawn(Where, host="own")))
         spawner.start()
-        with node._hosts_changed:
-            assert node._hosts_changed.wait_for(lambda: node._spare_target == 2, timeout=20.0)
+        with node._pool.changed:
+            assert node._pool.changed.wait_for(lambda: node._pool.spare_target == 2, timeout=20.0)
     finally:
-        os.kill(node._zygote.pid, signal.SIGCONT)
+        os.kill(node._pool.zygote.pid, signal.SIGCONT)
     spawner.join(20.0)
     assert outcome and outcome[0].call("pid") == outcome[0].os_pid
-    with node._hosts_changed:
-        assert node._hosts_changed.wait_for(
-            lambda: sum(h.state == "up" for h in node._spares) == 2, timeout=20.0), "the pool never held two"
+    with node._pool.changed:
+        assert node._pool.changed.wait_for(
+            lambda: sum(h.state == "up" for h in node._pool.spares) == 2, timeout=20.0), "the pool never held two"
 
 
 def test_a_spare_boots_at_idle_priority_and_its_placed_actor_runs_at_the_normal_one(node):
@@ -153,7 +153,7 @@ def test_a_spare_boots_at_idle_priority_and_its_placed_actor_runs_at_the_normal_
     nice = os.getpriority(os.PRIO_PROCESS, 0)
     # Where going back from SCHED_IDLE is not allowed (no CAP_SYS_NICE, RLIMIT_NICE 0),
     # spares boot at the normal priority instead.
-    idle = {(os.SCHED_IDLE, nice)} if node._idle_spares else _normal()
+    idle = {(os.SCHED_IDLE, nice)} if node._pool.idle_spares else _normal()
     assert _priorities(spare.pid) == idle, "every thread of a spare waits for an idle CPU"
     assert len(os.listdir(f"/proc/{spare.pid}/task")) > 1
     placed = node.spawn(Where, host="pool")
@@ -167,19 +167,19 @@ def test_a_spare_boots_at_idle_priority_and_its_placed_actor_runs_at_the_normal_
 def test_a_spare_taken_while_it_boots_gets_the_normal_priority_once_up(node):
     node.spawn(Where, host="own")
     first = _spare_up(node)
-    os.kill(node._zygote.pid, signal.SIGSTOP)  # the next spare is asked for but cannot boot yet
+    os.kill(node._pool.zygote.pid, signal.SIGSTOP)  # the next spare is asked for but cannot boot yet
     try:
         assert node.spawn(Where, host="own").os_pid == first.pid
-        with node._hosts_changed:
-            assert node._hosts_changed.wait_for(
-                lambda: any(h.state == "starting" for h in node._spares), timeout=20.0), "no spare asked for"
-            booting = next(h for h in node._spares if h.state == "starting")
+        with node._pool.changed:
+            assert node._pool.changed.wait_for(
+                lambda: any(h.state == "starting" for h in node._pool.spares), timeout=20.0), "no spare asked for"
+            booting = next(h for h in node._pool.spares if h.state == "starting")
         outcome: list[Any] = []
         spawner = threading.Thread(target=lambda: outcome.append(node.spawn(Where, host="own")))
         spawner.start()
         _taken(node, booting.proc)
     finally:
-        os.kill(node._zygote.pid, signal.SIGCONT)
+        os.kill(node._pool.zygote.pid, signal.SIGCONT)
     spawner.join(20.0)
     assert outcome and outcome[0].os_pid == booting.pid, "the placement did not wait for the booting spare"
     assert outcome[0].call("priority") == _normal()

@@ -7,24 +7,18 @@ import json
 import logging
 import os
 import shutil
-import signal
-import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 import cloudpickle
-import multiprocess
 
 from actors._core.node import lifecycle as _lifecycle
-from actors._core.host import sched as _sched
 from actors._core.wire.codec import FrameError, decode_frame, frame_kind, requalify
 from actors._core.base import config as _config
 from actors._core.base import stats as _stats
-from actors._core.host.host import write_message, zygote_main
-from actors._core.host.zygote_exec import ExecZygote
+from actors._core.host.pool import HostPool
 from actors._core.host.logs import LogListener
 from actors._core.runtime.mailbox import mailbox_limit
 from actors._core.node.membership import SILENCE, Membership, PeerInfo, RateLimit, yields
@@ -36,7 +30,7 @@ from actors._core.net.tick import DEFAULT_NET_TICKTIME
 from actors._core.wire.ref import ActorRef, qualify
 from actors._core.runtime.registry import Registry
 from actors._core.net.seeds import ATTEMPT_TIMEOUT, SeedDialer
-from actors._core.runtime.runtime import DEFER, EXIT_KILL, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
+from actors._core.runtime.runtime import EXIT_KILL, K_REPLY, K_REPLY_EXIT, K_SYS, Runtime, Timer, runtime_for
 from actors._core.transport.transport import owner_of
 from actors._core.cell.spawn import AlreadyRegistered, SpawnError
 from actors._core.cell.spawn import install as _install_spawn
@@ -46,46 +40,20 @@ from actors._core.node.interrupt import held
 from actors._core.metrics.server import DEFAULT_BIND as _METRICS_BIND
 from actors._core.metrics.server import MetricsServer
 
-__all__ = ["HostInfo", "Monitor", "Node", "NodeMonitor"]
+__all__ = ["Monitor", "Node", "NodeMonitor"]
 
 log = logging.getLogger("actors.node")
 #: How long `Node()` waits for its seeds' first connection attempts.
 SEED_WAIT = ATTEMPT_TIMEOUT + 0.5
 _node_counter = itertools.count(1)
-_HOST_START_TIMEOUT = 20.0
 #: ``connect_all``: how many nodes one peer's list may name (the rest are ignored), and
 #: how long a connection to one of them may take to be welcomed.
 _MAX_SHARED_NODES = 1000
 _SHARED_CONNECT_TIMEOUT = 10.0
-_HALTED_GRACE = 0.25
-_SPARE_AFTER_START = 0.005  # (spares that boot at SCHED_IDLE: at once, Node._refill_later)
-_SPARE_DELAY = 0.2  # the latest a spare is forked after the last one was used
-_MAX_SPARES = 2  # warm spares kept once restarts come faster than one spare boots
 #: The share of ``net_ticktime`` the link's thread waits, at most, for room
 #: in a full pipe to one of this node's hosts before it drops and counts:
 #: that thread also sends the ticks, which must leave in time.
 LINK_SEND_WAIT_SHARE = 0.25
-
-
-@dataclass
-class HostInfo:
-    """A host process as the node sees it."""
-
-    proc: str
-    label: str | None
-    cpus: list[int] | None
-    own: bool
-    pid: int | None = None
-    state: str = "starting"  # starting, up, dead
-    pidfd: int | None = None
-    started_at: float = field(default_factory=time.monotonic)
-    queued: list[Any] = field(default_factory=list)
-    halting: bool = False
-    idle: bool = False  # booted at SCHED_IDLE and not yet put back (actors._core.host.sched)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"proc": self.proc, "label": self.label, "cpus": self.cpus, "own": self.own,
-                "pid": self.pid, "state": self.state}
 
 
 class NodeMonitor:
@@ -179,27 +147,18 @@ class Node:
         self._close_lock = threading.Lock()
         # Run first by close(), newest first: what was started beside its actors (`on_close`).
         self._on_close: list[Callable[[], None]] = []
-        self._hosts: dict[str, HostInfo] = {}
-        self._spares: list[HostInfo] = []  # warm spare hosts, oldest first
-        self._spare_target = 1  # raised to _MAX_SPARES when a placement found no spare up
-        self._spares_forked = 0
-        self._shared: dict[str, str] = {}
-        self._forwarded: dict[tuple[str, int], str] = {}
-        self._host_counter = itertools.count(1)
         self._top: list[ActorRef] = []
-        self._hosts_changed = threading.Condition()
-        self._normal_priority = _sched.current()  # the zygote's, so every host's
         with _lifecycle.stop_signals_blocked():
-            self._start_zygote()
+            self._pool = HostPool(self.id, self.rundir, self.config)  # forks the zygote
         try:
             self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
-            self._idle_spares = _sched.idle_reversible(self._normal_priority)  # a thread: after the zygote too
+            self._pool.probe_idle()  # a thread: after the zygote too
             self._rt = Runtime(self.id, self.rundir, "n")
             self._rt.registry = Registry()
             _install_spawn(self._rt)
             self._install_handlers()
             self._previous_config = _config.set_current(self.config)
-            self._config_listener = self.config.listen(self._broadcast_config)
+            self._config_listener = self.config.listen(self._pool.broadcast_config)
             self._rt.start()
         except BaseException:
             self._abandon_start()
@@ -521,13 +480,12 @@ class Node:
 
     def hosts(self) -> list[dict[str, Any]]:
         """Host processes in use (the warm spare is not listed)."""
-        spares = {h.proc for h in list(self._spares)}
-        return [h.to_dict() for h in list(self._hosts.values()) if h.proc not in spares]
+        return [h.to_dict() for h in self._pool.in_use()]
 
     def actors(self, timeout: float = 2.0) -> list[dict[str, Any]]:
         """Every live actor of the node, with its process, pid and mailbox depth."""
         result = list(self._rt.info())
-        for host in list(self._hosts.values()):
+        for host in list(self._pool.hosts.values()):
             if host.state != "up":
                 continue
             try:
@@ -546,7 +504,7 @@ class Node:
     def stats(self, timeout: float = 2.0) -> dict[str, Any]:
         """Counters, gauges and histograms merged over every process of the node."""
         snaps = [_stats.current().snapshot()]
-        for host in list(self._hosts.values()):
+        for host in list(self._pool.hosts.values()):
             if host.state == "up":
                 try:
                     snaps.append(self._rt.sys_request(host.proc, "stats", (), timeout=timeout))
@@ -561,8 +519,7 @@ class Node:
         per-class call, cast and exit counts), or None when it did not answer
         within ``timeout``.  `stats` is their sum; this keeps them apart.  The
         hosts are asked all at once, so one slow host costs ``timeout``, not one per host."""
-        spares = {h.proc for h in list(self._spares)}
-        hosts = [h for h in list(self._hosts.values()) if h.state == "up" and h.proc not in spares]
+        hosts = [h for h in self._pool.in_use() if h.state == "up"]
         answers: dict[str, Any] = {}
         arrived = threading.Condition()
 
@@ -597,28 +554,11 @@ class Node:
         self._check_open()
         self._on_close.append(callback)
 
-    # -- host processes (all on the I/O thread) --------------------------------------
-
-    def _start_zygote(self) -> None:
-        """Fork the zygote from this process while it runs no other thread; else exec a fresh one
-        (`actors._core.host.zygote_exec`)."""
-        read_fd, write_fd = os.pipe()
-        self._zygote_fd = write_fd
-        try:
-            if threading.active_count() == 1:
-                ctx = multiprocess.get_context("fork")
-                self._zygote = ctx.Process(target=zygote_main, args=(read_fd, [write_fd], self.rundir, list(sys.path)),
-                                           name="actors-zygote", daemon=False)
-                self._zygote.start()
-            else:
-                self._zygote = ExecZygote(read_fd, self.rundir, list(sys.path))
-        finally:
-            os.close(read_fd)
-
     def _abandon_start(self) -> None:
         """Undo a start that failed after the zygote: a zygote left waiting for its
         command pipe would hold the program at exit (and keep the runtime directory)."""
         self._closed = True
+        self._pool.closed = True
         started: list[Callable[[], None]] = []  # what the start got to
         if hasattr(self, "_rt"):
             started.append(self._rt.shutdown)
@@ -633,30 +573,14 @@ class Node:
             self.config.unlisten(self._config_listener)
         if hasattr(self, "_previous_config"):
             _config.set_current(self._previous_config)
-        self._end_zygote()
+        self._pool.zygote.end()
         shutil.rmtree(self.rundir, ignore_errors=True)
-
-    def _end_zygote(self) -> None:
-        """Close its command pipe (on EOF it kills its hosts, removes the runtime directory
-        and exits); kill it if it has not gone within 5 s."""
-        try:
-            os.close(self._zygote_fd)
-        except OSError:
-            pass
-        self._zygote.join(5.0)
-        if self._zygote.is_alive():
-            self._zygote.kill()
-            self._zygote.join(2.0)
 
     def _install_handlers(self) -> None:
         rt = self._rt
         rt.register_sys("register", lambda src, name, ref: rt.registry.register(name, ref))
         rt.register_sys("unregister", lambda src, name, ref: rt.registry.unregister(name, ref))
         rt.register_sys("whereis", lambda src, name: rt.registry.whereis(name))
-        rt.register_sys("spawn", self._on_spawn)
-        rt.register_sys("spawn_done", self._on_spawn_done)
-        rt.register_sys("host_up", self._on_host_up)
-        rt.register_sys("halting", self._on_halting)
         rt.register_sys("config_set", lambda src, s, k, v: self._config_set(s, k, v))
         rt.register_sys("hosts", lambda src: self.hosts())
         rt.register_sys("actors", lambda src: self.actors(), threaded=True)
@@ -675,6 +599,7 @@ class Node:
         rt.register_sys("monitor_nodes", lambda src, ref, flag: self._node_events.subscribe(ref, flag),
                         threaded=True)
         rt.register_sys("peer_proc_down", self._on_peer_proc_down)
+        self._pool.serve(rt, on_up=self._host_up, on_gone=self._host_gone)
 
     # -- distribution (link callbacks run on the link's I/O thread) -------------------
 
@@ -752,7 +677,7 @@ class Node:
         Told again for a process already known gone here: a frame dropped in
         `_relay` may come from a host that started after the loss and so
         does not know yet (its proc_down is idempotent)."""
-        for host in list(self._hosts.values()):
+        for host in list(self._pool.hosts.values()):
             if host.state == "up":
                 self._rt.sys_send(host.proc, "proc_down", (proc, reason))
         self._rt.proc_down(proc, reason)
@@ -795,7 +720,7 @@ class Node:
             else:
                 self._rt.send_frame(dest, frame, self._link_send_wait)
             return
-        host = self._hosts.get(owner)
+        host = self._pool.hosts.get(owner)
         if host is not None and host.state != "dead":
             self._rt.send_frame(dest, frame, self._link_send_wait)
             return
@@ -847,8 +772,17 @@ class Node:
                 self._rt.sys_send(proc, "net_peer", (node_id, address, key.public.decode() if key else None,
                                                      key.secret.decode() if key else None))
 
+    def _host_up(self, proc: str) -> None:
+        """A host of this node is up: it may reach every connected node on a connection of its own."""
+        self._tell_net_peers(proc, dict(self._peer_ids))
+
+    def _host_gone(self, proc: str, reason: Any) -> None:
+        """A host of this node died: other nodes may point into it too."""
+        for node_id in list(self._peer_ids.values()):
+            self._rt.sys_send(qualify(node_id, self._rt.node_proc), "peer_proc_down", (proc, reason))
+
     def _net_up(self, peer: str, incarnation: int) -> None:
-        for host in [h for h in list(self._hosts.values()) if h.state == "up"]:
+        for host in [h for h in list(self._pool.hosts.values()) if h.state == "up"]:
             self._tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
         address = self._net.address_of(peer) if self._net is not None else None
         with self._watch_lock:
@@ -962,7 +896,7 @@ class Node:
                                   f"reachable)")
 
         def down() -> None:
-            for host in list(self._hosts.values()):
+            for host in list(self._pool.hosts.values()):
                 if host.state == "up":
                     self._rt.sys_send(host.proc, "node_down", (node_id, "noconnection"))
             self._rt.node_down(node_id, "noconnection")
@@ -977,262 +911,6 @@ class Node:
             self.config.delete(section, key)
         else:
             self.config.set(section, key, value)
-
-    def _on_spawn(self, src: str, host: str, cpus: list[int] | None, payload: bytes, _ref: int) -> Any:
-        if self._closed:
-            self._rt.reply_sys(src, _ref, True, ("error", "node_closing"))
-            return DEFER
-        if host == "own":
-            record = self._new_host(None, cpus, own=True)
-        else:
-            proc = self._shared.get(host)
-            record = self._hosts.get(proc) if proc else None
-            if record is None or record.state == "dead":
-                record = self._new_host(host, cpus, own=False)
-                self._shared[host] = record.proc
-            elif cpus is not None and record.cpus != cpus:
-                self._rt.reply_sys(src, _ref, True, ("error", ("host_cpus_mismatch", host, record.cpus)))
-                return DEFER
-
-        def forward() -> None:
-            self._forwarded[(src, _ref)] = record.proc
-            self._rt.sys_send(record.proc, "spawn_here", (src, _ref, payload))
-
-        if record.state == "up":
-            forward()
-        else:
-            record.queued.append((src, _ref, forward))
-        return DEFER
-
-    def _on_spawn_done(self, src: str, orig_src: str, orig_ref: int) -> None:
-        self._forwarded.pop((orig_src, orig_ref), None)
-        # Not at once either: the spawner's first call to the new actor
-        # follows its spawn reply, and a fork now would compete with it.
-        self._refill_later(_SPARE_AFTER_START)
-
-    def _new_host(self, label: str | None, cpus: list[int] | None, own: bool) -> HostInfo:
-        """A host for a placement: a warm spare when there is one, else a fresh fork.
-
-        Keeping a spare forked in advance takes the fork and the host's boot
-        (ZeroMQ context, bind, I/O thread, the first actor's thread) off the
-        path of a restart.  The spare is told its role (exit when empty or
-        not) and its CPUs just before the first spawn, on the same channel,
-        so the order holds.  When a placement finds no spare up (restarts
-        come faster than a spare boots), the node keeps two from then on.
-        """
-        spare = self._take_spare()
-        if (spare is None and self._spares_forked) or (spare is not None and spare.state != "up"):
-            self._spare_target = _MAX_SPARES  # (the first placement of all finds none: no news)
-        if spare is not None:
-            spare.label, spare.cpus, spare.own = label, cpus, own
-            self._unidle(spare)
-            spare.started_at = time.monotonic()  # from now, a placement waits on it (_host_timeout)
-            spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(
-                spare.proc, "configure", (own, cpus))))
-            if spare.state == "up":
-                first = spare.queued.pop(0)
-                first[2]()
-            record = spare
-        else:
-            record = self._fork_host(label, cpus, own)
-        # The next spare is forked once the actor just placed has started
-        # (its host says ``spawn_done``), not now: on a small machine the
-        # fork and the new host's boot would compete for the CPU with that
-        # start, which is what a restart waits on.  This timer is the latest.
-        # (Spares that boot at SCHED_IDLE compete with nothing: forked now.)
-        self._refill_later(_SPARE_DELAY)
-        with self._hosts_changed:
-            self._hosts_changed.notify_all()
-        return record
-
-    def _take_spare(self) -> HostInfo | None:
-        """The spare that is up (else the one furthest in its boot), out of the pool."""
-        live = [h for h in self._spares if h.state != "dead"]
-        if not live:
-            self._spares = []
-            return None
-        spare = next((h for h in live if h.state == "up"), live[0])
-        self._spares = [h for h in live if h is not spare]
-        return spare
-
-    def _refill_later(self, delay: float) -> None:
-        """Top the pool of spares up after ``delay``, or at once when spares boot at SCHED_IDLE.
-
-        A spare booting at normal priority would take the CPU from the
-        restart under way; one at SCHED_IDLE only takes what nothing else
-        wants, so it may as well start now and be up sooner.
-        """
-        self._rt.call_later(0.0 if self._idle_spares else delay, self._fork_spare)
-
-    def _fork_spare(self) -> None:
-        """Top the pool of spares up by one (those still booting count)."""
-        self._spares = [h for h in self._spares if h.state != "dead"]
-        if self._closed or len(self._spares) >= self._spare_target:
-            return
-        self._spares_forked += 1
-        spare = self._fork_host(None, None, False, idle=self._idle_spares)
-        spare.label = "(spare)"
-        self._spares.append(spare)
-        with self._hosts_changed:
-            self._hosts_changed.notify_all()
-
-    def _unidle(self, record: HostInfo) -> None:
-        """Every thread of a spare that booted at SCHED_IDLE back to the normal priority.
-
-        Done by the node, before the spare is told anything: a thread at
-        SCHED_IDLE could wait long for the CPU on a busy machine.  A spare
-        taken while it boots is put back by the zygote (the node does not
-        know its pid yet), and once more by the node when it says it is up,
-        for a thread it started meanwhile from a thread still at SCHED_IDLE.
-        """
-        if not record.idle:
-            return
-        if record.pid is None:
-            try:
-                write_message(self._zygote_fd, ("unidle", record.proc))
-            except OSError:
-                pass  # the zygote is gone: so is the spare
-            return
-        _sched.restore(record.pid, self._normal_priority)
-        record.idle = False
-
-    def _fork_host(self, label: str | None, cpus: list[int] | None, own: bool, idle: bool = False) -> HostInfo:
-        proc = f"h{next(self._host_counter)}"
-        record = HostInfo(proc, label, cpus, own, idle=idle)
-        self._hosts[proc] = record
-        boot = {
-            "proc": proc,
-            "node_id": self.id,
-            "rundir": self.rundir,
-            "node_proc": self._rt.proc,
-            "cpus": cpus,
-            "config": self.config.to_dict(),
-            "exit_when_empty": own,
-            "idle": idle,
-            "zygote_pid": self._zygote.pid,
-            "log_level": logging.getLogger().getEffectiveLevel(),
-        }
-        try:
-            write_message(self._zygote_fd, ("fork", boot))
-        except OSError as exc:
-            log.error("cannot reach the zygote to start host %s: %s", proc, exc)
-        self._rt.call_later(_HOST_START_TIMEOUT, lambda: self._host_timeout(proc))
-        return record
-
-    def _host_timeout(self, proc: str) -> None:
-        record = self._hosts.get(proc)
-        if record is None or record.state != "starting":
-            return
-        # An unused spare at SCHED_IDLE is not late, only patient (a busy
-        # machine lends it little CPU); a spare taken while it boots has the
-        # whole timeout from its placement.
-        if record.idle and any(h is record for h in self._spares):
-            left = _HOST_START_TIMEOUT
-        else:
-            left = record.started_at + _HOST_START_TIMEOUT - time.monotonic()
-        if left > 0:
-            self._rt.call_later(left, lambda: self._host_timeout(proc))
-            return
-        log.error("host %s did not start within %s s", proc, _HOST_START_TIMEOUT)
-        record.state = "dead"
-        for src, ref, _fwd in record.queued:
-            if src is not None:
-                self._rt.reply_sys(src, ref, True, ("error", "host_start_timeout"))
-        record.queued.clear()
-
-    def _on_host_up(self, src: str, proc: str, pid: int) -> None:
-        record = self._hosts.get(proc)
-        if record is None or record.state != "starting":
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-            return
-        record.pid = pid
-        record.state = "up"
-        # Connect both ways now, off the path of the first spawn and call:
-        # this process to the host, the host to this process's reply channels.
-        self._rt.connect_peer(proc)
-        # First, what died before this host was up: the deaths it was not told
-        # of (told only to hosts up then).  Without it a ref into a dead
-        # process, passed to an actor here later (an IOQ server given a file
-        # of a SIGKILLed host), is sent to a socket nobody reads: a monitor
-        # waits out its timeout instead of getting noproc.  Before any spawn
-        # here, on the same channel, so no actor of this host can miss it.
-        gone = list(self._rt.dead_procs.items())
-        if gone:
-            self._rt.sys_send(proc, "procs_down", (gone,))
-        self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
-        self._tell_net_peers(proc, dict(self._peer_ids))
-        try:
-            record.pidfd = os.pidfd_open(pid)
-            self._rt.watch_fd(record.pidfd, lambda fd, p=proc: self._on_host_exit(p))
-        except OSError:  # it died already
-            self._on_host_exit(proc)
-            return
-        spare = any(h is record for h in self._spares)
-        if not spare:  # a spare taken while it booted
-            self._unidle(record)
-        queued, record.queued = record.queued, []
-        for _src, _ref, forward in queued:
-            forward()
-        if spare:
-            self._refill_later(_SPARE_AFTER_START)  # the pool may want another
-        with self._hosts_changed:
-            self._hosts_changed.notify_all()
-
-    def _on_halting(self, src: str, proc: str) -> None:
-        record = self._hosts.get(proc)
-        if record is not None:
-            record.halting = True
-
-    def _on_host_exit(self, proc: str) -> None:
-        record = self._hosts.get(proc)
-        if record is None or record.state == "dead":
-            return
-        record.state = "dead"
-        self._spares = [h for h in self._spares if h is not record]
-        if record.pidfd is not None:
-            self._rt.unwatch_fd(record.pidfd)
-            fd, record.pidfd = record.pidfd, None
-            self._rt.call_soon(lambda: os.close(fd))
-        if record.label and self._shared.get(record.label) == proc:
-            del self._shared[record.label]
-        # A host that halted on its own had no live actor left: anything still
-        # pointing into it was pointing at the dead, which is ``noproc``.
-        reason = "noproc" if record.halting else ("noconnection" if self._closed else "killed")
-        if not record.halting and not self._closed:
-            log.error("host process %s (pid %s) died: actors there exit with %r", proc, record.pid, reason)
-        self._rt.registry.drop_proc(proc)
-        for key, where in list(self._forwarded.items()):
-            if where == proc:
-                del self._forwarded[key]
-                self._rt.reply_sys(key[0], key[1], True, ("error", reason))
-        def broadcast() -> None:
-            for other in self._hosts.values():
-                if other.state == "up":
-                    self._rt.sys_send(other.proc, "proc_down", (proc, reason))
-            self._rt.proc_down(proc, reason)
-            for node_id in list(self._peer_ids.values()):  # other nodes may point into it too
-                self._rt.sys_send(qualify(node_id, self._rt.node_proc), "peer_proc_down", (proc, reason))
-
-        if record.halting and not self._closed:
-            # Every actor of a host that halted by itself has already sent its
-            # own DOWNs, exit signals and call failures, with their true
-            # reasons, on direct paths; let those land before the node speaks
-            # for whatever got no answer.
-            self._rt.call_later(_HALTED_GRACE, broadcast)
-        else:
-            broadcast()
-        if not self._closed:
-            self._hosts = {p: h for p, h in self._hosts.items() if h.state != "dead" or p == proc}
-        with self._hosts_changed:
-            self._hosts_changed.notify_all()
-
-    def _broadcast_config(self, section: str, key: str, value: str | None, persist: bool) -> None:
-        for host in list(self._hosts.values()):
-            if host.state == "up":
-                self._rt.sys_send(host.proc, "config", (section, key, value))
 
     def _write_node_file(self) -> None:
         info = {"node_id": self.id, "pid": os.getpid(), "proc": self._rt.proc, "rundir": self.rundir}
@@ -1265,30 +943,17 @@ class Node:
             for ref in reversed(self._top):
                 self._stop_quietly(ref, max(0.5, min(5.0, deadline - time.monotonic())))
             self._closed = True
+            self._pool.closed = True
             if self._net is not None:
                 self._rt.relay = None
                 self._net.close()
             if self._seeds is not None:
                 self._seeds.close()  # the link is closed: an attempt under way has failed
             self.config.unlisten(self._config_listener)
-            for record in list(self._hosts.values()):
-                if record.state != "dead":
-                    self._rt.sys_send(record.proc, "halt", ())
-            with self._hosts_changed:
-                self._hosts_changed.wait_for(
-                    lambda: all(h.state != "starting" and h.state != "up" for h in self._hosts.values())
-                    or time.monotonic() > deadline,
-                    timeout=max(0.1, min(3.0, deadline - time.monotonic())),
-                )
-            for record in list(self._hosts.values()):
-                if record.state != "dead" and record.pid:
-                    try:
-                        os.kill(record.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+            self._pool.halt(deadline)
             for cell in list(self._rt.cells.values()):
                 cell.die("shutdown")
-            self._end_zygote()
+            self._pool.zygote.end()
             self._log_listener.close()  # hosts are gone: re-emit what they sent, then stop
             self._rt.shutdown()
             _config.set_current(self._previous_config)

@@ -30,12 +30,12 @@ def test_a_node_with_connect_all_off_connects_only_where_it_is_told(key, peer_b,
     assert peer_b.ask(f"connect {peer_c.address}", "CONNECTED") == "c"
     config = {"cluster": {"connect_all": "false"}}
     with Node(config, name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as node:
-        assert node._net is not None
+        assert node._dist.net is not None
         assert node.connect(peer_b.address) == "b"
         # b sent its list (c) on connecting, before anything else it sends a:
         # once b has answered a request, a has had the list and let it be.
         assert node.whereis("nobody", node="b") is None
-        assert node._net.stats().get("connects_soon", 0) == 0, "a dialed a node it was not told to"
+        assert node._dist.net.stats().get("connects_soon", 0) == 0, "a dialed a node it was not told to"
         assert node.nodes() == ["b"]
         assert peer_c.ask("nodes", "NODES") == "b"
 
@@ -44,9 +44,9 @@ def test_a_peers_list_is_acted_on_for_at_most_1000_entries(node_a, monkeypatch):
     """A list of 1,500 nodes (a peer gone wrong, or a hostile one) makes the
     node dial only the first 1,000: one message cannot make it open an
     unbounded number of connections.  The dials are recorded, not made."""
-    assert node_a._net is not None
+    assert node_a._dist.net is not None
     dialed = []
-    monkeypatch.setattr(node_a._net, "connect_soon",
+    monkeypatch.setattr(node_a._dist.net, "connect_soon",
                         lambda address, expect, timeout=10.0: dialed.append((expect, address)))
     known = [[f"n{i:04d}", f"tcp://127.0.0.1:{20000 + i}"] for i in range(1500)]
     rt = node_a._rt

@@ -105,12 +105,12 @@ def test_a_host_reaches_another_node_without_its_node_process(node_a: Node, peer
     node_a.connect(peer_b.address)
     there = node_a.spawn(Worker, "b", node="b", host="own")
     here = node_a.spawn(Forwarder, host="own")
-    assert node_a._net is not None
-    before = node_a._net.stats().get("frames_out", 0)
+    assert node_a._dist.net is not None
+    before = node_a._dist.net.stats().get("frames_out", 0)
     for i in range(20):
         assert here.call(("call", there, ("echo", i))) == i
     assert here.call(("casts", there, 300)) == [("cast", i) for i in range(300)]  # order per pair
-    assert node_a._net.stats().get("frames_out", 0) == before  # none went through node a's link
+    assert node_a._dist.net.stats().get("frames_out", 0) == before  # none went through node a's link
 
 
 def test_a_reply_then_an_exit_reach_a_host_in_that_order(node_a: Node, peer_b: NodeProcess) -> None:

@@ -204,8 +204,8 @@ def test_a_cut_link_leaves_no_node_with_two_holders(node_a: Node, key: str) -> N
         mc = node_a.spawn(Member, "c", node="c")
         assert mb.call(("register", "x")) is True
         down = node_a.monitor_node("b")
-        assert node_a._net is not None
-        node_a._net.disconnect("b")  # the cut: a and b each see the other down
+        assert node_a._dist.net is not None
+        node_a._dist.net.disconnect("b")  # the cut: a and b each see the other down
         assert down.wait(10.0) == ("nodedown", "b")
         poll_until(lambda: gn.whereis("x") is None, "a's copy freeing b's holder")
         assert answers(mc, "x") == mb  # c still sees b and its holder

@@ -41,11 +41,11 @@ def test_nodeup_and_nodedown_in_order(node_a: Node, key: str) -> None:
 
 def test_a_dead_subscriber_is_forgotten_and_a_ref_is_required(node_a: Node) -> None:
     w = node_a.spawn(NodesWatcher)
-    assert node_a._node_events.subscribers() == [w]
-    watch = node_a._node_events._subs[w]
+    assert node_a._dist.events.subscribers() == [w]
+    watch = node_a._dist.events._subs[w]
     node_a.stop(w)
     watch.wait(5.0)  # the node's own watch on its subscriber saw it die
-    assert node_a._node_events.subscribers() == []
+    assert node_a._dist.events.subscribers() == []
     with pytest.raises(TypeError):
         node_a.monitor_nodes("not a ref")  # type: ignore[arg-type]
 

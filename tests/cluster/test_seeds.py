@@ -130,10 +130,10 @@ def test_a_node_listing_itself_as_a_seed_drops_that_seed() -> None:
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     with Node(name="self", listen=address, seeds=[address]) as node:
-        assert node._seeds is not None
-        assert node._seeds.wait_first_round(5.0)
-        node._seeds.close()  # returns at once: the dialer for its own address has ended
-        assert all(not t.is_alive() for t in node._seeds._threads)
+        assert node._dist.seeds is not None
+        assert node._dist.seeds.wait_first_round(5.0)
+        node._dist.seeds.close()  # returns at once: the dialer for its own address has ended
+        assert all(not t.is_alive() for t in node._dist.seeds._threads)
         assert node.nodes() == []
 
 

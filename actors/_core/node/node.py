@@ -1,43 +1,50 @@
-"""The node: the handle a host program holds on the whole actor system."""
+"""The node: the handle a host program holds on the whole actor system.
+
+`Node` starts the node's parts, in the order they depend on each other, hands
+the program its actors, and closes the parts in the reverse order.  The
+parts do the work: the host processes (`actors._core.host.pool`), the
+runtime directory (`actors._core.node.rundir`), the other nodes
+(`actors._core.node.distribution`; `Node`'s methods about them are in
+`actors._core.node.other_nodes`), what the processes hold
+(`actors._core.node.introspect`), its settings (`actors._core.node.options`).
+"""
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from actors._core.node import lifecycle as _lifecycle
 from actors._core.base import config as _config
-from actors._core.base import stats as _stats
-from actors._core.host.pool import HostPool
+from actors._core.cell.spawn import install as _install_spawn
+from actors._core.cell.spawn import spawn
 from actors._core.host.logs import LogListener
-from actors._core.runtime.mailbox import mailbox_limit
-from actors._core.runtime.monitor import Monitor
+from actors._core.host.pool import HostPool
+from actors._core.metrics.server import MetricsServer
+from actors._core.node import introspect as _introspect
+from actors._core.node import lifecycle as _lifecycle
+from actors._core.node import rundir as _rundir
 from actors._core.node.distribution import Distribution
+from actors._core.node.interrupt import held
+from actors._core.node.options import new_identity, read_options
 from actors._core.node.other_nodes import OtherNodes
 from actors._core.node.peers import Peers
 from actors._core.node.remote import Remote
-from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered
-from actors._core.wire.ref import ActorRef
+from actors._core.runtime.mailbox import mailbox_limit
+from actors._core.runtime.monitor import Monitor
 from actors._core.runtime.registry import Registry
 from actors._core.runtime.runtime import EXIT_KILL, Runtime, Timer, runtime_for
-from actors._core.cell.spawn import install as _install_spawn
-from actors._core.cell.spawn import spawn
-from actors._core.net.settings import ClusterSettings, parse_seeds
-from actors._core.node.interrupt import held
-from actors._core.metrics.server import DEFAULT_BIND as _METRICS_BIND
-from actors._core.metrics.server import MetricsServer
+from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered
+from actors._core.wire.ref import ActorRef
 
 __all__ = ["Node"]
 
 log = logging.getLogger("actors.node")
-_node_counter = itertools.count(1)
+
+
 class Node(OtherNodes):
     """An actor system spanning this process and the host processes it starts.
 
@@ -60,49 +67,23 @@ class Node(OtherNodes):
         metrics: int | None = None,
         metrics_bind: str | None = None,
     ) -> None:
-        self.config = _as_config(config)
-        # ``metrics=`` / ``metrics_bind=`` override ``[metrics] port`` / ``bind`` (docs/metrics.md).
-        metrics_port = metrics if metrics is not None else _metrics_port(self.config)
-        metrics_bind = metrics_bind or self.config.get("metrics", "bind") or _METRICS_BIND
+        options = read_options(config, name=name, listen=listen, cluster_key=cluster_key, seeds=seeds,
+                               net_ticktime=net_ticktime, connect_all=connect_all, metrics=metrics,
+                               metrics_bind=metrics_bind)
+        self.config, cluster = options.config, options.cluster
         #: The ``/metrics`` endpoint's bound ``(host, port)``; None when the node serves no metrics.
         self.metrics_address: tuple[str, int] | None = None
         #: The running `actors.metrics.MetricsServer` (``.url``), or None.
         self.metrics_server: MetricsServer | None = None
-        # Each keyword given overrides its own ``[cluster]`` key, whichever
-        # of them came from the config (``net_ticktime=`` on an ini node too).
-        given: dict[str, Any] = {
-            "name": name, "listen": listen,
-            "cluster_key": os.fspath(cluster_key) if cluster_key is not None else None,
-            "seeds": parse_seeds(seeds) or None, "net_ticktime": net_ticktime, "connect_all": connect_all,
-        }
-        cluster = ClusterSettings.from_config(
-            self.config, **{key: value for key, value in given.items() if value is not None})
         #: This node's name in its cluster; None for a node that is not distributed.
         self.name = cluster.name
         #: The bound ``tcp://HOST:PORT`` other nodes connect to (None when not distributed).
         self.address: str | None = None
         key = cluster.load_key()  # before anything starts: an unsafe key file refuses the node
-        incarnation = int.from_bytes(os.urandom(8), "big") >> 1
-        if cluster.name is not None:
-            # A distributed node's id names it and its incarnation: refs to the
-            # actors of a previous incarnation never reach the next one.
-            self.id = f"{cluster.name}@{incarnation:x}"
-        else:
-            self.id = f"{os.getpid()}-{next(_node_counter)}-{os.urandom(3).hex()}"
-        if rundir is None:
-            _lifecycle.sweep_stale()
-        else:
-            _check_rundir(rundir)
+        incarnation, self.id = new_identity(cluster.name)
+        _rundir.prepare(rundir)
         _lifecycle.install_sigterm()
-        self.rundir = rundir or tempfile.mkdtemp(prefix=_lifecycle.RUNDIR_PREFIX)
-        if rundir is None:
-            try:
-                _check_rundir(self.rundir)
-            except ValueError:
-                os.rmdir(self.rundir)
-                raise
-        os.makedirs(self.rundir, mode=0o700, exist_ok=True)
-        os.chmod(self.rundir, 0o700)
+        self.rundir = _rundir.create(rundir)
         self._closed = False
         self._close_lock = threading.Lock()
         # Run first by close(), newest first: what was started beside its actors (`on_close`).
@@ -133,11 +114,11 @@ class Node(OtherNodes):
             except BaseException:
                 self.close()
                 raise
-        self._write_node_file()
+        _rundir.write_node_file(self.rundir, self.id, self._rt.proc)
         _lifecycle.track(self)
-        if metrics_port is not None:
+        if options.metrics_port is not None:
             try:
-                self.metrics_server = MetricsServer(self, port=metrics_port, bind=metrics_bind)
+                self.metrics_server = MetricsServer(self, port=options.metrics_port, bind=options.metrics_bind)
             except BaseException:
                 self.close()
                 raise
@@ -305,33 +286,11 @@ class Node(OtherNodes):
 
     def actors(self, timeout: float = 2.0) -> list[dict[str, Any]]:
         """Every live actor of the node, with its process, pid and mailbox depth."""
-        result = list(self._rt.info())
-        for host in list(self._pool.hosts.values()):
-            if host.state != "up":
-                continue
-            try:
-                for entry in self._rt.sys_request(host.proc, "info", (), timeout=timeout):
-                    entry["cpus"] = host.cpus
-                    entry["host"] = host.label or host.proc
-                    result.append(entry)
-            except (Exit, CallTimeout):
-                continue
-        names = {ref.id: name for name, ref in self.registered().items()}
-        for entry in result:
-            entry.setdefault("host", "node")
-            entry["registered"] = names.get(entry["id"])
-        return result
+        return _introspect.actors(self._rt, self._pool, self.registered, timeout)
 
     def stats(self, timeout: float = 2.0) -> dict[str, Any]:
         """Counters, gauges and histograms merged over every process of the node."""
-        snaps = [_stats.current().snapshot()]
-        for host in list(self._pool.hosts.values()):
-            if host.state == "up":
-                try:
-                    snaps.append(self._rt.sys_request(host.proc, "stats", (), timeout=timeout))
-                except (Exit, CallTimeout):
-                    continue
-        return _stats.merge_snapshots(snaps)
+        return _introspect.stats(self._rt, self._pool, timeout)
 
     def process_stats(self, timeout: float = 2.0) -> list[dict[str, Any]]:
         """One entry per OS process of the node (its own and every host up):
@@ -340,25 +299,7 @@ class Node(OtherNodes):
         per-class call, cast and exit counts), or None when it did not answer
         within ``timeout``.  `stats` is their sum; this keeps them apart.  The
         hosts are asked all at once, so one slow host costs ``timeout``, not one per host."""
-        hosts = [h for h in self._pool.in_use() if h.state == "up"]
-        answers: dict[str, Any] = {}
-        arrived = threading.Condition()
-
-        def answer(proc: str) -> Callable[[bool, Any], None]:
-            def done(ok: bool, value: Any) -> None:
-                with arrived:
-                    answers[proc] = value if ok else None
-                    arrived.notify_all()
-            return done
-
-        for host in hosts:
-            self._rt.sys_request(host.proc, "stats", (), callback=answer(host.proc))
-        out = [{"proc": self._rt.proc, "pid": os.getpid(), "stats": self._rt.stats_snapshot()}]
-        with arrived:
-            arrived.wait_for(lambda: len(answers) == len(hosts), timeout)
-            got = dict(answers)
-        out += [{"proc": h.proc, "pid": h.pid, "stats": got.get(h.proc)} for h in hosts]
-        return out
+        return _introspect.process_stats(self._rt, self._pool, timeout)
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Run ``callback()`` when the node closes, first, before its actors
@@ -369,6 +310,8 @@ class Node(OtherNodes):
         when the node is closed."""
         self._check_open()
         self._on_close.append(callback)
+
+    # -- starting and closing ------------------------------------------------------------
 
     def _abandon_start(self) -> None:
         """Undo a start that failed after the zygote: a zygote left waiting for its
@@ -393,34 +336,15 @@ class Node(OtherNodes):
         shutil.rmtree(self.rundir, ignore_errors=True)
 
     def _install_handlers(self) -> None:
+        """The node process's system requests: its registry (for its hosts), placements (the
+        pool), a tool attached to the runtime directory, and the other nodes."""
         rt = self._rt
         rt.register_sys("register", lambda src, name, ref: rt.registry.register(name, ref))
         rt.register_sys("unregister", lambda src, name, ref: rt.registry.unregister(name, ref))
         rt.register_sys("whereis", lambda src, name: rt.registry.whereis(name))
-        rt.register_sys("config_set", lambda src, s, k, v: self._config_set(s, k, v))
-        rt.register_sys("hosts", lambda src: self.hosts())
-        rt.register_sys("actors", lambda src: self.actors(), threaded=True)
-        rt.register_sys("node_stats", lambda src: self.stats(), threaded=True)
-        rt.register_sys("registered", lambda src: self.registered())
-        rt.register_sys("config", lambda src: self.config.to_dict())
-        rt.register_sys("kill", lambda src, ref: self.kill(ref))
-        rt.register_sys("exit", lambda src, ref, reason: self.exit(ref, reason))
         self._pool.serve(rt, on_up=self._dist.host_up, on_gone=self._dist.host_gone)
+        _rundir.serve_requests(rt, self)
         self._dist.serve()
-
-    def _config_set(self, section: str, key: str, value: str | None) -> None:
-        if value is None:
-            self.config.delete(section, key)
-        else:
-            self.config.set(section, key, value)
-
-    def _write_node_file(self) -> None:
-        info = {"node_id": self.id, "pid": os.getpid(), "proc": self._rt.proc, "rundir": self.rundir}
-        path = os.path.join(self.rundir, "node.json")
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(info, fh)
-
-    # -- shutdown ------------------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self._closed:
@@ -465,43 +389,3 @@ class Node(OtherNodes):
             self.kill(ref)
         except Exit:
             pass
-
-
-# The longest socket file name a node's processes put in its runtime directory:
-# an attached view's reply channel, ``cli<pid>v<view>~r<n>.sock``, with the
-# largest pid Linux gives (4194304), ten thousand views and a thousand reply
-# channels.  Hosts (``h<n>.sock``) and the log socket (``log.sock``) are shorter.
-_SOCKET_NAME_ROOM = len("cli4194304v9999~r999.sock")
-# A Unix socket's path holds at most this many bytes (``sun_path`` less its NUL).
-_SOCKET_PATH_MAX = 107
-
-
-def _metrics_port(cfg: _config.Config) -> int | None:
-    """``[metrics] port`` (None when unset): a bad value refuses the node before anything starts."""
-    if cfg.get("metrics", "port") is None:
-        return None
-    port = cfg.get_integer("metrics", "port", 0)
-    if not 0 <= port <= 65535:
-        raise _config.ConfigError(f"[metrics] port = {port!r} must be 0..65535")
-    return port
-
-
-def _check_rundir(rundir: str) -> None:
-    """Refuse a runtime directory whose socket paths would not fit in ``sun_path``: the
-    node would otherwise fail halfway through starting, on whichever socket came first."""
-    size, limit = len(os.fsencode(rundir)), _SOCKET_PATH_MAX - len("/") - _SOCKET_NAME_ROOM
-    if size > limit:
-        raise ValueError(f"the runtime directory {rundir!r} is {size} bytes long; "
-                         f"the node's socket files need it at most {limit} bytes "
-                         "(pass a shorter rundir=, or set TMPDIR to a shorter directory)")
-
-
-def _as_config(config: Any) -> _config.Config:
-    if config is None:
-        return _config.Config()
-    if isinstance(config, _config.Config):
-        return config
-    if isinstance(config, Mapping):
-        return _config.Config(config)
-    return _config.Config.from_ini(config)
-

@@ -54,6 +54,57 @@ ROLES = ("router", "dealer", "pull", "push", "link-echo", "link-call")
 # =============================================================================
 
 
+def thread_switches(pid: int) -> dict[int, tuple[str, int, int]]:
+    """Each thread of ``pid``: (name, voluntary, involuntary context switches), from
+    ``/proc/<pid>/task/*/status``.  A voluntary switch is a thread blocking
+    (in ``recv``, a futex, a poll) and giving its CPU away: on one core each
+    is a hand-off to another thread.  A thread that ended between two reads
+    is missing from the later one."""
+    out: dict[int, tuple[str, int, int]] = {}
+    base = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return out
+    for tid in tids:
+        name, vol, invol = "?", 0, 0
+        try:
+            with open(f"{base}/{tid}/status", encoding="ascii", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("Name:"):
+                        name = line.split(":", 1)[1].strip()
+                    elif line.startswith("voluntary_ctxt_switches:"):
+                        vol = int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        invol = int(line.split()[1])
+        except OSError:
+            continue
+        out[int(tid)] = (name, vol, invol)
+    return out
+
+
+def switch_delta(before: dict[int, tuple[str, int, int]], after: dict[int, tuple[str, int, int]],
+                 labels: dict[int, str] | None = None) -> dict[str, list[int]]:
+    """Switches per thread between two `thread_switches` reads, keyed by the
+    thread's label (``labels[tid]``, else its kernel name; repeated names are
+    numbered): ``{label: [voluntary, involuntary]}``, threads that switched only."""
+    out: dict[str, list[int]] = {}
+    for tid in sorted(after):
+        if tid not in before:
+            continue
+        name, vol, invol = after[tid]
+        dv, di = vol - before[tid][1], invol - before[tid][2]
+        if dv == 0 and di == 0:
+            continue
+        label = (labels or {}).get(tid, name)
+        key, k = label, 1
+        while key in out:
+            k += 1
+            key = f"{label}#{k}"
+        out[key] = [dv, di]
+    return out
+
+
 def _say(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -104,9 +155,11 @@ def _child_main(argv: list[str]) -> int:
             sock.bind(args.endpoint)
             _say({"ready": sock.last_endpoint.decode()})
             recv, send = sock.recv_multipart, sock.send_multipart
+            before = thread_switches(os.getpid())
             for _ in range(args.n + args.warmup):
                 send(recv(copy=False), copy=False)
-            out = {"handled": args.n + args.warmup}
+            switches = switch_delta(before, thread_switches(os.getpid()), {threading.get_native_id(): "main"})
+            out = {"handled": args.n + args.warmup, "switches": switches}
             sock.close(linger=int(args.max_s * 1000))  # the last answer leaves before the context goes
         elif args.child == "dealer":
             sock = ctx.socket(zmq.DEALER)
@@ -119,6 +172,7 @@ def _child_main(argv: list[str]) -> int:
             samples: list[float] = []
             clock = time.perf_counter_ns
             n = args.n
+            before = thread_switches(os.getpid())
             for i in range(n):
                 t0 = clock()
                 send(payload)
@@ -129,7 +183,8 @@ def _child_main(argv: list[str]) -> int:
                         send(payload)
                         recv(copy=False)
                     break
-            out = {"samples_us": samples}
+            switches = switch_delta(before, thread_switches(os.getpid()), {threading.get_native_id(): "main"})
+            out = {"samples_us": samples, "switches": switches}
         elif args.child == "pull":
             sock = ctx.socket(zmq.PULL)
             _curve(sock, server=True)
@@ -290,6 +345,25 @@ def call(endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[int] | No
     finally:
         server.result()
     return samples
+
+
+def call_switches(endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[int] | None = None,
+                  b: Iterable[int] | None = None) -> dict[str, dict[str, list[float]]]:
+    """Context switches per round trip of the raw call loop, per thread:
+    ``{"caller": {thread: [voluntary, involuntary]}, "callee": {...}}``."""
+    server = Child("router", endpoint, n, max_s, b, warmup)
+    bound = server.ready()
+    try:
+        dealer = Child("dealer", bound, n, max_s, a, warmup).result()
+    finally:
+        router = server.result()
+    return {"caller": per_round_trip(dealer["switches"], n),
+            "callee": per_round_trip(router["switches"], n + warmup)}
+
+
+def per_round_trip(switches: dict[str, list[int]], n: int) -> dict[str, list[float]]:
+    """`switch_delta`'s counts divided by the round trips they cover."""
+    return {k: [round(v / n, 2) for v in vs] for k, vs in switches.items()}
 
 
 def cast(endpoint: str, n: int, max_s: float, a: Iterable[int] | None = None, b: Iterable[int] | None = None,

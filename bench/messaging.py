@@ -28,8 +28,8 @@ Side by side, with the same 100-byte str payload, for each placement
   - ``actor`` / ``tcp_actor``: A casts to B across host processes / nodes;
   - ``local``:  A casts to B inside one host process.
 
-Two more sections (``--section payloads``, ``--section bulk``; every
-section runs by default):
+Three more sections (``--section payloads``, ``--section bulk``,
+``--section handoffs``; every section runs by default):
 
 * ``payloads``: actor to actor call and cast, across hosts (ipc) and across
   nodes (tcp), with a 100 B ``str``, 100 B ``bytes``, a small dict, a small
@@ -38,7 +38,12 @@ section runs by default):
   (fewer messages for the big ones).  In the cast rows each message is a
   distinct object of the payload's shape, built in the loop;
 * ``bulk``: the small call across nodes alone, then while another actor
-  streams 1 MB casts between the same two nodes (p50 / p99).
+  streams 1 MB casts between the same two nodes (p50 / p99), from a host
+  of its own and from the streamer's host process;
+* ``handoffs``: context switches per round trip of the ipc call, raw and
+  actor to actor, counted per thread of the caller's and the callee's
+  process from ``/proc/<pid>/task/*/status`` before and after the loop.
+  On one core every switch is a hand-off from one thread to another.
 
 The raw call floor is the barest loop: no receive timeout and nothing done
 per message on the echo side; it ends by count.
@@ -171,6 +176,9 @@ def _actor_classes() -> tuple[type, type, type]:
                 self.count += 1
 
         def handle_call(self, request: Any, from_: Any) -> Any:
+            if request == "threads":  # for the hand-off count: this host's pid and thread names
+                names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+                return [os.getpid(), names, threading.get_native_id()]
             result = [self.count, self.t_end]
             self.count = 0
             self.t_end = None
@@ -208,6 +216,29 @@ def _actor_classes() -> tuple[type, type, type]:
                 cast("__bench_end__")
                 count, t_end = target.call("result", timeout=max_s + 10.0)
                 return [t_start, count, t_end, sent]
+            if op == "switches":
+                # Context switches of every thread of this host and of the
+                # target's host (``payload``: the request and an actor of
+                # the target's host, for its pid) over n round trips.
+                request, peer = payload
+                peer_pid, peer_names, peer_self = peer.call("threads", timeout=10.0)
+                peer_names[peer_self] = "the other actor's thread (idle)"
+                call = target.call
+                for _ in range(warmup):
+                    call(request, timeout=10.0)
+                me = os.getpid()
+                names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+                names[threading.get_native_id()] = "caller (actor thread)"
+                before, peer_before = _raw.thread_switches(me), _raw.thread_switches(peer_pid)
+                done = 0
+                for i in range(n):
+                    call(request, timeout=10.0)
+                    done += 1
+                    if not i & 255 and time.monotonic() > deadline:
+                        break
+                after, peer_after = _raw.thread_switches(me), _raw.thread_switches(peer_pid)
+                return [done, _raw.switch_delta(before, after, names),
+                        _raw.switch_delta(peer_before, peer_after, peer_names)]
             if op == "stream":
                 # A bulk stream for the latency-under-load row: casts until
                 # the deadline, then waits for the sink to have them all.
@@ -262,7 +293,9 @@ CAST_KINDS = {"ipc": ("raw", "actor", "local"), "tcp": ("tcp_raw", "tcp_actor")}
 #: and across nodes, call and cast, per payload kind and size, each against
 #: the raw loop of the same size) and ``bulk`` (a small call across nodes
 #: while another actor streams 1 MB casts between the same two nodes).
-SECTIONS = ("ipc", "tcp", "payloads", "bulk")
+#: ``handoffs``: context switches per round trip of the ipc call, raw and
+#: actor to actor, per thread of the caller's and the callee's process.
+SECTIONS = ("ipc", "tcp", "payloads", "bulk", "handoffs")
 
 
 def _scaled(n: int, size: int, floor: int) -> int:
@@ -316,25 +349,87 @@ def payload_steps(cfg: dict[str, Any], pl: Any, tmp: str, curve: dict[str, str],
     return steps
 
 
+def handoff_steps(cfg: dict[str, Any], pl: Any, ep: str, driver: Any, echo: Any, sink: Any,
+                  out: dict[str, list[Any]]) -> list[tuple[str, Any]]:
+    """Context switches per round trip of the ipc call: the raw loop, and
+    actor to actor (``driver`` calls ``echo``; ``sink`` lives in echo's host)."""
+    n, w, mx = cfg["call_n"], cfg["warmup"], cfg["max_s"]
+
+    def raw() -> None:
+        out.setdefault("raw", []).append(_raw.call_switches(ep, n, w, mx, pl.a, pl.b))
+
+    def actor() -> None:
+        # The node process too (this one): it is not on the path, and its
+        # count says so (its main thread's own call to the driver included).
+        before = _raw.thread_switches(os.getpid())
+        done, caller, callee = driver.call(("switches", echo, n, w, mx, (PAYLOAD, sink)), timeout=mx + 30.0)
+        node = _raw.switch_delta(before, _raw.thread_switches(os.getpid()))
+        out.setdefault("actor", []).append({"caller": _raw.per_round_trip(caller, done),
+                                            "callee": _raw.per_round_trip(callee, done),
+                                            "node": _raw.per_round_trip(node, done + w)})
+
+    return [("hand-offs raw", raw), ("hand-offs actor", actor)]
+
+
+def _switch_total(rep: dict[str, dict[str, list[float]]], which: int | None = None) -> float:
+    """Switches per round trip over every thread of both sides (``which``:
+    0 voluntary only, 1 involuntary only, None both)."""
+    return round(sum(sum(v) if which is None else v[which] for side in rep.values() for v in side.values()), 2)
+
+
+def _aggregate_handoffs(out: dict[str, list[Any]], median: Any) -> dict[str, Any]:
+    """Per kind: median switches per round trip (all, voluntary), and the reps' per-thread counts."""
+    return {kind: {"switches_per_rt": median(_switch_total(r) for r in reps),
+                   "voluntary_per_rt": median(_switch_total(r, 0) for r in reps), "reps": reps}
+            for kind, reps in out.items()}
+
+
+def _report_handoffs(data: dict[str, Any]) -> list[str]:
+    lines = ["", "thread hand-offs (context switches) per round trip of the ipc call, caller + callee processes "
+             "(voluntary + involuntary; per thread: first rep, voluntary/involuntary)"]
+    for label, r in data["placements"].items():
+        h = r.get("handoffs")
+        if not h:
+            continue
+        for kind in ("raw", "actor"):
+            if kind not in h:
+                continue
+            rep = h[kind]["reps"][0]
+            detail = "; ".join(f"{side}: " + ", ".join(f"{t} {v[0]:g}/{v[1]:g}" for t, v in threads.items()
+                                                       if sum(v) >= 0.05)
+                               for side, threads in rep.items())
+            lines.append(f"{label:<10} {kind:<6} {h[kind]['switches_per_rt']:5.2f} "
+                         f"({h[kind]['voluntary_per_rt']:.2f} voluntary)   {detail}")
+    return lines
+
+
 def bulk_step(cfg: dict[str, Any], driver: Any, streamer: Any, echo: Any, sink: Any, out: dict[str, Any],
-              summarize: Any) -> Any:
+              summarize: Any, neighbour: Any = None) -> Any:
     """A small call across nodes, alone and while ``streamer`` casts 1 MB
-    messages to ``sink`` on the same node pair (p50/p99 of both)."""
+    messages to ``sink`` on the same node pair (p50/p99 of both).  With
+    ``neighbour`` (a driver in the streamer's own host process), once more
+    from there: a host's frames to one node share one connection."""
     from _payloads import MB
 
     n, w, mx = cfg["call_n"], cfg["warmup"], cfg["max_s"]
 
-    def run() -> None:
-        quiet = summarize(driver.call(("calls", echo, n, w, mx, PAYLOAD), timeout=mx + 60.0))
+    def loaded(caller: Any) -> dict[str, Any]:
+        caller.call(("calls", echo, w, 0, mx, PAYLOAD), timeout=mx + 60.0)  # warm, before the stream
         result: list[Any] = []
         stream = threading.Thread(target=lambda: result.append(
             streamer.call(("stream", sink, 1_000_000, 0, mx + 1.0, bytes(MB)), timeout=mx + 120.0)), daemon=True)
         stream.start()
-        loaded = summarize(driver.call(("calls", echo, n, w, mx, PAYLOAD), timeout=mx + 60.0))
+        got = summarize(caller.call(("calls", echo, n, 0, mx, PAYLOAD), timeout=mx + 60.0))
         stream.join(timeout=mx + 130.0)
-        sent, got = result[0] if result else (0, 0)
-        out.setdefault("quiet", []).append(quiet)
-        out.setdefault("during bulk", []).append({**loaded, "bulk_mb_sent": sent, "bulk_mb_received": got})
+        sent, received = result[0] if result else (0, 0)
+        return {**got, "bulk_mb_sent": sent, "bulk_mb_received": received}
+
+    def run() -> None:
+        out.setdefault("quiet", []).append(summarize(driver.call(("calls", echo, n, w, mx, PAYLOAD),
+                                                                 timeout=mx + 60.0)))
+        out.setdefault("during bulk", []).append(loaded(driver))
+        if neighbour is not None:
+            out.setdefault("during bulk, same host", []).append(loaded(neighbour))
 
     return run
 
@@ -356,6 +451,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     Echo, Sink, Driver = _actor_classes()
     per_rep = sum(len(CALL_KINDS[s]) + len(CAST_KINDS[s]) for s in sections if s in CALL_KINDS)
     per_rep += (34 if "payloads" in sections else 0) + (1 if "bulk" in sections else 0)
+    per_rep += 2 if "handoffs" in sections else 0
     bar = Progress(len(pls) * cfg["reps"] * per_rep + len(pls) + 1, "messaging")
     tmp = tempfile.mkdtemp(prefix="bench-msg-")
     os.chmod(tmp, 0o700)
@@ -378,7 +474,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 both = set(pl.both) if pl.both else None
                 driver = node.spawn(Driver, host=f"a-{pl.label}", cpus=a_cpus)
                 refs = [driver]
-                if {"ipc", "payloads"} & set(sections):
+                if {"ipc", "payloads", "handoffs"} & set(sections):
                     echo = node.spawn(Echo, host=f"b-{pl.label}", cpus=b_cpus)
                     sink = node.spawn(Sink, host=f"b-{pl.label}", cpus=b_cpus)
                     l_driver = node.spawn(Driver, host=f"l-{pl.label}", cpus=both)
@@ -391,11 +487,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     refs += [x_echo, x_sink]
                 if "bulk" in sections and node_b is not None:
                     streamer = node.spawn(Driver, host=f"s-{pl.label}", cpus=a_cpus)
+                    neighbour = node.spawn(Driver, host=f"s-{pl.label}", cpus=a_cpus)
                     x_bulk = node.spawn(Sink, node="b", host=f"s-{pl.label}", cpus=b_cpus)
-                    refs += [streamer, x_bulk]
+                    refs += [streamer, neighbour, x_bulk]
                 bar.step(f"{pl.label}: hosts up")
                 payload_out: dict[str, list[Any]] = {}
                 bulk_out: dict[str, list[Any]] = {}
+                handoff_out: dict[str, list[Any]] = {}
                 calls: dict[str, list[dict[str, float]]] = {k: [] for s in sections if s in CALL_KINDS for k in CALL_KINDS[s]}
                 casts: dict[str, list[dict[str, Any]]] = {k: [] for s in sections if s in CAST_KINDS for k in CAST_KINDS[s]}
                 n, w, cn, mx = cfg["call_n"], cfg["warmup"], cfg["cast_n"], cfg["max_s"]
@@ -444,8 +542,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         if node_b is not None:
                             targets["tcp"] = (x_echo, x_sink)
                         steps += payload_steps(cfg, pl, tmp, curve, sections, driver, targets, payload_out, summarize)
+                    if "handoffs" in sections:
+                        steps += handoff_steps(cfg, pl, f"ipc://{tmp}/raw-h-{pl.label}-{rep}.sock", driver, echo, sink,
+                                               handoff_out)
                     if "bulk" in sections and node_b is not None:
-                        steps.append(("bulk", bulk_step(cfg, driver, streamer, x_echo, x_bulk, bulk_out, summarize)))
+                        steps.append(("bulk", bulk_step(cfg, driver, streamer, x_echo, x_bulk, bulk_out, summarize,
+                                                        neighbour)))
                     for what, step in steps:
                         step()
                         bar.step(f"{tag}: {what}")
@@ -454,6 +556,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 results[pl.label] = _aggregate(pl, calls, casts, median)
                 if payload_out:
                     results[pl.label]["payloads"] = _aggregate_payloads(payload_out, median)
+                if handoff_out:
+                    results[pl.label]["handoffs"] = _aggregate_handoffs(handoff_out, median)
                 if bulk_out:
                     results[pl.label]["bulk"] = {k: {"p50_us": round(median(r["p50_us"] for r in v), 2),
                                                      "p99_us": round(median(r["p99_us"] for r in v), 2), "reps": v}
@@ -567,6 +671,11 @@ def _report_bulk(data: dict[str, Any]) -> list[str]:
         sent = sum(x.get("bulk_mb_sent", 0) for x in d["reps"])
         lines.append(f"{label:<10} alone {q['p50_us']:8.1f} /{q['p99_us']:9.1f}   during bulk {d['p50_us']:8.1f} /"
                      f"{d['p99_us']:9.1f}   ({sent} x 1 MB streamed)")
+        s = b.get("during bulk, same host")
+        if s:
+            calls = sum(x["n"] for x in s["reps"])
+            lines.append(f"{'':<10} from the streamer's own host process, during bulk {s['p50_us']:8.1f} /"
+                         f"{s['p99_us']:9.1f}   ({calls} calls in {len(s['reps'])} x {data['config']['max_s']} s)")
     return lines
 
 
@@ -605,6 +714,8 @@ def report(data: dict[str, Any]) -> str:
         lines += _report_payloads(data)
     if "bulk" in data.get("sections", []):
         lines += _report_bulk(data)
+    if "handoffs" in data.get("sections", []):
+        lines += _report_handoffs(data)
     env = data["environment"]
     if env.get("loadavg_1m", 0) > len(env["cpus_allowed"]) / 2:
         lines += ["", f"WARNING: load average {env['loadavg_1m']} at start on {len(env['cpus_allowed'])} CPUs: "
@@ -630,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer messages and reps (~30 s)")
     ap.add_argument("--placement", action="append", help="only this placement (repeatable)")
     ap.add_argument("--section", action="append", choices=SECTIONS,
-                    help="only these rows (repeatable): ipc (one node), tcp (two nodes), payloads, bulk")
+                    help="only these rows (repeatable): ipc (one node), tcp (two nodes), payloads, bulk, handoffs")
     ap.add_argument("--reps", type=int, help="repetitions per measurement")
     ap.add_argument("--call-n", type=int, help="timed round trips per repetition")
     ap.add_argument("--cast-n", type=int, help="casts per repetition")

@@ -3,9 +3,11 @@
 Hosts h1 and h2 talk over a link slowed by a token bucket (``tc ... tbf``,
 100 Mbit/s each way, so 64 x 1 MB takes over five seconds), the nodes run
 with ``net_ticktime`` 2 s.  While an actor on h1 streams 64 casts of 1 MB
-to an actor on h2, the link stays up (no ``nodedown`` anywhere) and a small
-call between two other actors on the same two nodes answers within 100 ms:
-it does not wait behind the megabytes queued for the same peer.
+to an actor on h2, the link stays up (no ``nodedown`` anywhere) and small
+calls between two other actors on the same two nodes (each in a host
+process of its own) answer in milliseconds, p99 well within 100 ms on a
+machine that is not overloaded: they do not wait behind the megabytes
+queued for the same peer.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def test_a_bulk_stream_over_a_slow_link_stalls_neither_ticks_nor_small_calls(clu
             threading.Event().wait(0.2)  # paces the polling of the taker, which announces nothing
             count, total, _first, last, in_order = taking.call(taker, "stats", timeout=30.0)
     finally:
-        if pings.is_alive() or pings.ident is not None:
+        if pings.ident is not None:  # started
             pings.join(timeout=120.0)
         assert not pings.is_alive()
         for view in (streaming, pinging, taking):

@@ -1,16 +1,22 @@
-"""Shared fixtures: a node per test that must leave nothing behind."""
+"""Shared fixtures: a node per test that must leave nothing behind, and the
+session's one PostgreSQL cluster (a fresh schema of it per test)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from actors import Node
+from tests.pg import HOW_TO_GET, PgCluster
 
 
 def pytest_configure(config):
@@ -50,3 +56,49 @@ def key(tmp_path) -> str:
                    env=dict(os.environ, PYTHONPATH=os.getcwd()))
     assert os.stat(path).st_mode & 0o777 == 0o600
     return path
+
+
+# -- PostgreSQL: one throwaway cluster per session, a fresh schema per test --
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """The session's PostgreSQL cluster (pgserver), stopped and deleted at the end.
+
+    One server start per run, shared by every directory's tests; skips,
+    saying how to install them, without pgserver, psycopg and psycopg_pool.
+    """
+    try:
+        import pgserver  # noqa: F401
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        pytest.skip(HOW_TO_GET)
+    # Not under pytest's 0700 tmp tree: when run as root, pgserver runs the
+    # server (and pg_ctl) as its own user, who must reach the data directory.
+    root = Path(tempfile.mkdtemp(prefix="otpy_pg_"))
+    root.chmod(0o755)
+    try:
+        cluster = PgCluster(root)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_database(pg_cluster: PgCluster) -> str:
+    """The session's test database (tests get a schema each in it)."""
+    return pg_cluster.create_database()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PgCluster, pg_database: str) -> Iterator[str]:
+    """A store URL whose tables land in a fresh, empty schema of the session's database."""
+    schema = pg_cluster.create_schema(pg_database)
+    try:
+        yield pg_cluster.url(pg_database, schema)
+    finally:
+        pg_cluster.drop_schema(pg_database, schema)

@@ -27,7 +27,7 @@ from actors._core.net.keys import write_new
 from actors.config import Config
 from actors.app.demo_cluster import _descends_from, node_config
 from actors.app.nodecmd import parse_ready
-from tests.couch_jobs.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)
 ENV = dict(os.environ, PYTHONPATH=ROOT)

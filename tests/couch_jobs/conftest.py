@@ -1,20 +1,17 @@
 """Fixtures shared by the couch_jobs tests: a fresh store per test (a SQLite
-file, and a database in the session's PostgreSQL cluster), installed as the
-process's default instance, with the seed's two types."""
+file, and a schema in the session's PostgreSQL cluster: ``pg_url`` of
+``tests/conftest.py``), installed as the process's default instance, with
+the seed's two types."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import actors.couch_jobs as couch_jobs
 from actors.couch_jobs import CouchJobs
-from tests.couch_jobs.pg import HOW_TO_GET, PgCluster
 
 
 @pytest.fixture
@@ -45,48 +42,6 @@ def ctx(jobs: CouchJobs) -> dict[str, Any]:
         "j1": "j1",
         "j2": "j2",
     }
-
-
-# -- PostgreSQL: one throwaway cluster per session, a fresh database per test --
-
-
-@pytest.fixture(scope="session")
-def pg_cluster():
-    """The session's PostgreSQL cluster (pgserver), stopped and deleted at the end."""
-    try:
-        import pgserver  # noqa: F401
-        import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
-    except ImportError:
-        pytest.skip(HOW_TO_GET)
-    # Not under pytest's 0700 tmp tree: when run as root, pgserver runs the
-    # server (and pg_ctl) as its own user, who must reach the data directory.
-    root = Path(tempfile.mkdtemp(prefix="couch_jobs_pg_"))
-    root.chmod(0o755)
-    try:
-        cluster = PgCluster(root)
-        try:
-            yield cluster
-        finally:
-            cluster.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def pg_database(pg_cluster) -> str:
-    """The session's test database (tests get a schema each in it)."""
-    return pg_cluster.create_database()
-
-
-@pytest.fixture
-def pg_url(pg_cluster, pg_database) -> Iterator[str]:
-    """A URL whose tables land in a fresh, empty schema of the session's database."""
-    schema = pg_cluster.create_schema(pg_database)
-    try:
-        yield pg_cluster.url(pg_database, schema)
-    finally:
-        pg_cluster.drop_schema(pg_database, schema)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

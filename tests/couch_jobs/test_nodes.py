@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.couch_jobs.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET
 
 pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.couch_jobs.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET
 from tests.polling import poll_until
 
 psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from actors.couch_jobs import CouchJobs
 from actors.tools.observer.jobs_view import JobsView, store_location
 from actors.tools.observer.probes import _type_label
-from tests.couch_jobs.conftest import pg_cluster, pg_database, pg_url, store_url  # noqa: F401 (fixtures)
+from tests.couch_jobs.conftest import store_url  # noqa: F401 (a fixture)
 
 
 def test_couch_jobs_counts_come_from_the_store_read_only(store_url: str) -> None:

@@ -18,8 +18,8 @@ import actors.couch_jobs as couch_jobs
 from actors import Node
 from actors.tools.observer import observe
 from actors.tools.observer.source import ref_of
-from tests.couch_jobs.conftest import pg_cluster, pg_database, pg_url, store_url  # noqa: F401 (fixtures)
-from tests.couch_jobs.pg import HOW_TO_GET
+from tests.couch_jobs.conftest import store_url  # noqa: F401 (a fixture)
+from tests.pg import HOW_TO_GET
 from tests.observer.conftest import get, row, small_tree, snapshot, wait_picture
 
 pytestmark = pytest.mark.integration

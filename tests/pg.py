@@ -1,8 +1,9 @@
 """A throwaway PostgreSQL cluster for the tests, from the ``pgserver`` wheel.
 
-One cluster per test session, in a temporary directory, reached over a
-unix socket in that directory (no TCP port, no root, no system service);
-each test gets a fresh database in it.  `PgCluster.stop`/`start` let a test
+One cluster per test session, whatever directories the session runs
+(the ``pg_cluster`` fixture of ``tests/conftest.py``), in a temporary
+directory, reached over a unix socket in that directory (no TCP port, no
+root, no system service); each test gets a fresh schema in it (``pg_url``).  `PgCluster.stop`/`start` let a test
 take the server away under load.
 """
 

@@ -30,6 +30,11 @@ How the seed's guarantees are kept without FoundationDB:
   runs ``pg_notify('couch_jobs', type)``; PostgreSQL delivers it at commit,
   to every ``LISTEN``-ing connection on any machine.  One listener thread per
   process turns them into calls of the store's change listeners.  No polling.
+  A notification sent before the ``LISTEN`` is in place reaches nobody here
+  (the thread is still connecting when a process's first `accept` reads the
+  queue), so once it listens -- first time and after a reconnect alike -- the
+  thread wakes every listener for every known type: whoever read the queue
+  before that reads it again, now with the LISTEN in place.
 - **The caller's transaction.**  ``tx`` may be a psycopg connection the
   caller has in a transaction (its own tables and a job commit together), or
   what `PostgresStore.transaction` yields.
@@ -430,11 +435,13 @@ class PostgresStore(SQLStore):
             try:
                 with psycopg.connect(self.url, autocommit=True,
                                      connect_timeout=max(1, int(self.connect_timeout))) as conn:
-                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self._subscribe(conn)
                     if warned:
                         _log.warning("couch_jobs store %s: listening again", self.location)
-                        # Notifications sent while we were away are lost: wake everyone.
-                        self._fire_changes(frozenset(self._known_types(conn)))
+                    # Notifications sent before the LISTEN (while connecting, the
+                    # first time too, or while away) reached nobody here: wake
+                    # everyone, who then re-read the store with the LISTEN in place.
+                    self._fire_changes(frozenset(self._known_types(conn)))
                     delay, warned = 0.05, False
                     while not self._listen_stop.is_set():
                         for note in conn.notifies(timeout=0.2):
@@ -450,6 +457,10 @@ class PostgresStore(SQLStore):
                     warned = True
                 self._listen_stop.wait(delay)
                 delay = min(2.0, delay * 2)
+
+    def _subscribe(self, conn: psycopg.Connection) -> None:
+        """``LISTEN`` on ``conn`` (autocommit: in effect when this returns)."""
+        conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
 
     @staticmethod
     def _known_types(conn: psycopg.Connection) -> list[str]:

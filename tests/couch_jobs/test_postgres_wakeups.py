@@ -1,0 +1,99 @@
+"""A blocked `accept` on PostgreSQL is woken by a job added before its
+process's LISTEN was in place.
+
+A process's listener thread connects and LISTENs on its own while the
+process goes on; its first `accept` may read the queue (empty), sleep, and
+then a job is added whose NOTIFY reaches no listener of that process. Once
+the LISTEN is in place the listener must wake its waiters, who re-read the
+queue; otherwise they sleep until their re-check (a minute here) or their
+own timeout, as a worker host under load once did for 30 s.
+
+The test holds the listener's LISTEN back (`_subscribe`, the racy point)
+until the job is in, so the race goes the bad way every time.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Collection
+from typing import Any
+
+import pytest
+
+from tests.pg import HOW_TO_GET
+
+pytest.importorskip("psycopg", reason=HOW_TO_GET)
+pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
+pytest.importorskip("pgserver", reason=HOW_TO_GET)
+
+from actors.couch_jobs import CouchJobs, PostgresStore  # noqa: E402
+from actors.couch_jobs.waker import ConditionWaker  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+TYPE = "wake"
+ACCEPT_TIMEOUT = 20.0
+
+
+class LateListener(PostgresStore):
+    """A store whose listener LISTENs only when the test releases it (a slow connect)."""
+
+    def __init__(self, url: str) -> None:
+        self.connected = threading.Event()
+        self.release = threading.Event()
+        super().__init__(url)
+
+    def _subscribe(self, conn: Any) -> None:
+        self.connected.set()
+        self.release.wait(60)
+        super()._subscribe(conn)
+
+
+class SignallingWaker(ConditionWaker):
+    """Says when a caller has read the store and gone to sleep."""
+
+    def __init__(self, recheck_interval: float) -> None:
+        super().__init__(recheck_interval)
+        self.sleeping = threading.Event()
+
+    def wait(self, type_keys: Collection[str], token: object, timeout: float) -> bool:
+        self.sleeping.set()
+        return super().wait(type_keys, token, timeout)
+
+
+def test_a_job_added_before_the_listener_listens_wakes_the_accept(pg_url: str) -> None:
+    adder = CouchJobs(pg_url)  # another process, as far as the worker's store can tell
+    store = LateListener(pg_url)
+    waker = SignallingWaker(60.0)  # re-reads once a minute: a prompt accept is a wake-up
+    worker = CouchJobs(store, waker=waker)
+    out: "queue.Queue[Any]" = queue.Queue()
+
+    def accept() -> None:
+        try:
+            job, _ = worker.accept(TYPE, timeout=ACCEPT_TIMEOUT)
+            out.put(("ok", job.id, time.monotonic()))
+        except BaseException as exc:  # the test asserts on it
+            out.put(("raised", exc, time.monotonic()))
+
+    thread = threading.Thread(target=accept, daemon=True)
+    try:
+        adder.set_type_timeout(TYPE, 60)
+        assert store.connected.wait(20), "the listener thread did not connect"
+        thread.start()
+        assert waker.sleeping.wait(20), "the accept did not go to sleep"
+        adder.add(None, TYPE, "early", {})  # its NOTIFY reaches no listener of the worker's
+        released = time.monotonic()
+        store.release.set()  # LISTEN goes in now
+        kind, value, at = out.get(timeout=ACCEPT_TIMEOUT + 20)
+        assert (kind, value) == ("ok", "early")
+        # Prompt: without a wake-up the accept finds the job only when its own
+        # 20 s timeout ends the sleep (half of it tells the two apart under load).
+        assert at - released < ACCEPT_TIMEOUT / 2, at - released
+    finally:
+        store.release.set()
+        thread.join(ACCEPT_TIMEOUT + 10)
+        worker.close()
+        store.close()
+        adder.close()

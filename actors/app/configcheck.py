@@ -187,6 +187,7 @@ SCHEMA: dict[str, Section] = {
         "type_check_max_jitter_msec": integer(0), "wakeup_recheck_msec": integer(1),
         "busy_timeout_msec": integer(1), "store": store_url, "database_path": text,
         "pg_pool_size": integer(1), "pg_connect_timeout_msec": integer(1),
+        "pg_idle_in_transaction_timeout_msec": integer(0),
     }),
 }
 

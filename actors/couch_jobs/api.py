@@ -141,6 +141,9 @@ class CouchJobs:
                 busy_timeout=settings.busy_timeout_msec(config) / 1000.0,
                 connect_timeout=settings.pg_connect_timeout_msec(config) / 1000.0,
                 pool_size=settings.pg_pool_size(config),
+                idle_in_transaction_timeout=(
+                    settings.pg_idle_in_transaction_timeout_msec(config) / 1000.0 or None
+                ),
             )
         self.store: Store = store  # type: ignore[assignment]
         self.config = config

@@ -15,6 +15,7 @@ __all__ = [
     "SECTION",
     "activity_monitor_max_jitter_msec",
     "busy_timeout_msec",
+    "pg_idle_in_transaction_timeout_msec",
     "type_check_max_jitter_msec",
     "type_check_period_msec",
     "type_monitor_holdoff_msec",
@@ -107,4 +108,21 @@ def pg_pool_size(config: Config | None = None) -> int:
     value = _cfg(config).get_integer(SECTION, "pg_pool_size", PG_POOL_SIZE_DEFAULT)
     if value <= 0:
         raise ConfigError(f"[{SECTION}] pg_pool_size = {value} must be positive")
+    return value
+
+
+PG_IDLE_IN_TRANSACTION_TIMEOUT_DEFAULT = 5000
+
+
+def pg_idle_in_transaction_timeout_msec(config: Config | None = None) -> int:
+    """PostgreSQL store: how long the server lets a session sit idle inside a
+    transaction before ending it, which frees the row locks of a client that
+    froze or was cut off mid-transaction; 0 leaves the server's own setting."""
+    value = _cfg(config).get_integer(
+        SECTION, "pg_idle_in_transaction_timeout_msec", PG_IDLE_IN_TRANSACTION_TIMEOUT_DEFAULT
+    )
+    if value < 0:
+        raise ConfigError(
+            f"[{SECTION}] pg_idle_in_transaction_timeout_msec = {value} must be 0 or positive"
+        )
     return value

@@ -35,6 +35,12 @@ How the seed's guarantees are kept without FoundationDB:
   queue), so once it listens -- first time and after a reconnect alike -- the
   thread wakes every listener for every known type: whoever read the queue
   before that reads it again, now with the LISTEN in place.
+- **No lock held for ever.**  The server ends a pooled session left idle
+  inside a transaction for ``idle_in_transaction_timeout`` seconds
+  (``idle_in_transaction_session_timeout``; 5 s by default, as the
+  replicator's store, and FoundationDB's own limit on a transaction's life
+  in the seed), so a client frozen or cut off while it held a job's row lock
+  cannot stop the activity monitor, a resubmit or a remove of that job.
 - **The caller's transaction.**  ``tx`` may be a psycopg connection the
   caller has in a transaction (its own tables and a job commit together), or
   what `PostgresStore.transaction` yields.
@@ -67,7 +73,14 @@ from .errors import StoreUnavailable
 from .store import CommitListener
 from .store_sql import SQLStore, SQLTransaction
 
-__all__ = ["NOTIFY_CHANNEL", "SCHEMA_VERSION", "PostgresStore", "PostgresTransaction", "redact"]
+__all__ = [
+    "IDLE_IN_TRANSACTION_TIMEOUT",
+    "NOTIFY_CHANNEL",
+    "SCHEMA_VERSION",
+    "PostgresStore",
+    "PostgresTransaction",
+    "redact",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -116,6 +129,10 @@ _MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
+
+#: Seconds a pooled session may sit idle inside a transaction before the
+#: server ends it (and its row locks with it); None leaves the server's setting.
+IDLE_IN_TRANSACTION_TIMEOUT = 5.0
 
 #: Advisory lock key under which migrations run (any fixed 64-bit value).
 _MIGRATION_LOCK = 0x636F7563686A6F62  # "couchjob"
@@ -229,6 +246,7 @@ class PostgresStore(SQLStore):
         pool_size: int = 8,
         connect_timeout: float = 5.0,
         read_only: bool = False,
+        idle_in_transaction_timeout: float | None = IDLE_IN_TRANSACTION_TIMEOUT,
     ) -> None:
         if psycopg is None or psycopg_pool is None:
             raise StoreUnavailable(
@@ -239,17 +257,21 @@ class PostgresStore(SQLStore):
             raise ValueError(f"pool_size must be at least 1, got {pool_size!r}")
         if not connect_timeout > 0:
             raise ValueError(f"connect_timeout must be positive seconds, got {connect_timeout!r}")
+        if idle_in_transaction_timeout is not None and not idle_in_transaction_timeout > 0:
+            raise ValueError("idle_in_transaction_timeout must be None or positive seconds, "
+                             f"got {idle_in_transaction_timeout!r}")
         super().__init__(redact(url), read_only)
         self.url = url
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
+        self.idle_in_transaction_timeout = idle_in_transaction_timeout
         self._change_listeners: list[CommitListener] = []
         self._pool: psycopg_pool.ConnectionPool | None = None
         self._pool_pid: int | None = None
         self._listen_thread: threading.Thread | None = None
         self._listen_stop = threading.Event()
         try:
-            psycopg.conninfo.conninfo_to_dict(url)
+            self._url_params = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
             raise StoreUnavailable(
                 f"couch_jobs store {self.location!r} is not a valid PostgreSQL URL: "
@@ -274,6 +296,23 @@ class PostgresStore(SQLStore):
 
     # -- connections -------------------------------------------------------
 
+    def _connect_kwargs(self) -> dict[str, Any]:
+        """What every connection of this store adds to the URL's parameters.
+
+        The session settings go after the URL's own ``options`` (a
+        ``search_path``, say) or, when it has none, ``PGOPTIONS``, which an
+        ``options`` parameter would otherwise replace.
+        """
+        kwargs: dict[str, Any] = {"connect_timeout": max(1, int(self.connect_timeout))}
+        if self.idle_in_transaction_timeout is not None:
+            # A client frozen (SIGSTOP) or cut off inside a transaction must not
+            # hold its row locks for ever: the server ends the session instead.
+            msec = max(1, int(self.idle_in_transaction_timeout * 1000))
+            setting = f"-c idle_in_transaction_session_timeout={msec}"
+            own = self._url_params.get("options") or os.environ.get("PGOPTIONS")
+            kwargs["options"] = f"{own} {setting}" if own else setting
+        return kwargs
+
     def _get_pool(self) -> psycopg_pool.ConnectionPool:
         if self._closed:
             raise self._closed_error()
@@ -295,7 +334,7 @@ class PostgresStore(SQLStore):
                     # One round trip per checkout: a connection the server
                     # dropped (restart, failover) is replaced, not handed out.
                     check=psycopg_pool.ConnectionPool.check_connection,
-                    kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
+                    kwargs=self._connect_kwargs(),
                     name="couch_jobs",
                 )
                 self._pool.open(wait=False)
@@ -305,6 +344,7 @@ class PostgresStore(SQLStore):
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
         pool = self._get_pool()
+        conn: psycopg.Connection | None = None
         try:
             with pool.connection() as conn:
                 yield conn
@@ -312,6 +352,12 @@ class PostgresStore(SQLStore):
             raise self._unavailable(exc) from None
         except psycopg_pool.PoolClosed:
             raise self._closed_error() from None
+        except psycopg.Error as exc:
+            # The server ended the session (idle in a transaction too long, an
+            # operator's pg_terminate_backend): the pool drops the connection.
+            if conn is not None and (conn.closed or conn.broken):
+                raise self._unavailable(exc) from None
+            raise
 
     def _migrate(self) -> None:
         try:
@@ -433,8 +479,7 @@ class PostgresStore(SQLStore):
         warned = False
         while not self._listen_stop.is_set():
             try:
-                with psycopg.connect(self.url, autocommit=True,
-                                     connect_timeout=max(1, int(self.connect_timeout))) as conn:
+                with psycopg.connect(self.url, autocommit=True, **self._connect_kwargs()) as conn:
                     self._subscribe(conn)
                     if warned:
                         _log.warning("couch_jobs store %s: listening again", self.location)

@@ -33,14 +33,16 @@ def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
 
     ``options``: ``busy_timeout`` (seconds), ``synchronous`` and
     ``idle_connections`` (the pool kept per process) for SQLite;
-    ``pool_size`` and ``connect_timeout`` for PostgreSQL (options meant for
+    ``pool_size``, ``connect_timeout`` and ``idle_in_transaction_timeout``
+    (seconds, None for the server's setting) for PostgreSQL (options meant for
     the other store are ignored, so one config serves both); ``read_only``
     for both: a view for monitors (`counts`, the observer) that creates and
     migrates nothing and refuses writing transactions (`StoreReadOnly`).
     """
     text = os.fspath(location)
     if text.startswith(_POSTGRES):
-        pg = {k: v for k, v in options.items() if k in ("pool_size", "connect_timeout", "read_only")}
+        pg_keys = ("pool_size", "connect_timeout", "read_only", "idle_in_transaction_timeout")
+        pg = {k: v for k, v in options.items() if k in pg_keys}
         return PostgresStore(text, **pg)
     if text.startswith(_SQLITE):
         path = text[len(_SQLITE):]

@@ -1,4 +1,5 @@
-"""couch_jobs on PostgreSQL reads a job it is about to write under a row lock.
+"""couch_jobs on PostgreSQL reads a job it is about to write under a row lock,
+and no client holds such a lock for ever.
 
 Under READ COMMITTED, a writer that read the job without ``FOR UPDATE``
 would act on the version committed before a concurrent writer's, and its
@@ -24,7 +25,9 @@ psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
 pytest.importorskip("pgserver", reason=HOW_TO_GET)
 
-from actors.couch_jobs import CouchJobs, Halt, db  # noqa: E402
+from actors import configcheck  # noqa: E402
+from actors.config import Config, ConfigError  # noqa: E402
+from actors.couch_jobs import CouchJobs, Halt, PostgresStore, StoreUnavailable, db, settings  # noqa: E402
 from actors.couch_jobs.activity import ActivityMonitorLogic  # noqa: E402
 from actors.couch_jobs.model import encode_type  # noqa: E402
 
@@ -62,6 +65,15 @@ def _wait_until_blocked_on_a_lock(pg_url: str, thread: threading.Thread) -> None
         poll_until(blocked, "the second writer to wait for the first one's row lock", 30.0)
 
 
+def _config(**couch_jobs: str) -> Config:
+    return Config({"couch_jobs": couch_jobs})
+
+
+#: These tests hold a transaction open until the other writer is seen blocked,
+#: which on a loaded machine may take longer than the default 5 s.
+PATIENT = _config(pg_idle_in_transaction_timeout_msec="60000")
+
+
 def _running_job(jobs: CouchJobs) -> tuple[Any, int]:
     jobs.set_type_timeout(TYPE, 60)
     jobs.add(None, TYPE, "j", {"step": 0})
@@ -72,7 +84,7 @@ def _running_job(jobs: CouchJobs) -> tuple[Any, int]:
 
 
 def test_a_finish_behind_the_monitors_re_enqueue_is_halted(pg_url: str) -> None:
-    with CouchJobs(pg_url) as jobs:
+    with CouchJobs(pg_url, config=PATIENT) as jobs:
         job, seq = _running_job(jobs)
         with jobs.transaction() as tx:  # the activity monitor's transaction, held open
             assert db.re_enqueue_inactive(tx, KEY, {"j": seq}) == ["j"]
@@ -89,7 +101,7 @@ def test_a_finish_behind_the_monitors_re_enqueue_is_halted(pg_url: str) -> None:
 
 
 def test_the_monitors_re_enqueue_behind_a_finish_leaves_the_job_finished(pg_url: str) -> None:
-    with CouchJobs(pg_url) as jobs:
+    with CouchJobs(pg_url, config=PATIENT) as jobs:
         job, _seq = _running_job(jobs)
         monitor = ActivityMonitorLogic(TYPE, jobs.store)
         assert monitor.check_activity() == []  # the first check only records the running jobs
@@ -104,3 +116,72 @@ def test_the_monitors_re_enqueue_behind_a_finish_leaves_the_job_finished(pg_url:
         assert [(j[1], j[2], j[3]) for j in jobs.get_jobs(TYPE)] == [("j", "finished", {"step": "done"})]
         with jobs.transaction(write=False) as tx:
             assert tx.pending_range(KEY, 0, 1 << 62, 10) == []
+
+
+def test_a_session_left_idle_in_a_transaction_is_ended_and_its_row_lock_freed(pg_url: str) -> None:
+    """A client frozen (SIGSTOP, a paused VM) inside a transaction while it
+    held a job's row lock must not keep the job's other writers out for
+    ever: the server ends the session after ``idle_in_transaction_timeout``,
+    the lock goes, and the frozen client's commit fails when it wakes."""
+    frozen = CouchJobs(PostgresStore(pg_url, idle_in_transaction_timeout=1.0))
+    locked, thaw = threading.Event(), threading.Event()
+    backend: list[int] = []
+
+    def freeze_holding_the_row() -> None:
+        with frozen.transaction() as tx:
+            assert db.get_job(tx, KEY, "j") is not None  # FOR UPDATE: the job's row is held
+            backend.append(tx.execute("SELECT pg_backend_pid()").fetchone()[0])
+            locked.set()
+            thaw.wait(30)  # frozen: no statement, no commit
+
+    try:
+        with CouchJobs(pg_url) as jobs:
+            jobs.set_type_timeout(TYPE, 60)
+            jobs.add(None, TYPE, "j", {"step": 0})
+            thread, outcome = _in_thread(freeze_holding_the_row)
+            assert locked.wait(20)
+            with jobs.transaction() as tx:  # another writer of that job
+                # Without the timeout it would wait for ever; here it would fail after 20 s.
+                tx.execute("SET LOCAL lock_timeout = '20s'")
+                db.remove(tx, KEY, "j")
+            assert jobs.get_jobs(TYPE) == []
+            thaw.set()
+            kind, value = outcome.get(timeout=20)
+            thread.join(10)
+            assert kind == "raised" and isinstance(value, StoreUnavailable), (kind, value)
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                (alive,) = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (backend[0],)).fetchone()
+            assert alive == 0
+            # The frozen client's store goes on with a fresh connection.
+            frozen.add(None, TYPE, "after", {})
+            assert [j[1] for j in jobs.get_jobs(TYPE)] == ["after"]
+    finally:
+        thaw.set()
+        frozen.close()
+        frozen.store.close()
+
+
+def test_the_idle_in_transaction_timeout_keeps_the_urls_own_options(pg_url: str) -> None:
+    """The session setting is added to the URL's ``options`` (the test's
+    ``search_path``), not put in their place; 0 in the config turns it off."""
+    store = PostgresStore(pg_url, idle_in_transaction_timeout=2.5)
+    off = CouchJobs(pg_url, config=_config(pg_idle_in_transaction_timeout_msec="0"))
+    try:
+        with store.transaction(write=False) as tx:
+            assert tx.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "2500ms"
+            (path,) = tx.execute("SHOW search_path").fetchone()
+        assert path.startswith("t_")  # the fresh schema pg_url names
+        with off.transaction(write=False) as tx:
+            assert tx.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "0"
+    finally:
+        store.close()
+        off.close()
+
+
+def test_a_negative_or_zero_idle_in_transaction_timeout_is_refused() -> None:
+    with pytest.raises(ConfigError, match="pg_idle_in_transaction_timeout_msec"):
+        settings.pg_idle_in_transaction_timeout_msec(_config(pg_idle_in_transaction_timeout_msec="-1"))
+    assert not configcheck.check(_config(pg_idle_in_transaction_timeout_msec="-1")).ok
+    with pytest.raises(ValueError, match="idle_in_transaction_timeout"):
+        PostgresStore("postgresql:///nowhere", idle_in_transaction_timeout=0)

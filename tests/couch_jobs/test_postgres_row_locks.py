@@ -25,7 +25,7 @@ psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
 pytest.importorskip("pgserver", reason=HOW_TO_GET)
 
-from actors import configcheck  # noqa: E402
+from actors.app import configcheck  # noqa: E402
 from actors.config import Config, ConfigError  # noqa: E402
 from actors.couch_jobs import CouchJobs, Halt, PostgresStore, StoreUnavailable, db, settings  # noqa: E402
 from actors.couch_jobs.activity import ActivityMonitorLogic  # noqa: E402

@@ -13,7 +13,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 from actors import Node  # noqa: E402
 from actors.app.couch import start_app  # noqa: E402
-from actors.tools.tree import render_tree  # noqa: E402
+from actors.tree import render_tree  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

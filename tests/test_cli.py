@@ -18,11 +18,11 @@ from actors import cluster_settings
 from actors.app import configcheck
 from actors.tools import benchrun
 from actors.couch_jobs import settings as couch_jobs_settings
-from actors.tools.attach import Attached
+from actors.attach import Attached
 import actors.tools.cli as cli_module
 from actors.tools.cli import COMMANDS, build_parser, main, status_text
 from actors.config import Config
-from actors.tools.tree import render_tree
+from actors.tree import render_tree
 from tests.kernel.probes import Echo
 
 ROOT = str(Path(__file__).resolve().parent.parent)

@@ -105,13 +105,14 @@ def _within(module: str, prefix: str) -> bool:
 #: programs import by name; each of them re-exports the kernel's own module
 #: (``actors/_core``), except `actors.api`, `actors.plain`, `actors.pg` and
 #: `actors.global_names`, written on top of it as OTP's ``pg`` and ``global``
-#: are on top of ``erts``.
+#: are on top of ``erts``, and `actors.tree`, which renders `Node.actors()`.
 TODAY = Layout(
     packages=("actors", "supervision", "examples"),
     kernel_public=frozenset({
         "actors", "actors.node", "actors.gen_server", "actors.api", "actors.config", "actors.stats",
         "actors.clock", "actors.plain", "actors.interrupt", "actors.cluster_settings",
-        "actors.pg", "actors.global_names", "actors.metrics",
+        "actors.pg", "actors.global_names", "actors.metrics", "actors.attach", "actors.cluster_key",
+        "actors.tree",
     }),
     kernel_private=("actors._core",),
     services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),
@@ -146,23 +147,6 @@ def core_floor(module: str) -> tuple[str, int] | None:
 #: Imports that break the rule today, each with why it stays for now.
 #: ``(importer, imported)``, both module names as `imports_of` reports them.
 ALLOWED: dict[tuple[str, str], str] = {
-    # The key file is the kernel's format (curve keys, mode 0600); `otpy keygen`
-    # and the cluster demo write one with the kernel's own writer.  Goes when the
-    # kernel exposes key writing publicly.
-    ("actors.tools.cli", "actors._core.net.keys"): "keygen writes the kernel's key file format",
-    ("actors.app.demo_cluster", "actors._core.net.keys"): "the cluster demo writes a key file for its nodes",
-    ("actors.app.demo_hosts", "actors._core.net.keys"): "the demo on hosts writes a key file for its nodes",
-    # `attach` is a foreign process speaking the node's own wire protocol to
-    # its runtime directory (status, observe RUNDIR): it is a kernel client by
-    # nature and builds a `Runtime` of its own.
-    ("actors.tools.attach", "actors._core.runtime.runtime"): "attach runs a Runtime of its own to talk to a running node",
-    ("actors.tools.attach", "actors._core.wire.reasons"): "attach raises the kernel's exceptions from its own Runtime",
-    ("actors.tools.attach", "actors._core.wire.ref"): "attach builds refs to a running node's actors",
-    # The workload (application) drives nodes through `attach` and renders the
-    # status tree (tools): they move below the app, or the workload takes them
-    # as arguments, when app/ and tools/ are split.
-    ("actors.app.workload.nodes", "actors.tools.attach"): "the workload's node killer attaches to the nodes it runs",
-    ("actors.app.workload.view", "actors.tools.tree"): "the live view renders the status tree",
     # The runtime names the cells it holds by their class, for the type checker only.
     ("actors._core.runtime.runtime", "actors._core.cell.cell"): "type hints of the cells the runtime holds",
 }

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors import ActorRef, CallTimeout, Exit, Node, global_names, pg
-from actors._core.net.keys import write_new
+from actors.cluster_key import write_new
 from actors.config import Config
 from actors.app.couch import COUCH_SUP, start_app
 from actors.app.demo import SMOOSH_OVERRIDES, Outcome, _load, _report, run_demo

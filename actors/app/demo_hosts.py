@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import Node
-from actors._core.net.keys import write_new
+from actors.cluster_key import write_new
 from actors.config import Config
 from actors.app.demo import Outcome, run_demo
 from actors.app.demo_cluster import CONTROLLER, HostsPlan, _run_cluster

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
-from actors.tools.attach import Attached, NotANode
+from actors.attach import Attached, NotANode
 from actors.config import ConfigError
 from actors.interrupt import Interrupted, exit_status, stop_once, wait_for_signal
 
@@ -372,7 +372,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_node(args: argparse.Namespace) -> int:
-    from actors._core.net.keys import KeyFileError
+    from actors.cluster_key import KeyFileError
     from actors import NetError
     from actors.app.nodecmd import run_node
     from supervision.errors import StartError
@@ -404,7 +404,7 @@ def _run_observe(args: argparse.Namespace) -> int:
 
 
 def _run_keygen(args: argparse.Namespace) -> int:
-    from actors._core.net.keys import KeyFileError, write_new
+    from actors.cluster_key import KeyFileError, write_new
 
     try:
         key = write_new(args.path)
@@ -455,7 +455,7 @@ def status_text(node_id: str, node_pid: int, actors: list[dict[str, Any]], hosts
                 now: float | None = None) -> str:
     """The status report; with ``width`` (a terminal) tree lines are cut to fit, else kept whole.
     ``peers`` (`Node.peers`) are listed for a distributed node, with how long each has been up at ``now``."""
-    from actors.tools.tree import render_tree
+    from actors.tree import render_tree
 
     live_hosts = [h for h in hosts if h["state"] == "up"]
     lines = [f"node {node_id} (pid {node_pid}): {len(actors)} actors, {len(live_hosts)} host processes"]

@@ -6,7 +6,7 @@ with every other node's address, as an operator would run it.  The test
 talks to it on channels no network fault can cut: the ready line on its
 stdout (printed again by each new incarnation, with its new runtime
 directory), its log on stderr, and its runtime directory (a unix socket,
-`actors.tools.attach.Attached`), through which it asks the node which nodes it
+`actors.attach.Attached`), through which it asks the node which nodes it
 lists.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 import cloudpickle
 
 from actors import ActorRef
-from actors.tools.attach import Attached
+from actors.attach import Attached
 from actors.app.nodecmd import Ready, parse_ready
 
 from tests.hosts.host_actors import Caller

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from actors.tools.attach import Attached
+from actors.attach import Attached
 
 from tests.cluster.bulk_actors import Pinger, Streamer, Taker
 from tests.hosts.nodes import Cluster

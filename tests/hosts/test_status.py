@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from actors.tools.attach import Attached
+from actors.attach import Attached
 from actors.tools.observer.collector import Collector
 from actors.tools.observer.source import Source
 from tests.hosts.nodes import Cluster

@@ -10,7 +10,7 @@ import pytest
 from actors import Node
 from actors.tools.cli import status_text
 from actors.tools.observer import observe
-from actors.tools.tree import render_tree
+from actors.tree import render_tree
 from tests.kernel.mailbox_actors import Gate, Held
 from tests.observer.conftest import snapshot, wait_picture
 

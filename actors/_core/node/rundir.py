@@ -88,7 +88,7 @@ class Answers(Protocol):
 
 def serve_requests(rt: Runtime, node: Answers) -> None:
     """Answer the requests of a tool attached to the runtime directory (``otpy status``,
-    ``otpy observe``, `actors.tools.attach`) on the node's runtime ``rt``."""
+    ``otpy observe``, `actors.attach`) on the node's runtime ``rt``."""
     rt.register_sys("config_set", lambda src, s, k, v: _config_set(node.config, s, k, v))
     rt.register_sys("hosts", lambda src: node.hosts())
     rt.register_sys("actors", lambda src: node.actors(), threaded=True)

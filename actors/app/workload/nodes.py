@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors import CallTimeout, Exit, Node
-from actors.tools.attach import Attached, NotANode
+from actors.attach import Attached, NotANode
 from actors.app.couch import COUCH_SUP
 from actors.app.nodecmd import parse_ready
 

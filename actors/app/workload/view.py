@@ -17,7 +17,7 @@ from typing import Any, Callable
 from actors import Node
 from actors.ioq.api import get_queue_depths
 from actors.smoosh import status
-from actors.tools.tree import render_tree
+from actors.tree import render_tree
 
 __all__ = ["LiveView", "host_cpu_seconds"]
 

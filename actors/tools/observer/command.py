@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from actors.tools.attach import Attached
+from actors.attach import Attached
 from actors.interrupt import wait_for_signal
 from actors.tools.observer.launch import observe
 

@@ -1,7 +1,7 @@
 """`observe(target)`: start an observer for a node or an attached view.
 
 The observer is a tool over the kernel, never part of it: it takes a node
-(or an `actors.tools.attach.Attached` view) and reads it through the public API.
+(or an `actors.attach.Attached` view) and reads it through the public API.
 A node's observer is closed by the node's own close, through the node's
 public close hook (`Node.on_close`).  The web server and its libraries
 (Starlette, uvicorn, psutil) are the optional ``[observer]`` extra, so they
@@ -24,7 +24,7 @@ EXTRA_HINT = "the observer needs its extra: pip install 'otpy-actors[observer]'"
 
 def observe(target: Any, port: int = 8421, host: str = "127.0.0.1", token: str | None = None,
             interval: float = 0.5) -> "Observer":
-    """Serve the observer page for ``target`` (a `Node` or `actors.tools.attach.Attached`); returns the
+    """Serve the observer page for ``target`` (a `Node` or `actors.attach.Attached`); returns the
     running `actors.tools.observer.server.Observer` (``.url``, ``.close()``).
 
     A `Node`'s observer closes first when the node closes (``RuntimeError``

@@ -19,7 +19,7 @@ __all__ = ["Observed", "Source", "ref_of"]
 
 
 class Observed(Protocol):
-    """The public calls the observer uses; `Node` and `actors.tools.attach.Attached` both have them."""
+    """The public calls the observer uses; `Node` and `actors.attach.Attached` both have them."""
 
     def actors(self, timeout: float = ...) -> list[dict[str, Any]]: ...
     def hosts(self) -> list[dict[str, Any]]: ...

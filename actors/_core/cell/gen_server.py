@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from actors._core.cell.cell import _M_EXIT, Behaviour
+from actors._core.cell.cell import Cell
+from actors._core.cell.entries import M_EXIT
+from actors._core.cell.state import Behaviour
 from actors._core.runtime.monitor import Monitor
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef, From
 from actors._core.runtime.runtime import Timer
 from actors._core.cell.spawn import spawn as _spawn
-
-if TYPE_CHECKING:
-    from actors._core.cell.cell import Cell
 
 __all__ = ["PREVIOUS_HOLDER_WAIT", "GenServer", "UnexpectedMessage"]
 
@@ -140,7 +139,7 @@ class GenServer(Behaviour):
         if not cell.runtime.request_link(cell.ref, ref):
             reason = cell.runtime._dead_reason(ref.proc)
             if cell.trap_exit:
-                cell.enqueue(_M_EXIT, (ref, reason))
+                cell.enqueue(M_EXIT, (ref, reason))
                 return
             raise Exit(reason, f"link to {ref!r}")
         with cell.lock:

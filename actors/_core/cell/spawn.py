@@ -8,7 +8,8 @@ from typing import Any, Callable, Iterable
 
 import cloudpickle
 
-from actors._core.cell.cell import Behaviour, Cell
+from actors._core.cell.cell import Cell
+from actors._core.cell.state import Behaviour
 from actors._core.runtime.mailbox import MailboxLimit, mailbox_limit
 from actors._core.wire.reasons import Exit, crash_from
 from actors._core.wire.ref import ActorRef

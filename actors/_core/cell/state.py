@@ -1,0 +1,276 @@
+"""One actor's kernel state, and its mailbox as senders see it.
+
+A `CellState` holds what Erlang keeps in a process: the mailbox, links,
+monitors, the exit-trapping flag and the calls it has not answered yet, all
+under one lock, so that a call racing with the actor's death is either taken
+in (and answered) or refused with ``noproc``, never lost.  Senders on any
+thread put entries in through it; a bounded mailbox's policy
+(`actors._core.runtime.mailbox`) is applied here, where the lock is.
+
+What it does with them is above: signals and death in
+`actors._core.cell.signals`, the generic gen_server loop in
+`actors._core.cell.cell`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from actors._core.cell.entries import M_BATCH
+from actors._core.cell.thread import ActorThread, BoundedThread, LendingThread
+from actors._core.runtime.mailbox import ACCEPTED, DROPPED, MAILBOX_FULL, PARKED, Admit, MailboxLimit
+from actors._core.runtime.meter import Meter
+from actors._core.runtime.runtime import K_CALL, K_CAST, K_INFO, Runtime
+from actors._core.wire.ref import ActorRef, From
+
+__all__ = ["Behaviour", "CellState"]
+
+
+class Behaviour:
+    """What a cell drives: the callbacks of one actor.
+
+    `actors._core.cell.gen_server.GenServer` is the behaviour users subclass; this base
+    lives here, below it, so that the cell and the spawner can name it.
+    Its subclass provides ``_gen_init``, ``handle_call``, ``handle_cast``,
+    ``handle_info``, ``handle_continue`` and ``terminate``.
+    """
+
+    _actor_cell: "CellState"
+
+
+class CellState:
+    """The kernel side of one actor: its state and mailbox (see the module's docstring)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        actor_id: str,
+        server: Behaviour,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: str | None,
+        parent: ActorRef | None,
+        link_parent: bool,
+        on_started: Callable[[str, Any], None],
+        read_endpoint: bool = False,
+        mailbox: MailboxLimit | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.id = actor_id
+        self.name = name
+        self.ref = runtime.make_ref(actor_id, name)
+        self.server = server
+        self.parent = parent
+        self._args = args
+        self._kwargs = kwargs
+        self._on_started = on_started
+        self.lock = threading.Lock()
+        self.alive = True
+        self.started = False
+        self.trap_exit = False
+        self.exit_reason: Any = None
+        self.links: dict[ActorRef, ActorRef] = {}  # keyed by ref: ids repeat across nodes
+        if parent is not None and link_parent:
+            self.links[parent] = parent
+        self.monitors_in: dict[Any, ActorRef] = {}
+        self.monitors_out: dict[Any, ActorRef] = {}
+        self.inflight: dict[tuple[str, int], From] = {}
+        self._stop_reason: Any = None
+        self._stop_requested = False
+        self._pending_stop_reply: list[tuple[From, Any]] = []
+        # A registration under way on the actor thread, and the death notice
+        # that waits for it (see `claim_name`).
+        self._naming: str | None = None
+        self._after_naming: Callable[[], None] | None = None
+        self.messages_handled = 0
+        #: Calls, casts and call durations (`actors._core.runtime.meter`), written by the actor thread only.
+        self.meter = Meter()
+        #: Entries of the mailbox batch being handled that are still to come.
+        self.batch_left = 0
+        #: The actor thread's cast batches (set when its loop starts).
+        self.outbox: Any = None
+        #: Seconds the loop waits for a message before ``handle_info("timeout")``:
+        #: the `Timeout` the last callback returned (None: wait for ever).
+        self.idle_timeout: float | None = None
+        server._actor_cell = self
+        #: The mailbox's bound (None: unbounded, as in Erlang).
+        self.limit = mailbox
+        if mailbox is not None:
+            # Senders learn from the ref that they must wait for room.
+            self.ref.blocks = mailbox.overflow == "block"
+            self._thread: ActorThread = BoundedThread(self, mailbox)
+        elif read_endpoint:
+            # The first actor of a host reads the host's endpoint while idle.
+            self._thread = LendingThread(self)
+        else:
+            self._thread = ActorThread(self)
+        self.inbox: Any = self._thread.actor_inbox
+
+    def info(self) -> dict[str, Any]:
+        limit = self.limit
+        return {
+            "id": self.id,
+            "name": self.name,
+            "class": type(self.server).__name__,
+            "mailbox": self.inbox.qsize(),
+            "links": len(self.links),
+            "monitors": len(self.monitors_in),
+            "trap_exit": self.trap_exit,
+            "handled": self.messages_handled,
+            "pid": self.runtime.pid,
+            "proc": self.runtime.proc,
+            "parent": self.parent.id if self.parent else None,
+            "status": self.server.status() if hasattr(self.server, "status") else None,
+            "mailbox_limit": None if limit is None else limit.size,
+            "overflow": None if limit is None else limit.overflow,
+            "dropped": 0 if limit is None else self.inbox.dropped,
+        }
+
+    # -- what the actor's thread runs: the loop's (`actors._core.cell.cell.Cell`) ---
+
+    def _boot(self) -> None:
+        """Register, run ``init``, tell the spawner, then ``handle_continue``."""
+        raise NotImplementedError
+
+    def _handle(self, message: tuple[int, Any, Any]) -> None:
+        """Handle one mailbox entry."""
+        raise NotImplementedError
+
+    # -- mailbox (any thread) ------------------------------------------------------
+
+    def mailbox_empty(self) -> bool:
+        """Whether nothing waits for this actor: in its mailbox, nor, when it
+        reads its host's endpoint itself, on the endpoint (handed on first)."""
+        if self.batch_left:  # the rest of the entry being handled
+            return False
+        inbox = self.inbox
+        if not inbox.empty():
+            return False
+        loan = getattr(inbox, "loan", None)
+        if loan is not None and loan.take_in():
+            return inbox.empty()
+        return True
+
+    def enqueue(self, kind: int, body: Any) -> None:
+        if self.limit is not None:
+            if kind == K_CAST or kind == K_INFO:
+                self._offer((kind, body, None))
+                return
+        if self.alive:
+            self.inbox.put((kind, body, None))
+
+    def enqueue_batch(self, items: list[tuple[int, Any, Any]], calls: list[From]) -> list[From]:
+        """What one read of the endpoint brought this actor -- casts, sends
+        and calls, in arrival order -- as one mailbox entry, so the actor is
+        woken once for the lot; ``calls`` are the callers among ``items``.
+        Returns the calls refused because the actor is dead (the caller
+        answers them ``noproc``, as `enqueue_call`'s)."""
+        if self.limit is not None:
+            if not self.alive:
+                return calls
+            for item in items:
+                self._offer(item)
+            return []
+        if not calls:
+            if self.alive:
+                self._put_items(items)
+            return calls
+        with self.lock:
+            if not self.alive:
+                return calls
+            inflight = self.inflight
+            for from_ in calls:
+                inflight[(from_.proc, from_.ref)] = from_
+            self._put_items(items)
+        return []
+
+    def _put_items(self, items: list[tuple[int, Any, Any]]) -> None:
+        if len(items) == 1:
+            self.inbox.put(items[0])
+        else:
+            self.inbox.put((M_BATCH, items, None))
+
+    def enqueue_call(self, kind: int, body: Any, from_: From) -> bool:
+        if self.limit is not None and kind == K_CALL:
+            if not self.alive:
+                return False
+            self._offer((kind, body, from_))
+            return True
+        with self.lock:
+            if not self.alive:
+                return False
+            self.inflight[(from_.proc, from_.ref)] = from_
+            self.inbox.put((kind, body, from_))
+            return True
+
+    # -- the bounded mailbox (`actors._core.runtime.mailbox`) -------------------------------------------
+
+    def _offer(self, entry: tuple[int, Any, Any]) -> None:
+        """A user message for a bounded mailbox: in, parked, or dropped by
+        the policy (a dropped call fails with ``mailbox_full``)."""
+        kind, body, from_ = entry
+        admission: Any = None
+        timeout = None
+        if kind == K_CALL and type(body) is Admit:
+            # A sender that waits for room: a cast/send answered once it is
+            # in, or a call answered as calls are.
+            admission, timeout = from_, body.timeout
+            entry = (body.kind, body.body, from_ if body.kind == K_CALL else None)
+        refused: list[From] = []
+        admitted: From | None = None
+        with self.lock:
+            if not self.alive:
+                refused_dead = from_
+            else:
+                refused_dead = None
+                if from_ is not None:
+                    self.inflight[(from_.proc, from_.ref)] = from_
+                outcome, other = self.inbox.offer(entry, admission)
+                if outcome == ACCEPTED:
+                    if admission is not None and entry[2] is None:
+                        admitted = admission
+                        self.inflight.pop((admission.proc, admission.ref), None)
+                    if other is not None:
+                        self._count_drop()
+                        if other[2] is not None:
+                            refused.append(other[2])
+                elif outcome == DROPPED:
+                    self._count_drop()
+                    if from_ is not None:
+                        refused.append(from_)
+                elif outcome == PARKED and timeout is not None:
+                    self.runtime.call_later(timeout, lambda: self._expire(admission))
+                for gone in refused:
+                    self.inflight.pop((gone.proc, gone.ref), None)
+        rt = self.runtime
+        if refused_dead is not None:
+            rt.reply_exit(refused_dead, "noproc")
+        if admitted is not None:
+            rt.reply(admitted, None)
+        for gone in refused:
+            rt.reply_exit(gone, MAILBOX_FULL)
+
+    def _count_drop(self) -> None:
+        self.runtime.stats.increment("actors.mailbox.dropped")
+
+    def _admitted(self, entries: list[tuple[Any, Any]]) -> None:
+        """Parked messages got in (actor thread): their senders go on."""
+        acks: list[From] = []
+        with self.lock:
+            for entry, admission in entries:
+                if entry[2] is None:  # a cast or send: answered now
+                    self.inflight.pop((admission.proc, admission.ref), None)
+                    acks.append(admission)
+        for admission in acks:
+            self.runtime.reply(admission, None)
+
+    def _expire(self, admission: From) -> None:
+        """A parked message's time ran out (I/O thread): its sender hears ``mailbox_full``."""
+        with self.lock:
+            entry = self.inbox.unpark(admission)
+            if entry is None:
+                return
+            self.inflight.pop((admission.proc, admission.ref), None)
+        self._count_drop()
+        self.runtime.reply_exit(admission, MAILBOX_FULL)

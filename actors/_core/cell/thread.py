@@ -1,0 +1,247 @@
+"""The pykka adapter: the thread and mailbox of one actor.
+
+A cell (`actors._core.cell.cell.Cell`) is the kernel's side of an actor; its
+thread and mailbox are a pykka `ThreadingActor`, adapted here and nowhere
+else.  The kernel puts its mailbox entries in the inbox as bare tuples
+(`actors._core.cell.entries`) and this module hands them to the cell, so the
+message path costs no pykka envelope; pykka's own entries (its stop) still go
+through pykka.  Three variants: the plain thread, one with a bounded mailbox
+(`actors._core.runtime.mailbox`), and one that reads the host's endpoint
+itself while idle (`actors._core.transport.endpoint_loan`).
+
+The thread knows the cell only as a `ThreadOwner`: what it calls on it.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import time
+from typing import Any, Protocol
+
+import pykka
+
+from actors._core.cell.entries import ENDPOINT_BACK, IDLE_TIMEOUT
+from actors._core.runtime.mailbox import BoundedInbox, MailboxLimit
+from actors._core.runtime.runtime import Runtime, set_current_cell
+from actors._core.transport.endpoint_loan import LENT_MAIL, LENT_REFUSED, EndpointLoan
+
+__all__ = ["ActorThread", "BoundedThread", "LendingThread", "ThreadOwner"]
+
+
+class ThreadOwner(Protocol):
+    """What an actor thread needs of its cell."""
+
+    runtime: Runtime
+    alive: bool
+    #: Seconds to wait for a message before ``handle_info("timeout")`` (None: for ever).
+    idle_timeout: float | None
+    server: Any
+
+    def _boot(self) -> None:
+        """Register, run ``init``, then ``handle_continue`` (first thing on the thread)."""
+
+    def _handle(self, message: tuple[int, Any, Any]) -> None:
+        """Handle one mailbox entry of the kernel's."""
+
+    def _admitted(self, entries: list[tuple[Any, Any]]) -> None:
+        """Parked messages of a bounded mailbox got in."""
+
+
+class _Gone:
+    """What a dead cell holds in place of its behaviour once its thread has ended."""
+
+    def terminate(self, reason: Any) -> None:
+        pass
+
+
+_GONE = _Gone()
+
+
+class ActorThread(pykka.ThreadingActor):
+    """The pykka actor that gives a cell its thread and mailbox."""
+
+    use_daemon_thread = True
+    #: Holds the kernel's bare tuples besides pykka's envelopes, so typed loosely.
+    actor_inbox: Any
+
+    @staticmethod
+    def _create_actor_inbox() -> Any:
+        return queue.SimpleQueue()
+
+    def __init__(self, cell: "ThreadOwner") -> None:
+        super().__init__()
+        self._cell = cell
+
+    def _actor_loop(self) -> None:
+        cell = self._cell
+        set_current_cell(cell)  # type: ignore[arg-type]  # the runtime names the whole Cell, built above
+        try:
+            super()._actor_loop()
+        finally:
+            cell.runtime.end_actor_thread()
+            set_current_cell(None)
+            self._cell = None  # type: ignore[assignment]  # break the cycle
+            if not cell.alive:
+                # The behaviour and its cell point at each other: left so, a
+                # dead actor's state (an open file, a big table) waits for the
+                # cyclic collector, which in a long-lived heap runs rarely.
+                # Its thread is done with it, so let it go now.
+                cell.server = _GONE
+
+    def _actor_loop_running(self) -> None:
+        """pykka's loop, trimmed for the message path: the kernel puts its
+        entries in the inbox as bare tuples (no envelope, no proxy checks);
+        pykka's own entries (its stop) still go through pykka."""
+        cell = self._cell
+        get = self.actor_inbox.get
+        stopped = self.actor_stopped
+        dispatch = self._dispatch
+        while not stopped.is_set():
+            wait = cell.idle_timeout
+            if wait is None:
+                item = get()
+            else:
+                try:
+                    item = get(timeout=wait)
+                except queue.Empty:  # idle for the callback's Timeout
+                    item = IDLE_TIMEOUT
+            dispatch(item)
+
+    def _dispatch(self, item: Any) -> None:
+        """One mailbox entry: the kernel's (a bare tuple) to the cell, pykka's to pykka."""
+        if type(item) is tuple:
+            try:
+                self._cell._handle(item)
+            finally:
+                self._cell.runtime.flush_casts()  # casts made by the callback leave now
+            return
+        try:
+            self._handle_receive(item.message)
+        except Exception:  # noqa: BLE001 - as pykka: a failing entry stops the actor
+            self._handle_failure(*sys.exc_info())
+            self._stop()
+
+    def _actor_loop_teardown(self) -> None:
+        """Drop what is left: the kernel's own entries need no answer (the
+        cell's death already failed its pending calls); pykka's get pykka's."""
+        inbox = self.actor_inbox
+        while not inbox.empty():
+            item = inbox.get()
+            if type(item) is not tuple and item.reply_to is not None:
+                item.reply_to.set(None)  # only pykka's stop asks for an answer here
+
+    def on_start(self) -> None:
+        cell = self._cell
+        try:
+            cell._boot()
+        finally:
+            cell.runtime.flush_casts()
+
+    def on_receive(self, message: Any) -> None:
+        cell = self._cell
+        try:
+            cell._handle(message)
+        finally:
+            cell.runtime.flush_casts()
+
+
+class BoundedThread(ActorThread):
+    """An actor thread whose mailbox is bounded (`actors._core.runtime.mailbox`)."""
+
+    def __init__(self, cell: "ThreadOwner", limit: MailboxLimit) -> None:
+        self._limit = limit
+        self._admit = cell._admitted
+        super().__init__(cell)
+
+    def _create_actor_inbox(self) -> Any:  # type: ignore[override]
+        return BoundedInbox(self._limit, self._admit)
+
+
+class LentInbox(queue.SimpleQueue):
+    """A mailbox whose reader may be blocked in a poll of the process's
+    endpoint rather than in the queue: a put then signals the poll."""
+
+    def __init__(self) -> None:
+        self.loan: EndpointLoan | None = None
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        queue.SimpleQueue.put(self, item)
+        loan = self.loan
+        if loan is not None and loan.waiting:
+            loan.signal()
+
+    put_nowait = put
+
+
+class LendingThread(ActorThread):
+    """An actor thread that reads the process's endpoint itself while idle
+    (`actors._core.transport.endpoint_loan`): the first actor of a host, whose requests
+    then skip the hand-off from the I/O thread."""
+
+    @staticmethod
+    def _create_actor_inbox() -> Any:
+        return LentInbox()
+
+    def __init__(self, cell: "ThreadOwner") -> None:
+        super().__init__(cell)
+        inbox = self.actor_inbox
+        self._loan = cell.runtime.lend_endpoint(lambda: inbox.put(ENDPOINT_BACK))
+        inbox.loan = self._loan
+
+    def _actor_loop(self) -> None:
+        if self._loan is not None:
+            # Known before init runs: a registration in init is a system
+            # request, and the endpoint must be handed over for its answer.
+            self._loan.bind_thread()
+        super()._actor_loop()
+
+    def _actor_loop_running(self) -> None:
+        loan = self._loan
+        if loan is None:  # lent to another thread already
+            super()._actor_loop_running()
+            return
+        try:
+            self._lending_loop(loan)
+        finally:
+            self.actor_inbox.loan = None
+            loan.end()
+
+    def _lending_loop(self, loan: EndpointLoan) -> None:
+        cell = self._cell
+        inbox = self.actor_inbox
+        get = inbox.get
+        get_nowait = inbox.get_nowait
+        has_mail = lambda: not inbox.empty()  # noqa: E731
+        stopped = self.actor_stopped
+        dispatch = self._dispatch
+        serve = loan.serve
+        idle_until: float | None = None  # when handle_info("timeout") is due
+        while not stopped.is_set():
+            if inbox.empty():
+                wait = cell.idle_timeout
+                if wait is not None and idle_until is None:
+                    idle_until = time.monotonic() + wait
+                left = None if idle_until is None else max(0.0, idle_until - time.monotonic())
+                got = serve(left, has_mail)
+                if got == LENT_MAIL:
+                    pass
+                elif got == LENT_REFUSED:
+                    try:
+                        item = get(timeout=left)
+                    except queue.Empty:
+                        item = IDLE_TIMEOUT
+                    if item is ENDPOINT_BACK:
+                        continue
+                    idle_until = None
+                    dispatch(item)
+                    continue
+                else:  # idle for the callback's Timeout
+                    idle_until = None
+                    dispatch(IDLE_TIMEOUT)
+                    continue
+            item = get_nowait()
+            if item is ENDPOINT_BACK:
+                continue
+            idle_until = None
+            dispatch(item)

@@ -32,7 +32,7 @@ import zmq
 
 __all__ = ["DirectLinks"]
 
-_HOST_DATA = b"S"  # as actors._core.net.net's
+_HOST_DATA = b"S"  # as actors._core.net.protocol's HOST_DATA
 #: Frames queued at most on a connection (ZeroMQ's default high-water
 #: mark): past it a sender that may wait waits for room, so a fast sender
 #: to a slow node grows no queue here.

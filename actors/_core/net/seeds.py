@@ -20,7 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
-from actors._core.net.net import NetError
+from actors._core.net.protocol import NetError
 
 __all__ = ["ATTEMPT_TIMEOUT", "INITIAL_DELAY", "MAX_DELAY", "SeedDialer", "backoff"]
 

@@ -1,0 +1,230 @@
+"""The handshake's state: the nodes a link has met, its connections to
+them, and the moves from one state to the next.
+
+A node goes *up* once both directions work (our DEALER to it is welcomed and
+it said HELLO on a connection of its own) and *down* exactly once after
+that; `Sessions` holds these transitions, which both sides of the handshake
+(`actors._core.net.outgoing`, `actors._core.net.listener`) and the poll loop
+(`actors._core.net.loop`) make.  Everything here runs on the link's I/O
+thread, but for the counters.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+from actors._core.base.clock import Clock
+from actors._core.net.keys import ClusterKey
+from actors._core.net.protocol import (ConnectError, DownCallback, FrameCallback, RefuseCallback, UpCallback)
+from actors._core.net.tick import Liveness
+
+__all__ = ["Out", "Peer", "Sessions", "Waiter"]
+
+log = logging.getLogger("actors.net")
+
+
+class Waiter:
+    """Someone waiting in `NetLink.connect` for a handshake to end, either way."""
+
+    __slots__ = ("event", "name", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.name: str | None = None
+        self.error: Exception | None = None
+
+    def ok(self, name: str) -> None:
+        self.name = name
+        self.event.set()
+
+    def fail(self, error: Exception) -> None:
+        self.error = error
+        self.event.set()
+
+
+@dataclass(eq=False)
+class Out:
+    """One outgoing DEALER connection, pending until the peer welcomes it."""
+
+    address: str
+    sock: zmq.Socket
+    mon: zmq.Socket
+    deadline: float
+    expect: str | None = None  # the node name a connect-back expects
+    name: str | None = None
+    up: bool = False
+    waiters: list[Waiter] = field(default_factory=list)
+    # Once up, the DEALER leaves the I/O thread's poller and any thread may
+    # send on it under ``lock``.  ``queued`` counts data frames still in the
+    # command queue for it; a direct send waits its turn behind them.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    queued: int = 0
+
+
+@dataclass(eq=False)
+class Peer:
+    """A node met in a handshake.  It is *up* once both directions work: our
+    DEALER to it was welcomed and it said HELLO on a connection of its own."""
+
+    name: str
+    incarnation: int
+    deadline: float
+    out: Out | None = None  # the one DEALER frames to this node go through
+    rids: set[bytes] = field(default_factory=set)
+    up: bool = False
+    waiters: list[Waiter] = field(default_factory=list)
+    # It said BYE before our side of the handshake finished (its WELCOME to our
+    # connect-back travels on another connection and may come after): it goes
+    # down as ``peer_closed`` the moment it is up, so the goodbye is never lost.
+    bye: bool = False
+    # Data it sent before our side is up: it counts us up as soon as our HELLO
+    # came and its DEALER was welcomed, but our WELCOME to its HELLO travels on
+    # the other connection.  Delivered right after ``on_up``, so the owner of
+    # the link never sees a frame from a node it does not know yet (it would
+    # answer into the void: the reply to a call made right after ``connect``).
+    early: list[list[bytes]] = field(default_factory=list)
+
+
+class Sessions:
+    """A link's peers and connections, and the transitions between their states.
+
+    The state is set by `actors._core.net.net.NetLink` (and the sockets by the
+    loop); it is declared here, where the transitions that read it are.
+    """
+
+    name: str
+    key: ClusterKey | None
+    incarnation: int
+    _on_frame: FrameCallback
+    _on_up: UpCallback | None
+    _on_down: DownCallback | None
+    _refuse: RefuseCallback | None
+    _clock: Clock
+    _liveness: Liveness
+    _stats: collections.Counter[str]
+    _stats_cond: threading.Condition
+    _peers: dict[str, Peer]  # by node name, up or handshaking
+    _rid_peer: dict[bytes, str]  # the listener's connections (routing ids) -> node name
+    _outs: dict[zmq.Socket, Out]  # our DEALERs
+    _mons: dict[zmq.Socket, Out]  # their socket monitors
+    _poller: zmq.Poller
+
+    def _count(self, key: str) -> None:
+        with self._stats_cond:
+            self._stats[key] += 1
+            self._stats_cond.notify_all()
+
+    def _call(self, fn: Callable[..., None] | None, *args: Any) -> None:
+        if fn is None:
+            return
+        try:
+            fn(*args)
+        except Exception:  # a callback must never stop the link
+            self._count("callback_errors")
+            log.exception("link %s: callback %r failed", self.name, fn)
+
+    def _refusal(self, name: str, inc: int) -> dict[str, Any] | None:
+        """The REJECT body for node ``name`` in incarnation ``inc``, or None to let it in."""
+        if self._refuse is None:
+            return None
+        try:
+            refusal = self._refuse(name, inc)
+        except Exception:  # a callback must never stop the link; refuse nothing then
+            self._count("callback_errors")
+            log.exception("link %s: refuse callback failed", self.name)
+            return None
+        if refusal is None:
+            return None
+        return dict(refusal) if isinstance(refusal, dict) else {"reason": str(refusal)}
+
+    def _maybe_up(self, peer: Peer) -> None:
+        if peer.up:
+            # A second connect to a node already up (another spelling of its
+            # address): it is connected, so the connect succeeds at once.
+            for w in peer.waiters:
+                w.ok(peer.name)
+            peer.waiters.clear()
+            return
+        if peer.out is None or not peer.out.up or not peer.rids:
+            return
+        peer.up = True
+        self._liveness.add(peer.name, self._clock.now())
+        self._count("peers_up")
+        self._call(self._on_up, peer.name, peer.incarnation)
+        early, peer.early = peer.early, []
+        for frames in early:
+            self._call(self._on_frame, peer.name, frames)
+        for w in peer.waiters:
+            w.ok(peer.name)
+        peer.waiters.clear()
+        if peer.bye:
+            self._peer_down(peer.name, "peer_closed")
+
+    def _out_send(self, peer: Peer, frames: list[bytes]) -> None:
+        out = peer.out
+        assert out is not None
+        with out.lock:
+            if out.sock.closed:
+                return
+            out.sock.send_multipart(frames)
+        self._liveness.sent(peer.name, self._clock.now())
+
+    def _close_out(self, out: Out, linger: int = 0) -> None:
+        with out.lock:
+            if out.sock.closed:
+                return
+            self._outs.pop(out.sock, None)
+            self._mons.pop(out.mon, None)
+            for sock in (out.sock, out.mon):
+                try:
+                    self._poller.unregister(sock)
+                except KeyError:
+                    pass
+            out.sock.disable_monitor()
+            out.mon.close(linger=0)
+            out.sock.close(linger=linger)
+
+    def _fail_out(self, out: Out, error: ConnectError) -> None:
+        for w in out.waiters:
+            w.fail(error)
+        out.waiters.clear()
+        self._close_out(out)
+        for peer in [p for p in self._peers.values() if p.out is out]:
+            for w in peer.waiters:
+                w.fail(error)
+            peer.waiters.clear()
+            self._peer_down(peer.name, "handshake_failed")
+
+    def _expire_connects(self, now: float) -> None:
+        for out in [o for o in self._outs.values() if not o.up and now >= o.deadline]:
+            self._count("connect_timeouts")
+            self._fail_out(out, ConnectError(f"connect to {out.address}: no handshake within the timeout"))
+        for peer in [p for p in self._peers.values() if not p.up and now >= p.deadline]:
+            self._count("connect_timeouts")
+            self._peer_down(peer.name, "handshake_timeout")
+
+    def _peer_down(self, name: str, reason: str, notify: bool = True, linger: int = 0) -> None:
+        peer = self._peers.pop(name, None)
+        if peer is None:
+            return
+        self._liveness.remove(name)
+        for rid in peer.rids:
+            self._rid_peer.pop(rid, None)
+        was_up = peer.up
+        for w in peer.waiters:
+            w.fail(ConnectError(f"node {name} went down while connecting ({reason})"))
+        if peer.out is not None:
+            self._close_out(peer.out, linger)
+        for out in [o for o in self._outs.values() if o.expect == name]:
+            self._fail_out(out, ConnectError(f"node {name} went down while connecting ({reason})"))
+        if was_up:
+            self._count("peers_down")
+            if notify:
+                self._call(self._on_down, name, peer.incarnation, reason)

@@ -1,0 +1,48 @@
+"""The ZAP handler: which CurveZMQ clients a link's listener lets in.
+
+ZeroMQ asks a ZAP handler (RFC 27) about every CURVE client that connects to
+a socket with a ZAP domain, on ``inproc://zeromq.zap.01`` of the socket's own
+context.  A link serves those requests on its own I/O thread, so no extra
+thread: it accepts only clients presenting the cluster's public key, so a
+peer without the key fails the handshake and its bytes never reach the
+link, nor any decoder.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+import zmq
+
+__all__ = ["ZAP_DOMAIN", "ZAP_ENDPOINT", "open_zap", "serve_zap"]
+
+ZAP_ENDPOINT = "inproc://zeromq.zap.01"
+ZAP_DOMAIN = b"otpy"
+
+
+def open_zap(ctx: zmq.Context) -> zmq.Socket:
+    """Bind the ZAP handler's socket in ``ctx`` (one per context: ZeroMQ asks there)."""
+    sock = ctx.socket(zmq.REP)
+    sock.linger = 0
+    sock.bind(ZAP_ENDPOINT)
+    return sock
+
+
+def serve_zap(sock: zmq.Socket, public_raw: bytes, count: Callable[[str], None]) -> None:
+    """Answer every ZAP request waiting on ``sock``: 200 for a CURVE client
+    presenting ``public_raw`` (the cluster's public key), 400 for anyone else;
+    ``count`` hears ``zap_allowed`` or ``zap_denied`` for each."""
+    while True:
+        try:
+            msg = sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        request_id = msg[1] if len(msg) > 1 else b""
+        ok = (len(msg) >= 7 and msg[0] == b"1.0" and msg[5] == b"CURVE"
+              and secrets.compare_digest(msg[6], public_raw))
+        count("zap_allowed" if ok else "zap_denied")
+        if ok:
+            sock.send_multipart([b"1.0", request_id, b"200", b"OK", b"cluster", b""])
+        else:
+            sock.send_multipart([b"1.0", request_id, b"400", b"not a cluster member", b"", b""])

@@ -5,7 +5,7 @@ receives, dispatches to the thin user callbacks (`actors._core.cell.gen_server`)
 through a single wrapper that turns every exception or odd return into a stop
 reason, sends replies, and terminates.
 
-A `Cell` is built in layers, each module one job: the pykka thread that runs
+A `Cell` is built in layers, each module one job: the thread that runs
 this loop (`actors._core.cell.thread`), the state and mailbox senders see
 (`actors._core.cell.state`), signals and death (`actors._core.cell.signals`),
 and here the loop, which only the actor's own thread runs.
@@ -17,8 +17,6 @@ import logging
 from bisect import bisect_left
 from time import perf_counter
 from typing import Any, Callable
-
-import pykka
 
 from actors._core.cell.entries import M_BATCH, M_CONTINUE, M_DOWN, M_EXIT, M_WAKE
 from actors._core.cell.signals import CellSignals
@@ -47,13 +45,10 @@ class Cell(CellSignals):
         """Start the actor's loop on a new thread, or through ``run_on``
         (a thread started ahead of time, see `actors._core.cell.spawn.WarmThread`)."""
         self.runtime.cells[self.id] = self
-        # pykka registers every started actor globally; ours are found through
-        # the node instead, so keep pykka's registry from holding dead cells.
-        pykka.ActorRegistry.register(self._thread.actor_ref)
         if run_on is None:
-            self._thread._start_actor_loop()
+            self._thread.start()
         else:
-            run_on(self._thread._actor_loop)
+            run_on(self._thread.run)
 
     # -- the generic loop (actor thread) ------------------------------------------------
 
@@ -109,7 +104,7 @@ class Cell(CellSignals):
         self.runtime.meters.retire(self.runtime.cells, self, exited=False)
         for from_ in inflight:
             self.runtime.reply_exit(from_, "noproc")
-        self._thread._stop()
+        self._thread.stop()
         on_started, self._on_started = self._on_started, None  # type: ignore[assignment]
         on_started(kind, detail)
         self._gone()

@@ -1,25 +1,25 @@
-"""The pykka adapter: the thread and mailbox of one actor.
+"""The thread and mailbox of one actor, and the loop that feeds its cell.
 
-A cell (`actors._core.cell.cell.Cell`) is the kernel's side of an actor; its
-thread and mailbox are a pykka `ThreadingActor`, adapted here and nowhere
-else.  The kernel puts its mailbox entries in the inbox as bare tuples
-(`actors._core.cell.entries`) and this module hands them to the cell, so the
-message path costs no pykka envelope; pykka's own entries (its stop) still go
-through pykka.  Three variants: the plain thread, one with a bounded mailbox
-(`actors._core.runtime.mailbox`), and one that reads the host's endpoint
-itself while idle (`actors._core.transport.endpoint_loan`).
+A cell (`actors._core.cell.cell.Cell`) is the kernel's side of an actor; this
+module gives it a thread, a mailbox and the loop between them, and owns that
+loop outright: the kernel puts its entries in the mailbox as bare tuples
+(`actors._core.cell.entries`), and the loop hands them to the cell with no
+envelope, no proxy checks and no registry.  Three variants: the plain
+thread, one with a bounded mailbox (`actors._core.runtime.mailbox`), and one
+that reads the host's endpoint itself while idle
+(`actors._core.transport.endpoint_loan`).
 
 The thread knows the cell only as a `ThreadOwner`: what it calls on it.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import queue
-import sys
+import threading
 import time
 from typing import Any, Protocol
-
-import pykka
 
 from actors._core.cell.entries import ENDPOINT_BACK, IDLE_TIMEOUT
 from actors._core.runtime.mailbox import BoundedInbox, MailboxLimit
@@ -27,6 +27,10 @@ from actors._core.runtime.runtime import Runtime, set_current_cell
 from actors._core.transport.endpoint_loan import LENT_MAIL, LENT_REFUSED, EndpointLoan
 
 __all__ = ["ActorThread", "BoundedThread", "LendingThread", "ThreadOwner"]
+
+
+log = logging.getLogger("actors")
+_thread_numbers = itertools.count(1)
 
 
 class ThreadOwner(Protocol):
@@ -58,26 +62,44 @@ class _Gone:
 _GONE = _Gone()
 
 
-class ActorThread(pykka.ThreadingActor):
-    """The pykka actor that gives a cell its thread and mailbox."""
+class ActorThread:
+    """The thread and mailbox of one actor, and the loop that feeds the cell.
 
-    use_daemon_thread = True
-    #: Holds the kernel's bare tuples besides pykka's envelopes, so typed loosely.
-    actor_inbox: Any
-
-    @staticmethod
-    def _create_actor_inbox() -> Any:
-        return queue.SimpleQueue()
+    The kernel owns this loop outright: entries are the kernel's bare tuples
+    (no envelope, no proxy checks), the wait honours the callback's
+    `Timeout`, and nothing is registered anywhere (cells are found through
+    their runtime).
+    """
 
     def __init__(self, cell: "ThreadOwner") -> None:
-        super().__init__()
         self._cell = cell
+        #: The mailbox: ``(kind, body, from_)`` tuples (`actors._core.cell.entries`).
+        self.actor_inbox: Any = self._new_inbox()
+        #: Set when the actor is done: the loop ends after the entry in hand.
+        self.actor_stopped = threading.Event()
 
-    def _actor_loop(self) -> None:
+    @staticmethod
+    def _new_inbox() -> Any:
+        return queue.SimpleQueue()
+
+    def start(self) -> None:
+        """Run the loop on a new daemon thread."""
+        thread = threading.Thread(target=self.run, name=f"{type(self).__name__}-{next(_thread_numbers)}",
+                                  daemon=True)
+        thread.start()
+
+    def stop(self) -> None:
+        """End the loop once the entry in hand is handled (any thread)."""
+        self.actor_stopped.set()
+
+    def run(self) -> None:
+        """The actor's thread: boot the cell, feed it its mailbox, then let it go."""
         cell = self._cell
         set_current_cell(cell)  # type: ignore[arg-type]  # the runtime names the whole Cell, built above
         try:
-            super()._actor_loop()
+            self._setup()
+            self._running()
+            self._teardown()
         finally:
             cell.runtime.end_actor_thread()
             set_current_cell(None)
@@ -89,10 +111,18 @@ class ActorThread(pykka.ThreadingActor):
                 # Its thread is done with it, so let it go now.
                 cell.server = _GONE
 
-    def _actor_loop_running(self) -> None:
-        """pykka's loop, trimmed for the message path: the kernel puts its
-        entries in the inbox as bare tuples (no envelope, no proxy checks);
-        pykka's own entries (its stop) still go through pykka."""
+    def _setup(self) -> None:
+        cell = self._cell
+        try:
+            try:
+                cell._boot()
+            finally:
+                cell.runtime.flush_casts()
+        except Exception:  # noqa: BLE001 - the cell's boot reports its own failures; this is a kernel bug
+            log.exception("actor thread %s: unhandled exception while starting; the actor stops", self)
+            self.actor_stopped.set()
+
+    def _running(self) -> None:
         cell = self._cell
         get = self.actor_inbox.get
         stopped = self.actor_stopped
@@ -108,42 +138,19 @@ class ActorThread(pykka.ThreadingActor):
                     item = IDLE_TIMEOUT
             dispatch(item)
 
-    def _dispatch(self, item: Any) -> None:
-        """One mailbox entry: the kernel's (a bare tuple) to the cell, pykka's to pykka."""
-        if type(item) is tuple:
-            try:
-                self._cell._handle(item)
-            finally:
-                self._cell.runtime.flush_casts()  # casts made by the callback leave now
-            return
+    def _dispatch(self, item: tuple[int, Any, Any]) -> None:
+        """One mailbox entry to the cell; the casts its callback made leave now."""
         try:
-            self._handle_receive(item.message)
-        except Exception:  # noqa: BLE001 - as pykka: a failing entry stops the actor
-            self._handle_failure(*sys.exc_info())
-            self._stop()
+            self._cell._handle(item)
+        finally:
+            self._cell.runtime.flush_casts()
 
-    def _actor_loop_teardown(self) -> None:
-        """Drop what is left: the kernel's own entries need no answer (the
-        cell's death already failed its pending calls); pykka's get pykka's."""
+    def _teardown(self) -> None:
+        """Drop what is left: no entry needs an answer (the cell's death
+        already failed its pending calls)."""
         inbox = self.actor_inbox
         while not inbox.empty():
-            item = inbox.get()
-            if type(item) is not tuple and item.reply_to is not None:
-                item.reply_to.set(None)  # only pykka's stop asks for an answer here
-
-    def on_start(self) -> None:
-        cell = self._cell
-        try:
-            cell._boot()
-        finally:
-            cell.runtime.flush_casts()
-
-    def on_receive(self, message: Any) -> None:
-        cell = self._cell
-        try:
-            cell._handle(message)
-        finally:
-            cell.runtime.flush_casts()
+            inbox.get()
 
 
 class BoundedThread(ActorThread):
@@ -154,7 +161,7 @@ class BoundedThread(ActorThread):
         self._admit = cell._admitted
         super().__init__(cell)
 
-    def _create_actor_inbox(self) -> Any:  # type: ignore[override]
+    def _new_inbox(self) -> Any:  # type: ignore[override]
         return BoundedInbox(self._limit, self._admit)
 
 
@@ -180,7 +187,7 @@ class LendingThread(ActorThread):
     then skip the hand-off from the I/O thread."""
 
     @staticmethod
-    def _create_actor_inbox() -> Any:
+    def _new_inbox() -> Any:
         return LentInbox()
 
     def __init__(self, cell: "ThreadOwner") -> None:
@@ -189,17 +196,17 @@ class LendingThread(ActorThread):
         self._loan = cell.runtime.lend_endpoint(lambda: inbox.put(ENDPOINT_BACK))
         inbox.loan = self._loan
 
-    def _actor_loop(self) -> None:
+    def run(self) -> None:
         if self._loan is not None:
             # Known before init runs: a registration in init is a system
             # request, and the endpoint must be handed over for its answer.
             self._loan.bind_thread()
-        super()._actor_loop()
+        super().run()
 
-    def _actor_loop_running(self) -> None:
+    def _running(self) -> None:
         loan = self._loan
         if loan is None:  # lent to another thread already
-            super()._actor_loop_running()
+            super()._running()
             return
         try:
             self._lending_loop(loan)

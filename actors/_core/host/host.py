@@ -28,7 +28,6 @@ import traceback
 from typing import Any
 
 import cloudpickle
-import pykka
 
 from actors._core.cell import spawn as _spawn
 from actors._core.cell.cell import Cell
@@ -203,9 +202,7 @@ def _prefault(rt: Runtime) -> None:
     payload = cloudpickle.dumps(("warmup", GenServer, (), {}, None, None, False))
     _actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
     decode_frame(encode_frame(K_SYS, None, None, 1, rt.proc, ("spawn_here", (rt.proc, 1, payload))))
-    cell = Cell(rt, _actor_id, cls(), args, kwargs, name, parent, link, lambda kind, detail: None)
-    pykka.ActorRegistry.register(cell._thread.actor_ref)  # as Cell.start does; never started
-    pykka.ActorRegistry.unregister(cell._thread.actor_ref)
+    Cell(rt, _actor_id, cls(), args, kwargs, name, parent, link, lambda kind, detail: None)  # never started
 
 
 def host_main(boot: dict[str, Any]) -> None:

@@ -112,7 +112,7 @@ class BoundedInbox:
     """The mailbox of a bounded actor: the queue its thread reads, with the
     policy applied on the way in.
 
-    ``put`` takes the kernel's entries and pykka's, which are never dropped;
+    ``put`` takes the kernel's own entries, which are never dropped;
     `offer` takes user messages.  Entries are ``(kind, body, from_)``
     tuples; a parked entry also carries the admission (`From`) to answer.
     ``on_admit(entries)`` is told, outside the lock, of parked entries that
@@ -133,7 +133,7 @@ class BoundedInbox:
         #: User messages the policy dropped (rejected calls included).
         self.dropped = 0
 
-    # -- queue.SimpleQueue's face, for the actor thread and pykka ------------------
+    # -- queue.SimpleQueue's face, for the actor thread ------------------------
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         with self._cond:

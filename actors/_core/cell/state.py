@@ -37,6 +37,13 @@ class Behaviour:
     """
 
     _actor_cell: "CellState"
+    # What the loop calls (declared for the type checker; `GenServer` defines them).
+    _gen_init: Callable[..., Any]
+    handle_call: Callable[[Any, From], Any]
+    handle_cast: Callable[[Any], Any]
+    handle_info: Callable[[Any], Any]
+    handle_continue: Callable[[Any], Any]
+    terminate: Callable[[Any], None]
 
 
 class CellState:

@@ -165,7 +165,7 @@ class BoundedThread(ActorThread):
         return BoundedInbox(self._limit, self._admit)
 
 
-class LentInbox(queue.SimpleQueue):
+class LentInbox(queue.SimpleQueue[Any]):
     """A mailbox whose reader may be blocked in a poll of the process's
     endpoint rather than in the queue: a put then signals the poll."""
 

@@ -33,8 +33,8 @@ _POLLIN = int(zmq.POLLIN)
 class Listener(Outgoing):
     """What peers send to this node's listener (see the module's docstring)."""
 
-    _router: zmq.Socket
-    _router_mon: zmq.Socket
+    _router: zmq.Socket[bytes]
+    _router_mon: zmq.Socket[bytes]
     _handshake_timeout: float
     _dirty: bool  # something other than a data frame happened: the loop re-plans
 

@@ -43,7 +43,7 @@ class IOLoop(Listener):
     _start_error: BaseException | None
     _closed: bool
     _loop_ident: int | None  # the I/O thread's
-    _zap: zmq.Socket | None
+    _zap: zmq.Socket[bytes] | None
 
     def _command(self, *cmd: Any) -> None:
         with self._cmd_lock:
@@ -56,7 +56,7 @@ class IOLoop(Listener):
 
     def _run(self) -> None:
         self._loop_ident = threading.get_ident()
-        ctx = zmq.Context()
+        ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._ctx = ctx
         self._poller = zmq.Poller()
         self._zap = None
@@ -75,7 +75,7 @@ class IOLoop(Listener):
         finally:
             self._teardown()
 
-    def _bind(self, ctx: zmq.Context) -> None:
+    def _bind(self, ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
         if self.key is not None:
             self._zap = open_zap(ctx)
             self._poller.register(self._zap, zmq.POLLIN)
@@ -95,7 +95,7 @@ class IOLoop(Listener):
         self._router = router
         self._router_mon = router.get_monitor_socket(LISTEN_EVENTS)
         router.bind(self.listen)
-        self.address = router.last_endpoint.decode()
+        self.address = cast(bytes, router.last_endpoint).decode()
         self._port = parse_tcp(self.address)[1]
         self._poller.register(router, zmq.POLLIN)
         self._poller.register(self._router_mon, zmq.POLLIN)

@@ -26,7 +26,7 @@ __all__ = ["Outgoing"]
 class Outgoing(Sessions):
     """Connecting to peers, and what their listeners answer (see the module's docstring)."""
 
-    _ctx: zmq.Context
+    _ctx: zmq.Context[zmq.Socket[bytes]]
     _port: int  # the port this node listens on, told in its HELLO
     _on_rejected: RejectedCallback | None
     _frames_out_lock: threading.Lock

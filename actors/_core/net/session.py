@@ -54,8 +54,8 @@ class Out:
     """One outgoing DEALER connection, pending until the peer welcomes it."""
 
     address: str
-    sock: zmq.Socket
-    mon: zmq.Socket
+    sock: zmq.Socket[bytes]
+    mon: zmq.Socket[bytes]
     deadline: float
     expect: str | None = None  # the node name a connect-back expects
     name: str | None = None
@@ -112,8 +112,8 @@ class Sessions:
     _stats_cond: threading.Condition
     _peers: dict[str, Peer]  # by node name, up or handshaking
     _rid_peer: dict[bytes, str]  # the listener's connections (routing ids) -> node name
-    _outs: dict[zmq.Socket, Out]  # our DEALERs
-    _mons: dict[zmq.Socket, Out]  # their socket monitors
+    _outs: dict[zmq.Socket[bytes], Out]  # our DEALERs
+    _mons: dict[zmq.Socket[bytes], Out]  # their socket monitors
     _poller: zmq.Poller
 
     def _count(self, key: str) -> None:

@@ -21,7 +21,7 @@ ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_DOMAIN = b"otpy"
 
 
-def open_zap(ctx: zmq.Context) -> zmq.Socket:
+def open_zap(ctx: zmq.Context[zmq.Socket[bytes]]) -> zmq.Socket[bytes]:
     """Bind the ZAP handler's socket in ``ctx`` (one per context: ZeroMQ asks there)."""
     sock = ctx.socket(zmq.REP)
     sock.linger = 0
@@ -29,7 +29,7 @@ def open_zap(ctx: zmq.Context) -> zmq.Socket:
     return sock
 
 
-def serve_zap(sock: zmq.Socket, public_raw: bytes, count: Callable[[str], None]) -> None:
+def serve_zap(sock: zmq.Socket[bytes], public_raw: bytes, count: Callable[[str], None]) -> None:
     """Answer every ZAP request waiting on ``sock``: 200 for a CURVE client
     presenting ``public_raw`` (the cluster's public key), 400 for anyone else;
     ``count`` hears ``zap_allowed`` or ``zap_denied`` for each."""

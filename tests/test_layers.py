@@ -148,7 +148,8 @@ def core_floor(module: str) -> tuple[str, int] | None:
 #: ``(importer, imported)``, both module names as `imports_of` reports them.
 ALLOWED: dict[tuple[str, str], str] = {
     # The runtime names the cells it holds by their class, for the type checker only.
-    ("actors._core.runtime.runtime", "actors._core.cell.cell"): "type hints of the cells the runtime holds",
+    ("actors._core.runtime.base", "actors._core.cell.cell"): "type hints of the cells the runtime holds",
+    ("actors._core.runtime.context", "actors._core.cell.cell"): "type hints of the cell a thread runs",
 }
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from actors._core.wire.codec import encode_frame
 from actors._core.wire.ref import From
-from actors._core.runtime.runtime import K_CALL, K_CAST, _Waiter, current_runtime
+from actors._core.runtime.runtime import K_CALL, K_CAST, current_runtime
+from actors._core.runtime.waiters import Waiter
 from tests.kernel.probes import MailboxWatcher, Probe, Scripted
 
 pytestmark = pytest.mark.timeout(60)
@@ -45,7 +46,7 @@ def test_calls_read_together_reach_the_actor_as_one_entry(node):
     frames = []
     for i in range(3):
         ref = runtime.new_ref()
-        waiter = _Waiter(runtime.proc)
+        waiter = Waiter(runtime.proc)
         runtime.pending[ref] = waiter
         waiters.append(waiter)
         frames.append(encode_frame(K_CALL, watcher.id, "test-caller", ref, runtime.proc, ("note", i)))

@@ -30,7 +30,7 @@ def _rep(tmp_path: Any, i: int) -> Rep:
 
 
 def _live_reschedule_timers(node: Any, scheduler: Any) -> int:
-    timers = list(node.runtime._timers)
+    timers = node.runtime.transport.timers.pending()
     return sum(1 for t in timers
                if t.target == scheduler and t.message == "reschedule" and not (t.cancelled or t.fired))
 

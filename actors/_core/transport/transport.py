@@ -1,188 +1,49 @@
-"""The bottom layer of the kernel: sockets, frames on the wire, the I/O loop.
+"""The bottom layer of the kernel: one process's endpoint and its I/O thread.
 
 A `Transport` is one OS process's view of the node's ipc fabric.  It binds one
 ZeroMQ PULL socket in the node's 0700 runtime directory, runs one I/O thread
-that drains it, fires timers from a heap, runs tasks handed to it and watches
-file descriptors (host pidfds in the node process).  Any thread sends
-directly, with no thread hop, through the process's one PUSH socket per peer
-(shared under a lock, so one pipe per pair of processes keeps their order).
-A thread that calls across processes reads its replies from its own reply
-channel (`ReplyChannel`), pooled and handed to the next thread when it ends.
+that drains it, fires timers from a heap (`actors._core.transport.timers`),
+runs tasks handed to it and watches file descriptors (host pidfds in the node
+process).  Any thread sends directly, with no thread hop, through the
+process's one PUSH socket per peer (`actors._core.transport.peers`).  A thread
+that calls across processes reads its replies from its own reply channel
+(`actors._core.transport.channels`).
 
 It knows nothing of actors: a frame is bytes, a peer is a process name, and
-what arrives is handed, a drained batch at a time, to `handle_frames`, which
-the layer above (`actors._core.runtime.runtime`) overrides.
+what arrives is handed, a drained batch at a time, to the `Upcalls` it is
+given (the runtime, `actors._core.runtime`), which it holds and never imports.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 import zmq
 
 from actors._core.base import stats as _stats
+from actors._core.transport.channels import ChannelPool, ReplyChannel
 from actors._core.transport.endpoint_loan import IO, EndpointLoan, drain, timers_available
+from actors._core.transport.peers import RCVHWM, SEND_WAIT, SNDHWM, Peers, owner_of
+from actors._core.transport.timers import Timer, TimerHeap
 
-__all__ = ["ReplyChannel", "Timer", "Transport", "owner_of"]
+__all__ = ["RCVHWM", "SEND_WAIT", "SNDHWM", "ReplyChannel", "Timer", "Transport", "Upcalls", "owner_of"]
 
 log = logging.getLogger("actors.transport")
 
-#: Frames queued at most towards one peer (ZeroMQ's high-water marks, its
-#: default), on the sending side and again on the receiving side of each
-#: pipe.  A frame is one signal or a batch of at most 64 casts, so a pipe
-#: holds a few thousand frames at most, and memory stays bounded however
-#: fast a sender is: a full pipe holds the sender back (`Transport.send_frame`).
-SNDHWM = 1000
-RCVHWM = 1000
-#: Seconds a sender waits, at most, for room in a full pipe before the frame
-#: is dropped and counted: the receiving process reads its endpoint on a
-#: thread that never waits, so a pipe stays full only while that process
-#: is stopped or wedged.
-SEND_WAIT = 30.0
 
-
-def owner_of(peer: str) -> str:
-    """The process a peer name belongs to: a reply channel ``h1~r3`` is h1's."""
-    return peer.partition("~")[0]
-
-
-class ReplyChannel:
-    """A PULL socket that one calling thread binds and reads itself.
-
-    Replies to that thread's calls are sent straight to it, so no other
-    thread wakes on the way: the round trip costs what a raw DEALER/ROUTER
-    one does.  A channel belongs to one thread at a time and goes back to
-    the transport's pool when the thread ends.
-    """
-
-    __slots__ = ("name", "sock", "timeout_ms")
-
-    def __init__(self, name: str, sock: zmq.Socket) -> None:
-        self.name = name
-        self.sock = sock
-        self.timeout_ms = -1
-
-
-class _ChannelLease:
-    """Held in a thread's locals: when the thread ends (and its locals go),
-    the channel returns to the pool for the next thread."""
-
-    __slots__ = ("channel", "pool", "lock")
-
-    def __init__(self, channel: ReplyChannel, pool: list[ReplyChannel], lock: threading.Lock) -> None:
-        self.channel = channel
-        self.pool = pool
-        self.lock = lock
-
-    def __del__(self) -> None:
-        try:
-            with self.lock:
-                self.pool.append(self.channel)
-        except Exception:  # interpreter teardown: nothing left to pool for
-            pass
-
-
-class _Peer:
-    """The one PUSH socket this process sends to a peer through, shared by
-    all its threads under ``lock``: one pipe per pair of processes keeps
-    their order, and a connection made once (ahead of time, for a spare
-    host) serves every thread."""
-
-    __slots__ = ("sock", "lock", "stalled")
-
-    def __init__(self, sock: zmq.Socket) -> None:
-        self.sock: zmq.Socket | None = sock
-        self.lock = threading.Lock()
-        #: A wait for room ran out: until a send gets through again, the
-        #: next frames do not wait (a stuck reader costs one wait, not one each).
-        self.stalled = False
-
-
-class _Relay:
-    """Stands in for the socket to a process of another node (``<node_id>|<proc>``):
-    what is sent to it goes to `Transport.send_remote`.  Local peers never
-    see it, so the fast path pays nothing for distribution."""
-
-    __slots__ = ("transport", "dest", "closed")
-
-    def __init__(self, transport: "Transport", dest: str) -> None:
-        self.transport = transport
-        self.dest = dest
-        self.closed = False
-
-    def send(self, frame: bytes, flags: int = 0) -> None:
-        self.transport.send_remote(self.dest, frame)
-
-    def close(self, linger: int = 0) -> None:
-        self.closed = True
-
-
-class Timer:
-    """A pending `send_after`; cancel it with `cancel_timer`.
-
-    The transport only orders timers by deadline; ``target`` and ``message``
-    are the layer above's (a ``target`` of None makes ``message`` a callable
-    run on the I/O thread).
-    """
-
-    __slots__ = ("deadline", "target", "message", "cancelled", "fired")
-
-    def __init__(self, deadline: float, target: Any, message: Any) -> None:
-        self.deadline = deadline
-        self.target = target
-        self.message = message
-        self.cancelled = False
-        self.fired = False
-
-    def __lt__(self, other: "Timer") -> bool:
-        return self.deadline < other.deadline
-
-    def __repr__(self) -> str:
-        return f"<Timer to={self.target!r} in={self.deadline - time.monotonic():.3f}s>"
-
-
-class Transport:
-    """One process's endpoint, outgoing sockets and I/O thread."""
-
-    def __init__(self, rundir: str, proc: str) -> None:
-        self.rundir = rundir
-        self.proc = proc
-        self.pid = os.getpid()
-        self.ctx = zmq.Context()
-        self.ctx.setsockopt(zmq.LINGER, 0)
-        self.pull = self.ctx.socket(zmq.PULL)
-        self.pull.setsockopt(zmq.RCVHWM, RCVHWM)
-        self.endpoint = self.endpoint_of(proc)
-        self.pull.bind(self.endpoint)
-        #: Peers known to be gone (name -> why, opaque here); sends to them are dropped.
-        self.dead_procs: dict[str, Any] = {}
-        self._timers: list[Timer] = []
-        self._timers_lock = threading.Lock()
-        self._tasks: list[Callable[[], None]] = []
-        self._tasks_lock = threading.Lock()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self._fd_handlers: dict[int, Callable[[int], None]] = {}
-        self._peers: dict[str, _Peer] = {}
-        self._pool_lock = threading.Lock()
-        self._tls = threading.local()
-        self._channels: list[ReplyChannel] = []
-        self._channel_pool: list[ReplyChannel] = []
-        self._channel_counter = 0
-        self._stopping = False
-        self._loan: EndpointLoan | None = None
-        self.stats = _stats.current()
-        self._io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
-
-    # -- hooks for the layer above ------------------------------------------------
+class Upcalls(Protocol):
+    """What a transport hands up to the layer that holds it."""
 
     def handle_frames(self, frames: list[bytes]) -> None:
         """Frames drained from the endpoint, in arrival order (I/O thread)."""
+
+    def handle_lent_frames(self, frames: list[bytes]) -> None:
+        """Frames read by the borrower of the endpoint (`Transport.lend_endpoint`), on its thread."""
 
     def fire_timer(self, timer: Timer) -> None:
         """A timer with a target fell due (I/O thread)."""
@@ -190,15 +51,65 @@ class Transport:
     def send_remote(self, dest: str, frame: bytes) -> None:
         """A frame for ``dest``, a process of another node (``<node_id>|<proc>``)."""
 
+
+class Transport:
+    """One process's endpoint, outgoing sockets, reply channels, timers and I/O thread."""
+
+    def __init__(self, rundir: str, proc: str, upcalls: Upcalls) -> None:
+        self.rundir = rundir
+        self.proc = proc
+        self.pid = os.getpid()
+        self._upcalls = upcalls
+        self.ctx = zmq.Context()
+        self.ctx.setsockopt(zmq.LINGER, 0)
+        self.pull = self.ctx.socket(zmq.PULL)
+        self.pull.setsockopt(zmq.RCVHWM, RCVHWM)
+        self.endpoint = self.endpoint_of(proc)
+        self.pull.bind(self.endpoint)
+        self._tasks: list[Callable[[], None]] = []
+        self._tasks_lock = threading.Lock()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._fd_handlers: dict[int, Callable[[int], None]] = {}
+        self._stopping = False
+        self._loan: EndpointLoan | None = None
+        self.stats = _stats.current()
+        self.io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
+        self.timers = TimerHeap(self.wake, upcalls.fire_timer)
+        self.peers = Peers(self.ctx, proc, rundir, self.endpoint_of, self.io_thread, self.stats,
+                           upcalls.send_remote)
+        self.channels = ChannelPool(self.ctx, proc, self.endpoint_of)
+        #: Peers known to be gone (name -> why, opaque here); sends to them are dropped.
+        self.dead_procs = self.peers.dead_procs
+        # The peers' and the channels' own methods, reached without a hop.
+        self.send_frame = self.peers.send_frame
+        self.connect_peer = self.peers.connect_peer
+        self.is_connected = self.peers.is_connected
+        self.mark_gone = self.peers.mark_gone
+        self.close_peer = self.peers.close_peer
+        self.forget_peer = self.peers.forget_peer
+        self.reply_channel = self.channels.for_thread
+        self.release_thread_sockets = self.channels.release_thread
+        self.add_timer = self.timers.add
+        self.call_later = self.timers.call_later
+
     def handle_lent_frames(self, frames: list[bytes]) -> None:
         """Frames read by the borrower of the endpoint (`lend_endpoint`), on its thread."""
-        self.handle_frames(frames)
+        self._upcalls.handle_lent_frames(frames)
 
     # -- lending the endpoint --------------------------------------------------------
 
     @property
     def stopping(self) -> bool:
         return self._stopping
+
+    @property
+    def loan(self) -> EndpointLoan | None:
+        """The endpoint's loan while it is lent (or was, and not given back yet)."""
+        return self._loan
+
+    def on_io_thread(self) -> bool:
+        """Whether the calling thread is this transport's I/O thread."""
+        return threading.current_thread() is self.io_thread
 
     def lend_endpoint(self, on_returned: Callable[[], None]) -> EndpointLoan | None:
         """Lend the endpoint to the thread that will call the loan's ``serve``
@@ -209,7 +120,7 @@ class Transport:
         # Made on the I/O thread (a spawn it is handling), the loan starts
         # free: the I/O thread has finished reading for this turn and stops
         # polling the endpoint at the top of the next one.
-        loan = EndpointLoan(self, on_returned, free=threading.current_thread() is self._io_thread)
+        loan = EndpointLoan(self, on_returned, free=threading.current_thread() is self.io_thread)
         self._loan = loan
         self.wake()  # the I/O thread starts polling the loan's timer
         return loan
@@ -217,7 +128,7 @@ class Transport:
     # -- lifecycle -----------------------------------------------------------
 
     def start(self) -> None:
-        self._io_thread.start()
+        self.io_thread.start()
 
     def endpoint_of(self, proc: str) -> str:
         return f"ipc://{self.rundir}/{proc}.sock"
@@ -229,28 +140,15 @@ class Transport:
         halts must not lose its last exit signals); otherwise they drop it.
         """
         self._stopping = True
+        self.peers.stopping = True
         self.wake()
         loan = self._loan
         if loan is not None and not loan.wait_released(5.0):
             log.warning("the endpoint's borrower did not let go of it in 5 s")
-        if self._io_thread.is_alive() and threading.current_thread() is not self._io_thread:
-            self._io_thread.join(timeout=5.0)
-        with self._pool_lock:
-            peers = list(self._peers.values())
-            self._peers.clear()
-        for peer in peers:
-            with peer.lock:
-                sock, peer.sock = peer.sock, None
-            if sock is not None:
-                sock.close(linger=2000 if linger else 0)
-        with self._pool_lock:
-            channels = list(self._channels)
-        for channel in channels:
-            channel.sock.close(linger=0)
-            try:
-                os.unlink(self.endpoint_of(channel.name)[len("ipc://") :])
-            except OSError:
-                pass
+        if self.io_thread.is_alive() and threading.current_thread() is not self.io_thread:
+            self.io_thread.join(timeout=5.0)
+        self.peers.close(linger)
+        self.channels.close()
         self.pull.close(linger=0)
         if loan is not None:
             loan.close()
@@ -264,181 +162,12 @@ class Transport:
         except OSError:
             pass
 
-    # -- sending -------------------------------------------------------------
-
-    def release_thread_sockets(self) -> None:
-        """Give this thread's reply channel to the pool; called when an actor thread ends."""
-        self._tls.chan = None  # the lease hands the reply channel back
-
-    def reply_channel(self) -> ReplyChannel:
-        """This thread's reply channel, bound on first use (or from the pool)."""
-        lease = getattr(self._tls, "chan", None)
-        if lease is not None:
-            return lease.channel
-        with self._pool_lock:
-            channel = self._channel_pool.pop() if self._channel_pool else None
-            if channel is None:
-                self._channel_counter += 1
-                name = f"{self.proc}~r{self._channel_counter}"
-        if channel is None:
-            sock = self.ctx.socket(zmq.PULL)
-            sock.setsockopt(zmq.RCVHWM, 0)
-            sock.bind(self.endpoint_of(name))
-            sock.bind(f"inproc://{name}")  # this process's own threads answer here
-            channel = ReplyChannel(name, sock)
-            with self._pool_lock:
-                self._channels.append(channel)
-        self._tls.chan = _ChannelLease(channel, self._channel_pool, self._pool_lock)
-        return channel
-
-    def send_frame(self, proc: str, frame: bytes, wait: float = SEND_WAIT) -> None:
-        """Queue ``frame`` for ``proc``'s endpoint (or a reply channel's);
-        never raises for a peer that is gone.  When the pipe to ``proc`` is
-        full the sending thread waits for room (backpressure: nothing is
-        lost and nothing grows), at most ``wait`` seconds, except this
-        process's I/O thread, which must keep reading, and drops and counts
-        instead."""
-        if proc in self.dead_procs or ("~" in proc and owner_of(proc) in self.dead_procs):
-            return
-        peer = self._peers.get(proc) or self.connect_peer(proc)
-        with peer.lock:
-            sock = peer.sock
-            if sock is None:
-                return
-            try:
-                sock.send(frame, zmq.NOBLOCK)
-                if peer.stalled:
-                    peer.stalled = False
-            except zmq.Again:
-                if peer.stalled or not self._send_when_room(proc, sock, frame, wait):
-                    peer.stalled = wait > 0 and threading.current_thread() is not self._io_thread
-                    self.stats.increment("actors.transport.send_dropped")
-            except zmq.ZMQError:
-                if not self._stopping:
-                    raise
-
-    def _send_when_room(self, proc: str, sock: zmq.Socket, frame: bytes, wait: float) -> bool:
-        """Wait (at most ``wait`` seconds) for the full pipe to ``proc`` to
-        take ``frame``; False when this thread may not wait, or ``proc`` went."""
-        if wait <= 0 or threading.current_thread() is self._io_thread:
-            return False
-        self.stats.increment("actors.transport.send_waits")
-        owner = owner_of(proc)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if self._stopping or owner in self.dead_procs:
-                return False
-            if sock.poll(50, zmq.POLLOUT):
-                try:
-                    sock.send(frame, zmq.NOBLOCK)
-                    return True
-                except zmq.Again:
-                    continue
-        return False
-
-    def is_connected(self, proc: str) -> bool:
-        """Whether this process already has a socket to ``proc``."""
-        return proc in self._peers
-
-    def connect_peer(self, proc: str) -> _Peer:
-        """The socket to ``proc``, connected now if it was not yet (the node
-        connects to a spare host as soon as it is up, off any call's path).
-        A reply channel of this very process is reached over inproc."""
-        with self._pool_lock:
-            peer = self._peers.get(proc)
-            if peer is None and "|" in proc:
-                peer = self._peers[proc] = _Peer(_Relay(self, proc))  # type: ignore[arg-type]
-            elif peer is None:
-                sock = self.ctx.socket(zmq.PUSH)
-                sock.setsockopt(zmq.SNDHWM, SNDHWM)
-                sock.setsockopt(zmq.LINGER, 2000)
-                if owner_of(proc) == self.proc and "~" in proc:
-                    sock.connect(f"inproc://{proc}")
-                else:
-                    sock.connect(self.endpoint_of(proc))
-                peer = self._peers[proc] = _Peer(sock)
-        return peer
-
-    def forget_peer(self, proc: str, why: Any) -> bool:
-        """Mark ``proc`` gone: later sends to it are dropped and every thread
-        closes its socket to it.  False when it was already gone."""
-        if not self.mark_gone(proc, why):
-            return False
-        self.close_peer(proc)
-        return True
-
-    def mark_gone(self, proc: str, why: Any) -> bool:
-        """The first half of `forget_peer`: later sends to ``proc`` are dropped.
-        False when it was already gone."""
-        if proc == self.proc or proc in self.dead_procs:
-            return False
-        self.dead_procs[proc] = why
-        return True
-
-    def close_peer(self, proc: str) -> None:
-        """The second half of `forget_peer`: close the sockets to ``proc`` (and
-        its reply channels) and remove its socket files."""
-        prefix = f"{proc}~"
-        with self._pool_lock:
-            gone = [n for n in self._peers if n == proc or n.startswith(prefix)]
-            peers = [self._peers.pop(n) for n in gone]
-        for peer in peers:
-            with peer.lock:
-                sock, peer.sock = peer.sock, None
-            if sock is not None:
-                sock.close(linger=0)
-        try:
-            names = [n for n in os.listdir(self.rundir) if n.startswith(prefix)]
-        except OSError:
-            names = []
-        for name in [f"{proc}.sock", *names]:
-            try:
-                os.unlink(os.path.join(self.rundir, name))
-            except OSError:
-                pass
-
     # -- timers ------------------------------------------------------------------
-
-    def add_timer(self, timer: Timer) -> Timer:
-        with self._timers_lock:
-            heapq.heappush(self._timers, timer)
-            earliest = self._timers[0] is timer
-        if earliest:
-            self.wake()
-        return timer
-
-    def call_later(self, seconds: float, fn: Callable[[], None]) -> Timer:
-        """Run ``fn`` on the I/O thread after ``seconds``."""
-        return self.add_timer(Timer(time.monotonic() + max(0.0, seconds), None, fn))
 
     @staticmethod
     def cancel_timer(timer: Timer) -> float | bool:
         """Seconds that were left, or False when it already fired or was cancelled."""
-        if timer.fired or timer.cancelled:
-            return False
-        timer.cancelled = True
-        return max(0.0, timer.deadline - time.monotonic())
-
-    def _fire_timers(self) -> float | None:
-        if not self._timers:
-            return None
-        now = time.monotonic()
-        due: list[Timer] = []
-        with self._timers_lock:
-            while self._timers and self._timers[0].deadline <= now:
-                due.append(heapq.heappop(self._timers))
-            next_deadline = self._timers[0].deadline if self._timers else None
-        for timer in due:
-            if not timer.cancelled:
-                timer.fired = True
-                try:
-                    if timer.target is None:
-                        timer.message()
-                    else:
-                        self.fire_timer(timer)
-                except Exception:
-                    log.exception("timer failed")
-        return next_deadline
+        return TimerHeap.cancel(timer)
 
     # -- the I/O thread ------------------------------------------------------------
 
@@ -458,7 +187,10 @@ class Transport:
         self.call_soon(lambda: self._fd_handlers.__setitem__(fd, handler))
 
     def unwatch_fd(self, fd: int) -> None:
-        self.call_soon(lambda: self._fd_handlers.pop(fd, None))
+        def unwatch() -> None:
+            self._fd_handlers.pop(fd, None)
+
+        self.call_soon(unwatch)
 
     def wake(self) -> None:
         try:
@@ -477,8 +209,9 @@ class Transport:
         polling_pull = True
         loan: EndpointLoan | None = None
         loan_timer = -1
-        handle_frames = self.handle_frames
+        handle_frames = self._upcalls.handle_frames
         fd_handlers = self._fd_handlers
+        fire_timers = self.timers.fire_due
         next_deadline: float | None = None
         while not self._stopping:
             if loan is not self._loan:
@@ -539,7 +272,7 @@ class Transport:
             # Timers and tasks before the frames: once a frame has been
             # handed to an actor's thread, this thread goes straight back to
             # the poll and lets go of the GIL the actor is waiting for.
-            next_deadline = self._fire_timers()
+            next_deadline = fire_timers()
             if polling_pull and (got_frames or ready_fds):
                 # A dead host's last frames (a reply it sent before it was
                 # killed) are drained before its death is handled, so a

@@ -1,0 +1,158 @@
+"""Receiving: frames from the endpoint, decoded and handed on by kind.
+
+What one read of the endpoint brought is gathered per actor first (casts,
+sends and calls), so an actor sent a burst wakes once for the burst; every
+other signal goes to the handler its kind is registered with
+(`RuntimeBase.handle_kind`), in arrival order.  Garbage is dropped and
+counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from actors._core.runtime.context import thread_state
+from actors._core.runtime.kinds import K_BATCH, K_CALL, K_CAST, K_INFO, K_STOP
+from actors._core.runtime.sending import Sending
+from actors._core.transport.transport import Transport
+from actors._core.wire.codec import FrameError, decode_frame, unwrap_relay
+from actors._core.wire.ref import From
+
+__all__ = ["Dispatch"]
+
+log = logging.getLogger("actors.runtime")
+
+
+class _Mail:
+    """What one read of an endpoint brought one actor: its mailbox entries
+    in arrival order, and the calls among them (put in flight together)."""
+
+    __slots__ = ("items", "calls")
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, Any, Any]] = []
+        self.calls: list[From] = []
+
+
+class Dispatch(Sending):
+    """Frames in, to mailboxes and to the handlers of their kinds."""
+
+    def __init__(self, node_id: str, transport: Transport, node_proc: str = "n") -> None:
+        super().__init__(node_id, transport, node_proc)
+        self.handle_kind(K_CALL, self._on_call)
+        self.handle_kind(K_STOP, self._on_call)
+        self.handle_kind(K_INFO, self._on_message)
+        self.handle_kind(K_CAST, self._on_message)
+
+    def handle_lent_frames(self, frames: list[bytes]) -> None:
+        """Frames read by the actor the endpoint is lent to, on its thread: handled
+        as the I/O thread would, not as that actor (whose casts are batched
+        and who would be taken for a spawner's parent)."""
+        state = thread_state
+        cell, outbox = state.cell, state.outbox
+        state.cell = state.outbox = None
+        try:
+            self.handle_frames(frames)
+        except Exception:
+            log.exception("frame handling failed")
+        finally:
+            state.cell, state.outbox = cell, outbox
+
+    def handle_frames(self, frames: list[bytes]) -> None:
+        batch: dict[Any, _Mail] = {}
+        on_frame = self._on_frame
+        for frame in frames:
+            on_frame(frame, batch)
+        if batch:
+            self._flush_batch(batch)
+
+    def _on_frame(self, frame: bytes, batch: dict[Any, _Mail]) -> None:
+        try:
+            kind, to, frm, ref, src, body = decode_frame(frame)
+        except FrameError:  # garbage is dropped and counted, never fatal
+            if self.relay is not None and frame[:1] == b"R":  # a host's frame for another node
+                try:
+                    dest, inner = unwrap_relay(frame)
+                except FrameError:
+                    self._count_garbage()
+                    return
+                self.relay(dest, inner)
+                return
+            self._count_garbage()
+            return
+        try:
+            if kind == K_BATCH:
+                if type(body) is not list or any(type(i) is not list or len(i) != 3 or
+                                                 (i[0] != K_CAST and i[0] != K_INFO) for i in body):
+                    self._count_garbage()
+                    return
+                cells = self.cells
+                for item_kind, item_to, item_body in body:
+                    cell = cells.get(item_to)
+                    if cell is not None and cell.limit is not None:
+                        # A bounded mailbox takes (or drops) each at once:
+                        # a drained burst is never held decoded in full.
+                        if batch:
+                            self._flush_batch(batch)
+                        cell.enqueue(item_kind, item_body)
+                    elif cell is not None:
+                        mail = batch.get(cell)
+                        if mail is None:
+                            mail = batch[cell] = _Mail()
+                        mail.items.append((item_kind, item_body, None))
+                    else:
+                        if batch:
+                            self._flush_batch(batch)
+                        self._deliver(item_kind, item_to, None, None, item_body, src)
+                return
+            if kind == K_CAST or kind == K_INFO or kind == K_CALL:
+                cell = self.cells.get(to)
+                if cell is not None:
+                    # Gathered per actor, which wakes once per read: a server
+                    # sent a burst of requests is woken once for the burst.
+                    mail = batch.get(cell)
+                    if mail is None:
+                        mail = batch[cell] = _Mail()
+                    if kind == K_CALL:
+                        from_ = From(src, ref, frm[0], frm[1]) if type(frm) is list else From(src, ref, frm)
+                        mail.items.append((kind, body, from_))
+                        mail.calls.append(from_)
+                    else:
+                        mail.items.append((kind, body, None))
+                    return
+            elif batch:
+                self._flush_batch(batch)
+            self._deliver(kind, to, frm, ref, body, src)
+        except Exception:  # a well-formed frame with a body its kind cannot take
+            self._count_garbage()
+            log.exception("failed to deliver a frame of kind %s to %s", kind, to)
+
+    def _flush_batch(self, batch: dict[Any, _Mail]) -> None:
+        for cell, mail in batch.items():
+            for from_ in cell.enqueue_batch(mail.items, mail.calls):
+                self.reply_exit(from_, "noproc")
+        batch.clear()
+
+    # -- the kinds that go to a mailbox -------------------------------------------
+
+    def _on_call(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:
+        """K_CALL, K_STOP: into the actor's mailbox, or failed ``noproc``."""
+        cell = self.cells.get(to)
+        if type(frm) is list:  # [caller, reply channel]
+            from_ = From(src, ref, frm[0], frm[1])
+        else:
+            from_ = From(src, ref, frm)
+        if cell is None or not cell.enqueue_call(kind, body, from_):
+            self.reply_exit(from_, "noproc")
+
+    def _on_message(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:
+        """K_INFO, K_CAST: into the actor's mailbox, or to a sink (a monitor
+        or a receiver the host program holds); dropped when neither is here."""
+        cell = self.cells.get(to)
+        if cell is not None:
+            cell.enqueue(kind, body)
+        else:
+            sink = self.sinks.get(to)
+            if sink is not None:
+                sink.on_message(kind, body)

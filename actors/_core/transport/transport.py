@@ -91,10 +91,9 @@ class Transport:
         self.release_thread_sockets = self.channels.release_thread
         self.add_timer = self.timers.add
         self.call_later = self.timers.call_later
-
-    def handle_lent_frames(self, frames: list[bytes]) -> None:
-        """Frames read by the borrower of the endpoint (`lend_endpoint`), on its thread."""
-        self._upcalls.handle_lent_frames(frames)
+        #: Frames read by the borrower of the endpoint (`lend_endpoint`), on its
+        #: thread: handed straight up.
+        self.handle_lent_frames = upcalls.handle_lent_frames
 
     # -- lending the endpoint --------------------------------------------------------
 

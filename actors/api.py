@@ -13,6 +13,7 @@ from actors._core.runtime.monitor import Monitor
 from actors._core.wire.reasons import Exit, NotRegistered
 from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import current_runtime
+from actors._core.wire import system as sysop
 
 __all__ = ["call", "cast", "monitor", "node_id", "send", "whereis"]
 
@@ -33,7 +34,7 @@ def whereis(name: str, node: str | None = None, timeout: float | None = 5.0) -> 
     runtime = current_runtime()
     if node is None:
         return runtime.whereis(name)
-    return runtime.sys_request(runtime.node_proc, "whereis_on", (name, node), timeout=timeout)
+    return runtime.sys_request(runtime.node_proc, sysop.WhereisOn(name, node), timeout=timeout)
 
 
 def _resolve(target: ActorRef | str) -> ActorRef | None:

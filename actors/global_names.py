@@ -40,6 +40,7 @@ from actors._core.cluster.global_state import NameTable, node_name_of
 from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered, Stop
 from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import current_runtime
+from actors._core.wire import system as sysop
 from actors.api import whereis as _local_whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 
@@ -298,7 +299,7 @@ def _servers_now(local: ActorRef, timeout: float) -> list[ActorRef]:
     servers: list[ActorRef] = local.call(("servers",), timeout=timeout)
     known = {node_name_of(server) for server in servers}
     runtime = current_runtime()
-    for node in runtime.sys_request(runtime.node_proc, "nodes", (), timeout=timeout):
+    for node in runtime.sys_request(runtime.node_proc, sysop.Nodes(), timeout=timeout):
         if node not in known:
             server = _local_whereis(SERVER_NAME, node=node, timeout=timeout)
             if server is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from actors import Node
+from actors._core.wire import system as sysop
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -52,5 +53,5 @@ def test_a_peers_list_is_acted_on_for_at_most_1000_entries(node_a, monkeypatch):
     rt = node_a._rt
     # As a connected peer's list arrives; handled in place (a system message to
     # this very process), so every dial is recorded when it returns.
-    rt.sys_send(rt.node_proc, "known_nodes", (known,))
+    rt.sys_send(rt.node_proc, sysop.KnownNodes(known))
     assert dialed == [tuple(entry) for entry in known[:1000]]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from actors import GenServer, Node
+from actors._core.wire import system as sysop
 from tests.kernel.probes import Echo
 from tests.polling import poll_until
 
@@ -51,7 +52,7 @@ class Gate:
 
 
 def _counters(node: Any, proc: str) -> dict[str, int]:
-    return node.runtime.sys_request(proc, "stats", ())["counters"]
+    return node.runtime.sys_request(proc, sysop.Stats())["counters"]
 
 
 def test_the_first_actor_of_a_host_reads_its_endpoint(node):
@@ -73,7 +74,7 @@ def test_a_busy_borrower_still_hears_system_requests_and_kill(node, tmp_path):
     # Answered by the I/O thread, which takes the endpoint over.
     assert poll_until(lambda: _counters(node, b.proc).get("actors.transport.endpoint_takeovers", 0) >= 1,
                       "the I/O thread to take the endpoint over")
-    assert node.runtime.sys_request(b.proc, "alive", (b.id,)) is True
+    assert node.runtime.sys_request(b.proc, sysop.Alive(b.id)) is True
     down = node.monitor(b)
     node.kill(b)
     assert down.wait(timeout=10)[1] == "killed"

@@ -19,6 +19,7 @@ import zmq
 
 from actors import CallTimeout
 from actors._core.runtime.runtime import CAST_BATCH
+from actors._core.wire import system as sysop
 from tests.kernel.probes import Echo, Probe, Scripted, held_call_reasons
 
 pytestmark = pytest.mark.timeout(60)
@@ -179,7 +180,7 @@ def test_garbage_batches_are_dropped_and_counted(node):
     b = node.spawn(Echo, host="own")
 
     def dropped_in_b() -> int:  # b's own process only
-        snapshot = node.runtime.sys_request(b.proc, "stats", ())
+        snapshot = node.runtime.sys_request(b.proc, sysop.Stats())
         return snapshot["counters"].get("actors.transport.dropped_frames", 0)
 
     before = dropped_in_b()

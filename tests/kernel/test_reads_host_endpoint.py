@@ -8,6 +8,7 @@ import pytest
 
 from actors.ioq.server1 import Ioq1Server
 from actors.ioq.server2 import Ioq2Server
+from actors._core.wire import system as sysop
 from tests.kernel.probes import Echo
 
 pytestmark = pytest.mark.timeout(60)
@@ -18,7 +19,7 @@ class FedByTheIoThread(Echo):
 
 
 def _lent_frames(node: Any, proc: str) -> int:
-    return node.runtime.sys_request(proc, "stats", ())["counters"].get("actors.transport.lent_frames", 0)
+    return node.runtime.sys_request(proc, sysop.Stats())["counters"].get("actors.transport.lent_frames", 0)
 
 
 @pytest.mark.parametrize("cls, reads", [(Echo, True), (FedByTheIoThread, False)])

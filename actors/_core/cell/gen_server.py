@@ -14,6 +14,7 @@ from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef, From
 from actors._core.runtime.runtime import Timer
 from actors._core.cell.spawn import spawn as _spawn
+from actors._core.wire import system as sysop
 
 __all__ = ["PREVIOUS_HOLDER_WAIT", "GenServer", "UnexpectedMessage"]
 
@@ -181,14 +182,14 @@ class GenServer(Behaviour):
         """Watch another node: ``("nodedown", node)`` arrives in ``handle_info``
         once, when it is lost (at once when it is not connected now)."""
         cell = self._actor_cell
-        cell.runtime.sys_request(cell.runtime.node_proc, "monitor_node", (node, cell.ref))
+        cell.runtime.sys_request(cell.runtime.node_proc, sysop.MonitorNode(node, cell.ref))
 
     def monitor_nodes(self, flag: bool = True) -> None:
         """``net_kernel:monitor_nodes(Flag)``: ``("nodeup", node)`` and
         ``("nodedown", node)`` arrive in ``handle_info`` for every node that
         connects or is lost from now on, in order; ``flag=False`` ends it."""
         cell = self._actor_cell
-        cell.runtime.sys_request(cell.runtime.node_proc, "monitor_nodes", (cell.ref, bool(flag)))
+        cell.runtime.sys_request(cell.runtime.node_proc, sysop.MonitorNodes(cell.ref, bool(flag)))
 
     def demonitor(self, mref: Any) -> bool:
         """Stop watching; a DOWN already queued for ``mref`` is discarded.
@@ -240,12 +241,12 @@ class GenServer(Behaviour):
         runtime = self._actor_cell.runtime
         if node is None:
             return runtime.whereis(name)
-        return runtime.sys_request(runtime.node_proc, "whereis_on", (name, node))
+        return runtime.sys_request(runtime.node_proc, sysop.WhereisOn(name, node))
 
     def nodes(self) -> list[str]:
         """The names of the other nodes connected now (`Node.nodes`)."""
         runtime = self._actor_cell.runtime
-        return runtime.sys_request(runtime.node_proc, "nodes", ())
+        return runtime.sys_request(runtime.node_proc, sysop.Nodes())
 
     def register(self, name: str, wait: float = 0.0) -> None:
         """Register this actor under ``name`` (``register(Name, self())``); the

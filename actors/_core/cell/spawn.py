@@ -14,6 +14,7 @@ from actors._core.runtime.mailbox import MailboxLimit, mailbox_limit
 from actors._core.wire.reasons import Exit, crash_from
 from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import Runtime, current_cell
+from actors._core.wire import system as sysop
 
 __all__ = ["AlreadyRegistered", "SpawnError", "WarmThread", "install", "normalise_cpus", "record_child_link",
            "spawn", "start_here"]
@@ -159,7 +160,7 @@ def spawn(
         if not candidates or not all(isinstance(n, str) and n for n in candidates):
             raise ValueError(f"node must be a node name or a list of them, got {node!r}")
         payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs), name, parent, link, limit))
-        kind, detail = rt.sys_request(rt.node_proc, "spawn_on", (candidates, host, cpu_list, payload), timeout=None)
+        kind, detail = rt.sys_request(rt.node_proc, sysop.SpawnOn(candidates, host, cpu_list, payload), timeout=None)
     elif host is None:
         actor_id = rt.new_actor_id()
         if cpu_list is not None:
@@ -179,7 +180,7 @@ def spawn(
             raise ValueError(f"host must be None, 'own' or a host name, got {host!r}")
         actor_id = rt.new_actor_id()
         payload = cloudpickle.dumps((actor_id, cls, tuple(args), dict(kwargs), name, parent, link, limit))
-        kind, detail = rt.sys_request(rt.node_proc, "spawn", (host, cpu_list, payload), timeout=None)
+        kind, detail = rt.sys_request(rt.node_proc, sysop.Spawn(host, cpu_list, payload), timeout=None)
     if kind == "ok":
         ref: ActorRef = detail
         if link and cell is not None:
@@ -201,15 +202,16 @@ def install(rt: Runtime, warm_thread: bool = False) -> None:
     """
     warm = [WarmThread(f"actors-warm-{rt.proc}")] if warm_thread else []
 
-    def spawn_here(src: str, orig_src: str, orig_ref: int, payload: bytes) -> None:
+    def spawn_here(src: str, msg: sysop.SpawnHere) -> None:
+        orig_src, orig_ref, payload = msg.orig_src, msg.orig_ref, msg.payload
         actor_id, cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
         limit = more[0] if more else None
 
         def on_started(kind: str, detail: Any) -> None:
             rt.reply_sys(orig_src, orig_ref, True, (kind, detail))
             if not rt.is_node:
-                rt.sys_send(rt.node_proc, "spawn_done", (orig_src, orig_ref))
+                rt.sys_send(rt.node_proc, sysop.SpawnDone(orig_src, orig_ref))
 
         start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, warm, limit)
 
-    rt.register_sys("spawn_here", spawn_here)
+    rt.register_sys(sysop.SpawnHere, spawn_here)

@@ -37,6 +37,7 @@ from actors._core.base import config as _config
 from actors._core.host import sched as _sched
 from actors._core.base import stats as _stats
 from actors._core.runtime.runtime import K_SYS, Runtime
+from actors._core.wire import system as sysop
 from actors._core.host.logs import forward_host_logs
 
 __all__ = ["host_main", "read_message", "write_message", "zygote_main"]
@@ -201,7 +202,8 @@ def _prefault(rt: Runtime) -> None:
     """
     payload = cloudpickle.dumps(("warmup", GenServer, (), {}, None, None, False))
     _actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
-    decode_frame(encode_frame(K_SYS, None, None, 1, rt.proc, ("spawn_here", (rt.proc, 1, payload))))
+    sysop.decode(decode_frame(encode_frame(K_SYS, None, None, 1, rt.proc,
+                                           sysop.encode(sysop.SpawnHere(rt.proc, 1, payload))))[5])
     Cell(rt, _actor_id, cls(), args, kwargs, name, parent, link, lambda kind, detail: None)  # never started
 
 
@@ -221,20 +223,21 @@ def host_main(boot: dict[str, Any]) -> None:
     _prefault(rt)
     halted = threading.Event()
 
-    def halt(src: str = "") -> None:
+    def halt(src: str, msg: sysop.Halt) -> None:
         halted.set()
 
-    def apply_config(src: str, section: str, key: str, value: str | None) -> None:
+    def apply_config(src: str, msg: sysop.ApplyConfig) -> None:
         cfg = _config.current()
-        if value is None:
-            cfg.delete(section, key)
+        if msg.value is None:
+            cfg.delete(msg.section, msg.key)
         else:
-            cfg.set(section, key, value)
+            cfg.set(msg.section, msg.key, msg.value)
 
     exit_when_empty = [bool(boot.get("exit_when_empty"))]
 
-    def configure(src: str, own: bool, cpus: list[int] | None) -> None:
+    def configure(src: str, msg: sysop.Configure) -> None:
         """A warm spare learns its role just before its first actor arrives."""
+        own, cpus = msg.own, msg.cpus
         exit_when_empty[0] = bool(own)
         if cpus:
             for tid in os.listdir("/proc/self/task"):
@@ -243,9 +246,9 @@ def host_main(boot: dict[str, Any]) -> None:
                 except OSError:
                     pass
 
-    rt.register_sys("halt", halt)
-    rt.register_sys("configure", configure)
-    rt.register_sys("config", apply_config)
+    rt.register_sys(sysop.Halt, halt)
+    rt.register_sys(sysop.Configure, configure)
+    rt.register_sys(sysop.ApplyConfig, apply_config)
     emptied = [False]
 
     def on_gone(cell: Any) -> None:
@@ -255,13 +258,13 @@ def host_main(boot: dict[str, Any]) -> None:
 
     rt.on_cell_gone = on_gone
     rt.start()
-    rt.sys_send(rt.node_proc, "host_up", (rt.proc, os.getpid()))
+    rt.sys_send(rt.node_proc, sysop.HostUp(rt.proc, os.getpid()))
     halted.wait()
     if emptied[0]:
         # The node must know this exit is clean before it sees the process
         # go, or it would report the actors here as killed.
         try:
-            rt.sys_request(rt.node_proc, "halting", (rt.proc,), timeout=2.0)
+            rt.sys_request(rt.node_proc, sysop.Halting(rt.proc), timeout=2.0)
         except Exception:
             pass
     rt.shutdown(linger=True)

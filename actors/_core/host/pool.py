@@ -29,6 +29,7 @@ from actors._core.base import config as _config
 from actors._core.host import sched as _sched
 from actors._core.host.zygote import Zygote
 from actors._core.runtime.runtime import DEFER, Runtime
+from actors._core.wire import system as sysop
 
 __all__ = ["HostInfo", "HostPool"]
 
@@ -78,7 +79,7 @@ class HostPool:
         self.spare_target = 1  # raised to _MAX_SPARES when a placement found no spare up
         self._spares_forked = 0
         self._shared: dict[str, str] = {}
-        self._forwarded: dict[tuple[str, int], str] = {}
+        self._forwarded: dict[tuple[str, int | None], str] = {}
         self._host_counter = itertools.count(1)
         self.changed = threading.Condition()
         self.idle_spares = False
@@ -101,10 +102,10 @@ class HostPool:
         self._rt = rt
         self._on_up = on_up
         self._on_gone = on_gone
-        rt.register_sys("spawn", self._on_spawn)
-        rt.register_sys("spawn_done", self._on_spawn_done)
-        rt.register_sys("host_up", self._on_host_up)
-        rt.register_sys("halting", self._on_halting)
+        rt.register_sys_later(sysop.Spawn, self._on_spawn)
+        rt.register_sys(sysop.SpawnDone, self._on_spawn_done)
+        rt.register_sys(sysop.HostUp, self._on_host_up)
+        rt.register_sys(sysop.Halting, self._on_halting)
 
     def in_use(self) -> list[HostInfo]:
         """The hosts placed or being placed (the warm spares are not)."""
@@ -118,11 +119,12 @@ class HostPool:
     def broadcast_config(self, section: str, key: str, value: str | None, persist: bool) -> None:
         for host in list(self.hosts.values()):
             if host.state == "up":
-                self._rt.sys_send(host.proc, "config", (section, key, value))
+                self._rt.sys_send(host.proc, sysop.ApplyConfig(section, key, value))
 
     # -- placement ------------------------------------------------------------------------
 
-    def _on_spawn(self, src: str, host: str, cpus: list[int] | None, payload: bytes, _ref: int) -> Any:
+    def _on_spawn(self, src: str, msg: sysop.Spawn, _ref: int | None) -> Any:
+        host, cpus, payload = msg.host, msg.cpus, msg.payload
         if self.closed:
             self._rt.reply_sys(src, _ref, True, ("error", "node_closing"))
             return DEFER
@@ -142,7 +144,7 @@ class HostPool:
 
         def forward() -> None:
             self._forwarded[(src, _ref)] = record.proc
-            self._rt.sys_send(record.proc, "spawn_here", (src, _ref, payload))
+            self._rt.sys_send(record.proc, sysop.SpawnHere(src, _ref, payload))
 
         if record.state == "up":
             forward()
@@ -150,7 +152,8 @@ class HostPool:
             record.queued.append((src, _ref, forward))
         return DEFER
 
-    def _on_spawn_done(self, src: str, orig_src: str, orig_ref: int) -> None:
+    def _on_spawn_done(self, src: str, msg: sysop.SpawnDone) -> None:
+        orig_src, orig_ref = msg.orig_src, msg.orig_ref
         self._forwarded.pop((orig_src, orig_ref), None)
         # Not at once either: the spawner's first call to the new actor
         # follows its spawn reply, and a fork now would compete with it.
@@ -174,7 +177,7 @@ class HostPool:
             self._unidle(spare)
             spare.started_at = time.monotonic()  # from now, a placement waits on it (_host_timeout)
             spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(
-                spare.proc, "configure", (own, cpus))))
+                spare.proc, sysop.Configure(own, cpus))))
             if spare.state == "up":
                 first = spare.queued.pop(0)
                 first[2]()
@@ -290,7 +293,8 @@ class HostPool:
                 self._rt.reply_sys(src, ref, True, ("error", "host_start_timeout"))
         record.queued.clear()
 
-    def _on_host_up(self, src: str, proc: str, pid: int) -> None:
+    def _on_host_up(self, src: str, msg: sysop.HostUp) -> None:
+        proc, pid = msg.proc, msg.pid
         record = self.hosts.get(proc)
         if record is None or record.state != "starting":
             try:
@@ -311,8 +315,8 @@ class HostPool:
         # here, on the same channel, so no actor of this host can miss it.
         gone = list(self._rt.dead_procs.items())
         if gone:
-            self._rt.sys_send(proc, "procs_down", (gone,))
-        self._rt.sys_send(proc, "connect", (self._rt.channel_names(),))
+            self._rt.sys_send(proc, sysop.ProcsDown(gone))
+        self._rt.sys_send(proc, sysop.Connect(self._rt.channel_names()))
         self._on_up(proc)
         try:
             record.pidfd = os.pidfd_open(pid)
@@ -331,7 +335,8 @@ class HostPool:
         with self.changed:
             self.changed.notify_all()
 
-    def _on_halting(self, src: str, proc: str) -> None:
+    def _on_halting(self, src: str, msg: sysop.Halting) -> None:
+        proc = msg.proc
         record = self.hosts.get(proc)
         if record is not None:
             record.halting = True
@@ -361,7 +366,7 @@ class HostPool:
         def broadcast() -> None:
             for other in self.hosts.values():
                 if other.state == "up":
-                    self._rt.sys_send(other.proc, "proc_down", (proc, reason))
+                    self._rt.sys_send(other.proc, sysop.ProcDown(proc, reason))
             self._rt.proc_down(proc, reason)
             self._on_gone(proc, reason)  # other nodes may point into it too
 
@@ -384,7 +389,7 @@ class HostPool:
         """Ask every host to halt, wait for them until ``deadline`` (3 s at most), SIGKILL the rest."""
         for record in list(self.hosts.values()):
             if record.state != "dead":
-                self._rt.sys_send(record.proc, "halt", ())
+                self._rt.sys_send(record.proc, sysop.Halt())
         with self.changed:
             self.changed.wait_for(
                 lambda: all(h.state != "starting" and h.state != "up" for h in self.hosts.values())

@@ -21,6 +21,7 @@ from typing import Any
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import Runtime
+from actors._core.wire import system as sysop
 
 __all__ = ["Attached", "NotANode", "read_node_file"]
 
@@ -90,7 +91,7 @@ class Attached:
         """One request to the node process by name (what ``actors()``, ``nodes()``... send);
         `NotANode` when it does not answer within ``timeout`` (default: the view's)."""
         try:
-            return self._rt.sys_request(self._rt.node_proc, op, args,
+            return self._rt.sys_request(self._rt.node_proc, sysop.OPS[op](*args),
                                         timeout=self.timeout if timeout is None else timeout)
         except (CallTimeout, Exit) as exc:
             raise NotANode(f"the node of {self.rundir} (pid {self.node_pid}) did not answer: {exc}") from None
@@ -125,11 +126,11 @@ class Attached:
 
     def kill(self, ref: ActorRef) -> None:
         """Ask the node to `Node.kill` ``ref`` (untrappable, reason ``killed``)."""
-        self._rt.sys_request(self._rt.node_proc, "kill", (ref,), timeout=self.timeout)
+        self._rt.sys_request(self._rt.node_proc, sysop.Kill(ref), timeout=self.timeout)
 
     def exit(self, ref: ActorRef, reason: Any) -> None:
         """Ask the node to `Node.exit` ``ref`` with ``reason``."""
-        self._rt.sys_request(self._rt.node_proc, "exit", (ref, reason), timeout=self.timeout)
+        self._rt.sys_request(self._rt.node_proc, sysop.ExitActor(ref, reason), timeout=self.timeout)
 
     def close(self) -> None:
         self._rt.shutdown()

@@ -30,6 +30,7 @@ from actors._core.node.peers import Peers
 from actors._core.node.remote import Remote
 from actors._core.node.routing import Router
 from actors._core.runtime.runtime import Runtime
+from actors._core.wire import system as sysop
 from actors._core.wire.reasons import Exit
 from actors._core.wire.ref import qualify
 
@@ -72,12 +73,12 @@ class Distribution:
     def serve(self) -> None:
         """Answer this node's processes and the other nodes about the cluster."""
         rt = self._rt
-        rt.register_sys("nodes", lambda src: sorted(self.peers.ids))
-        rt.register_sys("peers", lambda src: self.peers.listing())
-        rt.register_sys("known_nodes", self._on_known_nodes)
-        rt.register_sys("monitor_nodes", lambda src, ref, flag: self.events.subscribe(ref, flag),
+        rt.register_sys(sysop.Nodes, lambda src, m: sorted(self.peers.ids))
+        rt.register_sys(sysop.Peers, lambda src, m: self.peers.listing())
+        rt.register_sys(sysop.KnownNodes, self._on_known_nodes)
+        rt.register_sys(sysop.MonitorNodes, lambda src, m: self.events.subscribe(m.ref, m.flag),
                         threaded=True)
-        rt.register_sys("peer_proc_down", self.router.on_peer_proc_down)
+        rt.register_sys(sysop.PeerProcDown, self.router.on_peer_proc_down)
         self.remote.serve()
 
     # -- the link's life ------------------------------------------------------------------
@@ -135,7 +136,7 @@ class Distribution:
     def host_gone(self, proc: str, reason: Any) -> None:
         """A host of this node died: other nodes may point into it too."""
         for node_id in list(self.peers.ids.values()):
-            self._rt.sys_send(qualify(node_id, self._rt.node_proc), "peer_proc_down", (proc, reason))
+            self._rt.sys_send(qualify(node_id, self._rt.node_proc), sysop.PeerProcDown(proc, reason))
 
     # -- the link's callbacks (on its I/O thread) ----------------------------------------
 
@@ -166,14 +167,15 @@ class Distribution:
         if not known:
             return
         try:
-            self._rt.sys_send(self.remote.node_proc_of(peer), "known_nodes", (known,))
+            self._rt.sys_send(self.remote.node_proc_of(peer), sysop.KnownNodes(known))
         except Exit:  # lost meanwhile
             pass
 
-    def _on_known_nodes(self, src: str, known: Any) -> None:
+    def _on_known_nodes(self, src: str, msg: sysop.KnownNodes) -> None:
         """A connected node's list of its own peers (`_share_nodes`): connect
         to those this node is not connected to yet, in the background.  A
         node this one declared down answers with a refusal; that is all."""
+        known = msg.known
         net = self.net
         if net is None or not self._connect_all or type(known) is not list:
             return
@@ -242,7 +244,7 @@ class Distribution:
         def down() -> None:
             for host in list(self._pool.hosts.values()):
                 if host.state == "up":
-                    self._rt.sys_send(host.proc, "node_down", (node_id, "noconnection"))
+                    self._rt.sys_send(host.proc, sysop.NodeDown(node_id, "noconnection"))
             self._rt.node_down(node_id, "noconnection")
             for fire in watchers:
                 fire()

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from actors._core.base import stats as _stats
 from actors._core.host.pool import HostPool
 from actors._core.runtime.runtime import Runtime
+from actors._core.wire import system as sysop
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
 
@@ -32,7 +33,7 @@ def actors(rt: Runtime, pool: HostPool, registered: Callable[[], dict[str, Actor
         if host.state != "up":
             continue
         try:
-            for entry in rt.sys_request(host.proc, "info", (), timeout=timeout):
+            for entry in rt.sys_request(host.proc, sysop.Info(), timeout=timeout):
                 entry["cpus"] = host.cpus
                 entry["host"] = host.label or host.proc
                 result.append(entry)
@@ -51,7 +52,7 @@ def stats(rt: Runtime, pool: HostPool, timeout: float) -> dict[str, Any]:
     for host in list(pool.hosts.values()):
         if host.state == "up":
             try:
-                snaps.append(rt.sys_request(host.proc, "stats", (), timeout=timeout))
+                snaps.append(rt.sys_request(host.proc, sysop.Stats(), timeout=timeout))
             except (Exit, CallTimeout):
                 continue
     return _stats.merge_snapshots(snaps)
@@ -72,7 +73,7 @@ def process_stats(rt: Runtime, pool: HostPool, timeout: float) -> list[dict[str,
         return done
 
     for host in hosts:
-        rt.sys_request(host.proc, "stats", (), callback=answer(host.proc))
+        rt.sys_request_then(host.proc, sysop.Stats(), answer(host.proc))
     out = [{"proc": rt.proc, "pid": os.getpid(), "stats": rt.stats_snapshot()}]
     with arrived:
         arrived.wait_for(lambda: len(answers) == len(hosts), timeout)

@@ -37,6 +37,7 @@ from actors._core.runtime.mailbox import mailbox_limit
 from actors._core.runtime.monitor import Monitor
 from actors._core.runtime.registry import Registry
 from actors._core.runtime.runtime import EXIT_KILL, Runtime, Timer, runtime_for
+from actors._core.wire import system as sysop
 from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered
 from actors._core.wire.ref import ActorRef
 
@@ -216,7 +217,7 @@ class Node(OtherNodes):
         if holder is not None:
             raise ValueError(f"name {name!r} is already registered to {holder!r}")
         try:
-            outcome = self._rt.sys_request(ref.proc, "adopt_name", (ref.id, name))
+            outcome = self._rt.sys_request(ref.proc, sysop.AdoptName(ref.id, name))
         except Exit:  # its process is gone
             outcome = "dead"
         if outcome == "ok":
@@ -232,7 +233,7 @@ class Node(OtherNodes):
         holder = self._rt.registry.whereis(name)
         if holder is None or not self._rt.registry.unregister(name, holder):
             raise KeyError(f"name {name!r} is not registered")
-        self._rt.sys_send(holder.proc, "drop_name", (holder.id, name))
+        self._rt.sys_send(holder.proc, sysop.DropName(holder.id, name))
 
     def registered(self) -> dict[str, ActorRef]:
         return self._rt.registry.snapshot()
@@ -339,9 +340,9 @@ class Node(OtherNodes):
         """The node process's system requests: its registry (for its hosts), placements (the
         pool), a tool attached to the runtime directory, and the other nodes."""
         rt = self._rt
-        rt.register_sys("register", lambda src, name, ref: rt.registry.register(name, ref))
-        rt.register_sys("unregister", lambda src, name, ref: rt.registry.unregister(name, ref))
-        rt.register_sys("whereis", lambda src, name: rt.registry.whereis(name))
+        rt.register_sys(sysop.Register, lambda src, m: rt.registry.register(m.name, m.ref))
+        rt.register_sys(sysop.Unregister, lambda src, m: rt.registry.unregister(m.name, m.ref))
+        rt.register_sys(sysop.Whereis, lambda src, m: rt.registry.whereis(m.name))
         self._pool.serve(rt, on_up=self._dist.host_up, on_gone=self._dist.host_gone)
         _rundir.serve_requests(rt, self)
         self._dist.serve()

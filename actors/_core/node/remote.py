@@ -18,6 +18,7 @@ from actors._core.cell.spawn import AlreadyRegistered, SpawnError, spawn
 from actors._core.node.peers import Peers
 from actors._core.runtime.mailbox import MailboxLimit
 from actors._core.runtime.runtime import Runtime
+from actors._core.wire import system as sysop
 from actors._core.wire.reasons import Exit
 from actors._core.wire.ref import ActorRef, qualify
 
@@ -35,10 +36,10 @@ class Remote:
     def serve(self) -> None:
         """Answer other nodes' requests, and this node's actors' requests about other nodes."""
         rt = self._rt
-        rt.register_sys("rspawn", self._on_rspawn, threaded=True)
-        rt.register_sys("spawn_on", self._on_spawn_on, threaded=True)
-        rt.register_sys("monitor_node", self._on_monitor_node)
-        rt.register_sys("whereis_on", self._on_whereis_on, threaded=True)
+        rt.register_sys(sysop.RSpawn, self._on_rspawn, threaded=True)
+        rt.register_sys(sysop.SpawnOn, self._on_spawn_on, threaded=True)
+        rt.register_sys(sysop.MonitorNode, self._on_monitor_node)
+        rt.register_sys(sysop.WhereisOn, self._on_whereis_on, threaded=True)
 
     def node_proc_of(self, node: str) -> str:
         """The node process of the connected ``node``; `Exit` ``noconnection`` when it is not."""
@@ -50,12 +51,12 @@ class Remote:
     def whereis(self, name: str, node: str | None, timeout: float | None = 5.0) -> ActorRef | None:
         """The actor registered as ``name`` on ``node`` (this one when None, or a connected one)."""
         if node is not None and node != self.name:
-            return self._rt.sys_request(self.node_proc_of(node), "whereis", (name,), timeout=timeout)
+            return self._rt.sys_request(self.node_proc_of(node), sysop.Whereis(name), timeout=timeout)
         return self._rt.registry.whereis(name)
 
     def nodes_of(self, node: str, timeout: float | None) -> list[str]:
         """The nodes the connected ``node`` is connected to."""
-        return sorted(self._rt.sys_request(self.node_proc_of(node), "nodes", (), timeout=timeout))
+        return sorted(self._rt.sys_request(self.node_proc_of(node), sysop.Nodes(), timeout=timeout))
 
     def spawn(self, node: str, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any] | None, name: str | None,
               host: str | None, cpus: Any, mailbox: MailboxLimit | None, timeout: float | None) -> ActorRef | None:
@@ -76,29 +77,30 @@ class Remote:
         """Spawn on the first of ``candidates`` that is up (this node included)."""
         for candidate in candidates:
             if candidate == self.name:
-                return self._on_rspawn(self._rt.proc, host, cpus, payload)
+                return self._on_rspawn(self._rt.proc, sysop.RSpawn(host, cpus, payload))
             node_id = self._peers.ids.get(candidate)
             if node_id is not None:
                 cpu_list = sorted(cpus) if isinstance(cpus, (set, frozenset, list, tuple)) else cpus
                 try:
-                    return self._rt.sys_request(qualify(node_id, self._rt.node_proc), "rspawn",
-                                                (host, cpu_list, payload), timeout=timeout)
+                    return self._rt.sys_request(qualify(node_id, self._rt.node_proc),
+                                                sysop.RSpawn(host, cpu_list, payload), timeout=timeout)
                 except Exit as exc:
                     if exc.reason != "noconnection":
                         raise
                     # lost meanwhile: the next candidate
         raise Exit("noconnection", f"none of the nodes {candidates} is connected")
 
-    def _on_spawn_on(self, src: str, candidates: list[str], host: str | None, cpus: Any,
-                     payload: bytes) -> tuple[str, Any]:
+    def _on_spawn_on(self, src: str, msg: sysop.SpawnOn) -> tuple[str, Any]:
         """An actor's ``spawn(..., node=...)``, from this node's processes."""
+        candidates, host, cpus, payload = list(msg.candidates), msg.host, msg.cpus, msg.payload
         try:
             return self.spawn_on(candidates, host, cpus, payload, None)
         except Exit as exc:
             return ("error", exc.reason)
 
-    def _on_rspawn(self, src: str, host: str | None, cpus: Any, payload: bytes) -> tuple[str, Any]:
+    def _on_rspawn(self, src: str, msg: sysop.RSpawn) -> tuple[str, Any]:
         """Another node's ``spawn(..., node=<this one>)``: placed here as a local spawn is."""
+        host, cpus, payload = msg.host, msg.cpus, msg.payload
         cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
         try:
             ref = spawn(self._rt, cls, args, kwargs, name=name, host=host, cpus=cpus, link=link, parent=parent,
@@ -111,12 +113,14 @@ class Remote:
             return ("error", ("badarg", str(exc)))
         return ("ignore", None) if ref is None else ("ok", ref)
 
-    def _on_monitor_node(self, src: str, name: str, watcher: ActorRef) -> None:
+    def _on_monitor_node(self, src: str, msg: sysop.MonitorNode) -> None:
         """An actor's ``monitor_node``: ``("nodedown", name)`` goes to its ``handle_info``."""
+        name, watcher = msg.name, msg.watcher
         self._peers.watch(name, lambda: self._rt.send(watcher, ("nodedown", name)))
 
-    def _on_whereis_on(self, src: str, name: str, node: str | None) -> ActorRef | None:
+    def _on_whereis_on(self, src: str, msg: sysop.WhereisOn) -> ActorRef | None:
         """An actor's ``whereis(name, node=...)``: None when that node is not connected."""
+        name, node = msg.name, msg.node
         try:
             return self.whereis(name, node)
         except Exit as exc:

@@ -24,6 +24,7 @@ from actors._core.net.net import NetError, NetLink
 from actors._core.node.peers import Peers
 from actors._core.runtime.runtime import K_REPLY, K_REPLY_EXIT, K_SYS, Runtime
 from actors._core.transport.transport import owner_of
+from actors._core.wire import system as sysop
 from actors._core.wire.codec import FrameError, decode_frame, frame_kind, requalify
 from actors._core.wire.ref import qualify
 
@@ -65,11 +66,12 @@ class Router:
         does not know yet (its proc_down is idempotent)."""
         for host in list(self._pool.hosts.values()):
             if host.state == "up":
-                self._rt.sys_send(host.proc, "proc_down", (proc, reason))
+                self._rt.sys_send(host.proc, sysop.ProcDown(proc, reason))
         self._rt.proc_down(proc, reason)
 
-    def on_peer_proc_down(self, src: str, proc: str, reason: Any) -> None:
+    def on_peer_proc_down(self, src: str, msg: sysop.PeerProcDown) -> None:
         """Another node says one of its host processes died (its report of what local ones get)."""
+        proc, reason = msg.proc, msg.reason
         node_id, bar, _ = src.partition("|")
         if bar and isinstance(proc, str) and "|" not in proc:
             gone = qualify(node_id, proc)
@@ -155,5 +157,5 @@ class Router:
         for peer, node_id in peers.items():
             address = net.address_of(peer)
             if address is not None:
-                self._rt.sys_send(proc, "net_peer", (node_id, address, key.public.decode() if key else None,
-                                                     key.secret.decode() if key else None))
+                self._rt.sys_send(proc, sysop.NetPeer(node_id, address, key.public.decode() if key else None,
+                                                      key.secret.decode() if key else None))

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from actors._core.base import config as _config
 from actors._core.node import lifecycle as _lifecycle
 from actors._core.runtime.runtime import Runtime
+from actors._core.wire import system as sysop
 from actors._core.wire.ref import ActorRef
 
 __all__ = ["Answers", "check_rundir", "create", "prepare", "serve_requests", "write_node_file"]
@@ -89,14 +90,14 @@ class Answers(Protocol):
 def serve_requests(rt: Runtime, node: Answers) -> None:
     """Answer the requests of a tool attached to the runtime directory (``otpy status``,
     ``otpy observe``, `actors.attach`) on the node's runtime ``rt``."""
-    rt.register_sys("config_set", lambda src, s, k, v: _config_set(node.config, s, k, v))
-    rt.register_sys("hosts", lambda src: node.hosts())
-    rt.register_sys("actors", lambda src: node.actors(), threaded=True)
-    rt.register_sys("node_stats", lambda src: node.stats(), threaded=True)
-    rt.register_sys("registered", lambda src: node.registered())
-    rt.register_sys("config", lambda src: node.config.to_dict())
-    rt.register_sys("kill", lambda src, ref: node.kill(ref))
-    rt.register_sys("exit", lambda src, ref, reason: node.exit(ref, reason))
+    rt.register_sys(sysop.ConfigSet, lambda src, m: _config_set(node.config, m.section, m.key, m.value))
+    rt.register_sys(sysop.Hosts, lambda src, m: node.hosts())
+    rt.register_sys(sysop.Actors, lambda src, m: node.actors(), threaded=True)
+    rt.register_sys(sysop.NodeStats, lambda src, m: node.stats(), threaded=True)
+    rt.register_sys(sysop.Registered, lambda src, m: node.registered())
+    rt.register_sys(sysop.Config, lambda src, m: node.config.to_dict())
+    rt.register_sys(sysop.Kill, lambda src, m: node.kill(m.ref))
+    rt.register_sys(sysop.ExitActor, lambda src, m: node.exit(m.ref, m.reason))
 
 
 def _config_set(config: _config.Config, section: str, key: str, value: str | None) -> None:

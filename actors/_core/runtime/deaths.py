@@ -7,6 +7,7 @@ lost node), and later sends to it are dropped.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from actors._core.runtime.signals import Signals
@@ -34,7 +35,7 @@ class Deaths(Signals):
             sink.proc_down(proc, reason)
         self.close_peer(proc)
 
-    def procs_gone_before(self, gone: list[tuple[str, Any]]) -> None:
+    def procs_gone_before(self, gone: Iterable[Sequence[Any]]) -> None:
         """``[(proc, reason)]``: processes that died before this one was up
         (the node tells a new host, before its first spawn).  Nothing here
         can point into them yet, so they are only marked gone: a later

@@ -13,6 +13,7 @@ from typing import Any
 
 from actors._core.runtime.system import System
 from actors._core.transport.transport import Transport
+from actors._core.wire import system as sysop
 from actors._core.wire.ref import ActorRef
 
 __all__ = ["Names"]
@@ -23,19 +24,19 @@ class Names(System):
 
     def __init__(self, node_id: str, transport: Transport, node_proc: str = "n") -> None:
         super().__init__(node_id, transport, node_proc)
-        self.register_sys("adopt_name", self._adopt_name)
-        self.register_sys("drop_name", self._drop_name)
+        self.register_sys(sysop.AdoptName, self._adopt_name)
+        self.register_sys(sysop.DropName, self._drop_name)
 
     def register_name(self, name: str, ref: ActorRef) -> ActorRef | None:
         """Take ``name``; returns the holder when it is taken by another actor."""
         if self.registry is not None:
             return self.registry.register(name, ref)
-        return self.sys_request(self.node_proc, "register", (name, ref))
+        return self.sys_request(self.node_proc, sysop.Register(name, ref))
 
     def unregister_name(self, name: str, ref: ActorRef | None = None) -> bool:
         if self.registry is not None:
             return self.registry.unregister(name, ref)
-        return bool(self.sys_request(self.node_proc, "unregister", (name, ref)))
+        return bool(self.sys_request(self.node_proc, sysop.Unregister(name, ref)))
 
     def unregister_name_then(self, name: str, ref: ActorRef, then: Callable[..., None]) -> None:
         """Unregister without blocking this thread, then run ``then``."""
@@ -43,18 +44,18 @@ class Names(System):
             self.registry.unregister(name, ref)
             then()
             return
-        self.sys_request(self.node_proc, "unregister", (name, ref), callback=lambda ok, v: then())
+        self.sys_request_then(self.node_proc, sysop.Unregister(name, ref), lambda ok, v: then())
 
-    def _adopt_name(self, src: str, actor_id: str, name: str) -> Any:
-        cell = self.cells.get(actor_id)
-        return "dead" if cell is None else cell.adopt_name(name)
+    def _adopt_name(self, src: str, msg: sysop.AdoptName) -> Any:
+        cell = self.cells.get(msg.actor_id)
+        return "dead" if cell is None else cell.adopt_name(msg.name)
 
-    def _drop_name(self, src: str, actor_id: str, name: str) -> None:
-        cell = self.cells.get(actor_id)
+    def _drop_name(self, src: str, msg: sysop.DropName) -> None:
+        cell = self.cells.get(msg.actor_id)
         if cell is not None:
-            cell.drop_name(name)
+            cell.drop_name(msg.name)
 
     def whereis(self, name: str) -> ActorRef | None:
         if self.registry is not None:
             return self.registry.whereis(name)
-        return self.sys_request(self.node_proc, "whereis", (name,))
+        return self.sys_request(self.node_proc, sysop.Whereis(name))

@@ -26,6 +26,15 @@ ordinary abnormal exit.  Erlang's default (``random_exit_name``) kills one
 at random; this rule is deterministic.  Every node's copy holds one holder
 per name at every moment; a node that has not heard of the other side yet
 answers with its own side's holder until the exchange reaches it.
+
+Meeting: the copies are exchanged in the handshake itself
+(`actors._core.node.greeting`): each node merges the other's copy, clash
+resolved, before it lists the other in ``nodes()`` or tells anyone of its
+``nodeup``.  So two nodes that list each other never answer two holders
+because one of them has not heard of the other's copy.  ``whereis`` is
+answered by the node process from its copy, never queued behind the
+server's work, so a node cut off from the others answers at once from what
+it holds.
 """
 
 from __future__ import annotations
@@ -34,9 +43,11 @@ import itertools
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from actors._core.cluster.global_state import NameTable, node_name_of
+from actors._core.node import greeting
 from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered, Stop
 from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import current_runtime
@@ -66,6 +77,13 @@ CONFLICT = "global_name_conflict"
 LOCK_LEASE = 10.0
 _LOCK_CALL_TIMEOUT = 5.0
 _TAG = "$global"
+#: The node process's system request that answers ``whereis`` from the copy.
+_WHEREIS_OP = "global_names.whereis"
+#: The key of the copy in the handshake's greeting.
+_GREETING = "global_names"
+#: The server of each node in this process (node id -> server): what the node process's
+#: ``whereis`` reads, and the live one when a restarted server meets its old self.
+_serving: dict[str, "NameServer"] = {}
 _GONE = ("noconnection", "noproc")
 
 
@@ -89,28 +107,65 @@ class NameServer(GenServer):
 
     It never waits on another node: the registrant drives the protocol with
     calls that each server answers at once, so no two servers can wait on
-    each other."""
+    each other, and a peer's server is looked up without waiting.  Its copy
+    is shared with the node's link (merged in handshakes) and with the node
+    process's ``whereis`` (a system request answered on its I/O thread)."""
 
     def init(self) -> None:
         self.table = NameTable()
         self.holder_mons: dict[ActorRef, Any] = {}
         self.peer_mons: dict[ActorRef, Any] = {}
         self.register(SERVER_NAME, wait=PREVIOUS_HOLDER_WAIT)  # a restart may meet its old self leaving
+        self._runtime = current_runtime()
+        node_id = self.ref.node_id
+        _serving[node_id] = self
+        self._runtime.register_sys(_WHEREIS_OP, lambda src, name: _whereis_here(node_id, name))
+        greeting.add(node_id, _GREETING, self._offer, self._accept)
         self.monitor_nodes()
         for node in self.nodes():
             self._discover(node)
 
+    def terminate(self, reason: Any) -> None:
+        node_id = self.ref.node_id
+        greeting.remove(node_id, _GREETING, self._offer)
+        if _serving.get(node_id) is self:
+            del _serving[node_id]
+
+    # -- meeting a node (the link's thread) ----------------------------------------------
+
+    def _offer(self, peer: str) -> tuple[ActorRef, dict[str, ActorRef]]:
+        """What this node tells a node it meets: its server and its whole copy."""
+        return (self.ref, self.table.snapshot())
+
+    def _accept(self, peer: str, value: Any) -> Callable[[], None] | None:
+        """A node met: its copy merged now, before the node reports it up; what needs the
+        actor (monitors, ending a loser) follows in a message to the server once it is up."""
+        if type(value) is not tuple or len(value) != 2 or not isinstance(value[0], ActorRef) \
+                or type(value[1]) is not dict:
+            return None
+        server, names = value
+        adopted, conflicts = self.table.merge(names)
+        merged = (_TAG, "merged", server, [names[name] for name in adopted], conflicts)
+        runtime, me = self._runtime, self.ref
+        return lambda: runtime.call_soon(lambda: runtime.send(me, merged))
+
     # -- peers ---------------------------------------------------------------------
 
     def _discover(self, node: str) -> None:
-        try:
-            peer = self.whereis(SERVER_NAME, node=node)
-        except (CallTimeout, Exit):
-            # That node is gone again, or busy (ending an incarnation, say): its name
+        """Look up ``node``'s server without waiting: the answer comes as a message."""
+        runtime, me = self._runtime, self.ref
+
+        def found(ok: bool, peer: Any) -> None:
+            # That node gone again, or busy (ending an incarnation, say): its name
             # server, when it runs, discovers this one itself (its init, or its nodeup).
-            return
-        if peer is not None:
-            _tell(peer, (_TAG, "discover", self.ref))
+            if ok and isinstance(peer, ActorRef):
+                runtime.send(me, (_TAG, "found", peer))
+
+        try:
+            runtime.sys_request(runtime.node_proc, "whereis_on", (SERVER_NAME, node), timeout=_LOCK_CALL_TIMEOUT,
+                                callback=found)
+        except Exit:
+            pass
 
     def _know(self, peer: ActorRef) -> bool:
         if peer in self.peer_mons:
@@ -137,12 +192,12 @@ class NameServer(GenServer):
         if op == "whereis":
             return self.table.whereis(request[1])
         if op == "registered":
-            return dict(self.table.names)
+            return self.table.snapshot()
         if op == "servers":
             return self._servers()
         if op == "lock":
             name, token = request[1], request[2]
-            fresh = self.table.locks.get(name) is None
+            fresh = not self.table.locked(name)
             answer = self.table.lock(name, token)
             if answer[0] == "ok" and fresh:
                 self.send_after(LOCK_LEASE, (_TAG, "expire", name, token))
@@ -184,20 +239,27 @@ class NameServer(GenServer):
         peer = message[2]
         if not isinstance(peer, ActorRef) or peer == self.ref:
             return
-        if kind == "discover":
+        if kind == "found":
+            _tell(peer, (_TAG, "discover", self.ref))
+        elif kind == "discover":
             # The whole copy, not only this node's holders: a peer that meets this node before
             # the holder's own node (a heal reaches nodes one by one) learns of the clash at once.
-            _tell(peer, (_TAG, "sync", self.ref, dict(self.table.names)))
+            _tell(peer, (_TAG, "sync", self.ref, self.table.snapshot()))
             if self._know(peer):
                 _tell(peer, (_TAG, "discover", self.ref))
         elif kind == "sync" and isinstance(message[3], dict):
             self._know(peer)
-            self._merge(message[3])
+            adopted, conflicts = self.table.merge(message[3])
+            self._merged([message[3][name] for name in adopted], conflicts)
+        elif kind == "merged" and len(message) == 5:
+            # A handshake merged that node's copy already (`_accept`): what is left needs the actor.
+            if self._know(peer):
+                _tell(peer, (_TAG, "discover", self.ref))
+            self._merged(message[3], message[4])
 
-    def _merge(self, names: dict[str, ActorRef]) -> None:
-        adopted, conflicts = self.table.merge(names)
-        for name in adopted:
-            self._watch(self.table.names[name])
+    def _merged(self, adopted: list[ActorRef], conflicts: list[tuple[str, ActorRef, ActorRef]]) -> None:
+        for holder in adopted:
+            self._watch(holder)
         for name, kept, ended in conflicts:
             self._watch(kept)
             self._unwatch_if_free(ended)
@@ -229,9 +291,24 @@ def start(node: Any, timeout: float | None = 30.0) -> ActorRef:
     return ref
 
 
+def _whereis_here(node_id: str, name: str) -> ActorRef | None:
+    """The node process's answer to `whereis`: its server's copy, read at once."""
+    server = _serving.get(node_id)
+    if server is None:
+        raise LookupError("no global name server runs on this node")
+    return server.table.whereis(name)
+
+
 def whereis(name: str, timeout: float | None = 5.0) -> ActorRef | None:
-    """The holder of ``name`` as this node's copy says, or None."""
-    return _server().call(("whereis", name), timeout=timeout)
+    """The holder of ``name`` as this node's copy says, or None.  Answered by
+    the node process from its copy: it never waits on another node."""
+    runtime = current_runtime()
+    try:
+        return runtime.sys_request(runtime.node_proc, _WHEREIS_OP, (name,), timeout=timeout)
+    except Exit as exc:
+        if type(exc.reason) is tuple and exc.reason[:1] in (("unknown_system_request",), ("error",)):
+            _server()  # no server here: say how to start one
+        raise
 
 
 def registered(timeout: float | None = 5.0) -> dict[str, ActorRef]:

@@ -14,6 +14,7 @@ import zmq
 from actors._core.net.keys import load, write_new
 from actors._core.net.net import ConnectError, NetError, NetLink, is_loopback, parse_tcp
 from tests.cluster.netkit import PeerProcess, Recorder, make_link
+from tests.polling import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -531,3 +532,28 @@ def test_three_nodes_losing_one_leaves_the_others_connected(key_path, no_threads
         finally:
             b.close()
             c.close()
+
+
+def test_a_greeting_rides_in_the_welcome_and_is_handed_over_before_the_peer_is_up(no_threads_left):
+    """What each side offers (``greeting``) reaches the other's ``on_greeting`` before its
+    ``on_up``: a table the layer above replicates is merged before the peer counts as connected."""
+    events: dict[str, list[tuple[object, ...]]] = {"a": [], "b": []}
+
+    def link(name: str) -> NetLink:
+        log = events[name]
+        return NetLink(name, "tcp://127.0.0.1:0", None, on_frame=lambda p, f: None,
+                       on_up=lambda p, i: log.append(("up", p)),
+                       greeting=lambda p: f"{name} greets {p}".encode(),
+                       on_greeting=lambda p, i, data: log.append(("greeting", p, data)))
+
+    a, b = link("a"), link("b")
+    try:
+        a.start()
+        b.start()
+        assert a.connect(b.address) == "b"
+        poll_until(lambda: len(events["a"]) >= 2 and len(events["b"]) >= 2, "both sides up", 10.0)
+        assert events["a"] == [("greeting", "b", b"b greets a"), ("up", "b")]
+        assert events["b"] == [("greeting", "a", b"a greets b"), ("up", "a")]
+    finally:
+        a.close()
+        b.close()

@@ -146,8 +146,11 @@ class Listener(Outgoing):
                     out.expect = name  # a connect we started to the same address: it is this node
                 peer.out = out  # frames queue behind our HELLO until the WELCOME comes
         # Welcome only now: once the peer has it, it may expect us to send to it.
-        self._router_send([rid, WELCOME, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name,
-                                                         "inc": self.incarnation})])
+        welcome = [rid, WELCOME, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name, "inc": self.incarnation})]
+        # Only to a peer that said it reads a greeting: a node of an older version takes a
+        # WELCOME of three frames for garbage.
+        extra = self._greeting_for(name) if body.get("greets") is True else None
+        self._router_send(welcome if extra is None else [*welcome, extra])
         self._maybe_up(peer)
 
     def _bye(self, name: str) -> None:

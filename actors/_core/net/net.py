@@ -28,6 +28,14 @@ WELCOME, so the peer still goes up and at once down (``peer_closed``).  A HELLO
 from a known name with another incarnation means the node restarted: the
 old incarnation is declared down first.
 
+Greeting: the WELCOME to a HELLO that says ``greets`` may carry a third
+frame, opaque bytes the layer above offers (``greeting(peer)``, asked on
+the I/O thread when the WELCOME is sent, so it is what this node holds at
+that moment).  The peer hands it to its ``on_greeting(peer, incarnation,
+data)`` just before its ``on_up``: a table the two nodes replicate is
+merged before either side reports the other up, so nothing above sees the
+peer connected with the table unmerged.
+
 Sending: `NetLink.send` may be called from any thread.  Once a peer's
 DEALER is welcomed it leaves the I/O thread's poller and callers send on it
 directly under a per-peer lock, so a send costs no thread hop; frames sent
@@ -73,8 +81,9 @@ from collections.abc import Callable
 from actors._core.base.clock import Clock, MonotonicClock
 from actors._core.net.keys import ClusterKey
 from actors._core.net.loop import IOLoop
-from actors._core.net.protocol import (DATA, ConnectError, DownCallback, FrameCallback, NetError, RefuseCallback,
-                                       RejectedCallback, UpCallback, is_loopback, parse_tcp)
+from actors._core.net.protocol import (DATA, ConnectError, DownCallback, FrameCallback, GreetedCallback,
+                                       GreetingCallback, NetError, RefuseCallback, RejectedCallback, UpCallback,
+                                       is_loopback, parse_tcp)
 from actors._core.net.session import Waiter
 from actors._core.net.tick import DEFAULT_NET_TICKTIME, Liveness
 
@@ -116,6 +125,8 @@ class NetLink(IOLoop):
         incarnation: int | None = None,
         clock: Clock | None = None,
         handshake_timeout: float = 10.0,
+        greeting: GreetingCallback | None = None,
+        on_greeting: GreetedCallback | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or len(name) > 255:
             raise NetError(f"node name {name!r} must be a non-empty string")
@@ -134,6 +145,8 @@ class NetLink(IOLoop):
         self._on_down = on_down
         self._refuse = refuse
         self._on_rejected = on_rejected
+        self._greeting = greeting
+        self._on_greeting = on_greeting
         self._clock = clock if clock is not None else MonotonicClock()
         self._liveness = Liveness(net_ticktime)
         self._handshake_timeout = handshake_timeout

@@ -68,7 +68,7 @@ class Outgoing(Sessions):
         self._poller.register(sock, zmq.POLLIN)
         self._poller.register(mon, zmq.POLLIN)
         sock.send_multipart([HELLO, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name,
-                                                   "inc": self.incarnation, "port": self._port})])
+                                                   "inc": self.incarnation, "port": self._port, "greets": True})])
         return out
 
     def _send_data(self, peer: str, frames: list[bytes], out: Out, queued: bool = False) -> None:
@@ -94,10 +94,10 @@ class Outgoing(Sessions):
             except zmq.Again:
                 return
             kind = msg[0] if msg else b""
-            body = decode(msg[1]) if len(msg) == 2 else None
+            body = decode(msg[1]) if len(msg) in (2, 3) else None
             if kind == WELCOME and isinstance(body, dict) and isinstance(body.get("name"), str) \
                     and isinstance(body.get("inc"), int) and not out.up:
-                self._welcomed(out, body["name"], body["inc"])
+                self._welcomed(out, body["name"], body["inc"], msg[2] if len(msg) == 3 else None)
             elif kind == REJECT:
                 reason = body.get("reason") if isinstance(body, dict) else None
                 if isinstance(body, dict):
@@ -110,7 +110,7 @@ class Outgoing(Sessions):
             else:
                 self._count("garbage")
 
-    def _welcomed(self, out: Out, name: str, inc: int) -> None:
+    def _welcomed(self, out: Out, name: str, inc: int, greeting: bytes | None = None) -> None:
         if name == self.name or (out.expect is not None and name != out.expect):
             self._fail_out(out, ConnectError(f"connect to {out.address}: answered by {name!r}"))
             return
@@ -134,6 +134,8 @@ class Outgoing(Sessions):
             peer = None
         if peer is None:
             peer = self._peers[name] = Peer(name, inc, out.deadline)
+        if greeting is not None and not peer.up:
+            peer.greeting = greeting
         peer.waiters.extend(out.waiters)
         out.waiters.clear()
         if peer.out is not None and peer.out is not out:

@@ -18,7 +18,8 @@ import zmq
 __all__ = [
     "BYE", "BYE_LINGER_MS", "DATA", "HANDSHAKE_FAILED", "HELLO", "HOST_DATA", "LISTEN_EVENTS", "OUT_EVENTS",
     "PROTOCOL_VERSION", "RECV_BATCH", "REJECT", "TICK", "WELCOME", "ConnectError", "DownCallback", "FrameCallback",
-    "NetError", "RefuseCallback", "RejectedCallback", "UpCallback", "decode", "is_loopback", "parse_tcp",
+    "GreetedCallback", "GreetingCallback", "NetError", "RefuseCallback", "RejectedCallback", "UpCallback", "decode",
+    "is_loopback", "parse_tcp",
 ]
 
 PROTOCOL_VERSION = 1
@@ -48,6 +49,8 @@ UpCallback = Callable[[str, int], None]
 DownCallback = Callable[[str, int, str], None]
 RefuseCallback = Callable[[str, int], "str | dict[str, Any] | None"]
 RejectedCallback = Callable[[str | None, str, dict[str, Any]], None]
+GreetingCallback = Callable[[str], "bytes | None"]
+GreetedCallback = Callable[[str, int, bytes], None]
 
 
 class NetError(Exception):

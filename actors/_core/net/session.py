@@ -22,7 +22,8 @@ import zmq
 
 from actors._core.base.clock import Clock
 from actors._core.net.keys import ClusterKey
-from actors._core.net.protocol import (ConnectError, DownCallback, FrameCallback, RefuseCallback, UpCallback)
+from actors._core.net.protocol import (ConnectError, DownCallback, FrameCallback, GreetedCallback, GreetingCallback,
+                                       RefuseCallback, UpCallback)
 from actors._core.net.tick import Liveness
 
 __all__ = ["Out", "Peer", "Sessions", "Waiter"]
@@ -90,6 +91,8 @@ class Peer:
     # the link never sees a frame from a node it does not know yet (it would
     # answer into the void: the reply to a call made right after ``connect``).
     early: list[list[bytes]] = field(default_factory=list)
+    # What its WELCOME carried (`actors._core.net.net`'s docstring), handed up just before ``on_up``.
+    greeting: bytes | None = None
 
 
 class Sessions:
@@ -106,6 +109,8 @@ class Sessions:
     _on_up: UpCallback | None
     _on_down: DownCallback | None
     _refuse: RefuseCallback | None
+    _greeting: GreetingCallback | None
+    _on_greeting: GreetedCallback | None
     _clock: Clock
     _liveness: Liveness
     _stats: collections.Counter[str]
@@ -129,6 +134,17 @@ class Sessions:
         except Exception:  # a callback must never stop the link
             self._count("callback_errors")
             log.exception("link %s: callback %r failed", self.name, fn)
+
+    def _greeting_for(self, name: str) -> bytes | None:
+        """What this node's WELCOME to ``name`` carries (None: nothing, or the callback failed)."""
+        if self._greeting is None:
+            return None
+        try:
+            return self._greeting(name)
+        except Exception:  # a callback must never stop the link; greet with nothing then
+            self._count("callback_errors")
+            log.exception("link %s: greeting callback failed", self.name)
+            return None
 
     def _refusal(self, name: str, inc: int) -> dict[str, Any] | None:
         """The REJECT body for node ``name`` in incarnation ``inc``, or None to let it in."""
@@ -157,6 +173,9 @@ class Sessions:
         peer.up = True
         self._liveness.add(peer.name, self._clock.now())
         self._count("peers_up")
+        greeting, peer.greeting = peer.greeting, None
+        if greeting is not None:
+            self._call(self._on_greeting, peer.name, peer.incarnation, greeting)
         self._call(self._on_up, peer.name, peer.incarnation)
         early, peer.early = peer.early, []
         for frames in early:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from actors._core.host.pool import HostPool
@@ -24,6 +25,7 @@ from actors._core.net.net import NetError, NetLink
 from actors._core.net.seeds import ATTEMPT_TIMEOUT, SeedDialer
 from actors._core.net.settings import ClusterSettings
 from actors._core.net.tick import DEFAULT_NET_TICKTIME
+from actors._core.node import greeting as _greeting
 from actors._core.node.events import NodeEvents
 from actors._core.node.membership import RateLimit, yields
 from actors._core.node.peers import Peers
@@ -67,6 +69,7 @@ class Distribution:
         self.events = NodeEvents(rt)  # monitor_nodes subscribers
         self._connect_all = cluster.connect_all
         self._log_limit = RateLimit(60.0)  # refused handshakes: a line per peer per minute
+        self._after_up: dict[str, list[Callable[[], None]]] = {}  # node id -> greeting follow-ups (link thread)
         self.router = Router(rt, pool, peers,
                              (cluster.net_ticktime or DEFAULT_NET_TICKTIME) * LINK_SEND_WAIT_SHARE)
 
@@ -90,7 +93,8 @@ class Distribution:
         self.net = self.router.net = NetLink(
             cluster.name, cluster.listen, key, on_frame=self.router.on_frame, on_up=self._net_up,
             on_down=self._net_down, refuse=self._net_refuse, on_rejected=self._net_rejected,
-            net_ticktime=cluster.net_ticktime, incarnation=incarnation)
+            net_ticktime=cluster.net_ticktime, incarnation=incarnation,
+            greeting=lambda peer: _greeting.offer(self.id, peer), on_greeting=self._net_greeted)
 
     def listen(self) -> str:
         """Bind the link and route frames for other nodes through it; the bound address."""
@@ -140,6 +144,11 @@ class Distribution:
 
     # -- the link's callbacks (on its I/O thread) ----------------------------------------
 
+    def _net_greeted(self, peer: str, incarnation: int, data: bytes) -> None:
+        """A peer's greeting, just before it is up (`actors._core.node.greeting`): merged by the
+        services now; what they send it waits for `_net_up`."""
+        self._after_up[f"{peer}@{incarnation:x}"] = _greeting.accept(self.id, peer, data)
+
     def _net_up(self, peer: str, incarnation: int) -> None:
         for host in self._pool.up():
             self.router.tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
@@ -147,6 +156,7 @@ class Distribution:
         self.peers.up(peer, address, incarnation)
         log.info("nodeup: node %s (incarnation %x) at %s", peer, incarnation, address)
         self._rt.call_soon(lambda: self.events.publish("nodeup", peer))
+        _greeting.run_after_up(self._after_up.pop(f"{peer}@{incarnation:x}", []), peer)
         if self._connect_all:
             # Here, on the link's thread, not later: what this node sends the
             # peer from now on goes after the list, so an answer to the peer's

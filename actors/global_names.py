@@ -170,7 +170,7 @@ class NameServer(GenServer):
     def _know(self, peer: ActorRef) -> bool:
         if peer in self.peer_mons:
             return False
-        self.peer_mons[peer] = self.monitor(peer)
+        self.peer_mons[peer] = self.monitor(peer, wait=False)  # never waits on that node
         return True
 
     def _servers(self) -> list[ActorRef]:
@@ -179,7 +179,7 @@ class NameServer(GenServer):
 
     def _watch(self, ref: ActorRef) -> None:
         if ref not in self.holder_mons:
-            self.holder_mons[ref] = self.monitor(ref)
+            self.holder_mons[ref] = self.monitor(ref, wait=False)  # never waits on the holder's node
 
     def _unwatch_if_free(self, ref: ActorRef) -> None:
         if ref in self.holder_mons and not self.table.holds_any(ref):

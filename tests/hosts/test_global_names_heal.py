@@ -157,6 +157,12 @@ def _errors(samplers: list[Sampler]) -> str:
     return "; ".join(f"{s.node.name}: {len(s.errors)}, last {s.errors[-3:]}" for s in samplers if s.errors)
 
 
+def _name_logs(cluster: Cluster) -> list[str]:
+    """What the nodes logged about their name servers (a crash, a stop): for failure messages."""
+    return [f"{name}: {line[:600]}" for name, node in cluster.nodes.items() for line in node.log
+            if "global" in line or "NameServer" in line][-20:]
+
+
 def _sampled(samples: list[Sample], lock: threading.Lock, node: str, holder: Any) -> bool:
     with lock:
         return any(s[0] == node and s[3] == holder for s in samples)
@@ -186,8 +192,9 @@ def _heal_case(cluster: Cluster, cut: Any, cut_off: str, both_register: bool = T
     samplers = [Sampler(node, samples, lock) for node in cluster.nodes.values()]
     try:
         second = _cut_register_heal(cluster, cut, cut_off, both_register, agents, samplers, samples, lock, first)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\nsamplers' failed samples: {_errors(samplers)}") from exc
+    except Exception as exc:
+        raise AssertionError(f"{exc}\nsamplers' failed samples: {_errors(samplers)}\n"
+                             f"the nodes' log lines about names: {_name_logs(cluster)}") from exc
     finally:
         for s in samplers:
             s.stop()

@@ -127,6 +127,8 @@ class Probe(GenServer):
             return "ok"
         if op == "monitor":
             return self.monitor(args[0])
+        if op == "monitor_nowait":
+            return self.monitor(args[0], wait=False)
         if op == "demonitor":
             return self.demonitor(args[0])
         if op == "spawn_link":

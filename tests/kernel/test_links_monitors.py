@@ -92,6 +92,22 @@ def test_monitor_on_dead_actor_delivers_noproc(node, host):
     assert node.monitor(a).wait(5) == (a, "noproc")
 
 
+@pytest.mark.parametrize("host", PLACES)
+def test_a_monitor_that_does_not_wait_still_delivers_its_down(node, host):
+    """``monitor(ref, wait=False)`` returns before the target's process answers; the DOWN comes all
+    the same, with the exit reason for a live target and ``noproc`` for one already dead."""
+    a = node.spawn(Echo, host=host)
+    p, q = probe(node, trap=True)
+    m = p.call(("monitor_nowait", a))
+    # a link from the same actor afterwards reaches a's process after the monitor request: once
+    # it is acknowledged, the monitor is in place
+    assert p.call(("link", a)) == "ok"
+    node.exit(a, "gone")
+    assert {q.get(timeout=5), q.get(timeout=5)} == {("DOWN", m, a, "gone"), ("EXIT", a, "gone")}
+    m2 = p.call(("monitor_nowait", a))
+    assert q.get(timeout=5) == ("DOWN", m2, a, "noproc")
+
+
 def test_demonitor_discards_the_down(node):
     a = node.spawn(Echo, host="own")
     p, q = probe(node)

@@ -156,7 +156,7 @@ class GenServer(Behaviour):
             cell.links.pop(ref, None)
         cell.runtime.request_unlink(cell.ref, ref)
 
-    def monitor(self, ref: ActorRef) -> tuple[str, int]:
+    def monitor(self, ref: ActorRef, wait: bool = True) -> tuple[str, int]:
         """Watch ``ref``; one ``("DOWN", mref, ref, reason)`` arrives in
         ``handle_info`` (``noproc`` when it is already dead).
 
@@ -166,11 +166,15 @@ class GenServer(Behaviour):
         overtake it; a process that is alive but not answering (stopped,
         swapping) does not make it raise: the request stays on its way, and
         the DOWN still comes, from the target when it dies, or from the node
-        when its process does."""
+        when its process does.  ``wait=False`` does not wait at all, for an
+        actor that must never wait on another node (the DOWN comes all the same)."""
         cell = self._actor_cell
         mref = (cell.id, next(_mrefs))
         with cell.lock:
             cell.monitors_out[mref] = ref
+        if not wait:
+            cell.runtime.request_monitor(cell.ref, ref, mref, wait=False)
+            return mref
         try:
             cell.runtime.request_monitor(cell.ref, ref, mref, MONITOR_ACK_WAIT)
         except CallTimeout:

@@ -102,11 +102,17 @@ class Signals(Calls):
     def send_down(self, watcher: ActorRef, mref: Any, target: ActorRef, reason: Any) -> None:
         self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, reason))
 
-    def request_monitor(self, watcher: ActorRef, target: ActorRef, mref: Any, timeout: float = 10.0) -> None:
+    def request_monitor(self, watcher: ActorRef, target: ActorRef, mref: Any, timeout: float = 10.0,
+                        wait: bool = True) -> None:
         """Establish a monitor before returning, as a local ``monitor/2`` does in
         Erlang: a signal sent to the target afterwards, from any process, cannot
         overtake it.  A dead target gets the watcher a DOWN ``noproc``
-        (``noconnection`` for one on a node that is lost, as in Erlang)."""
+        (``noconnection`` for one on a node that is lost, as in Erlang).
+
+        ``wait=False`` returns at once: the monitor is set up when the target's
+        process gets the request, and the answer (a DOWN if the target is dead,
+        or its process or node is lost first) comes later.  For a watcher that
+        must never wait on another node (a name server answering others)."""
         if target.proc in self.dead_procs:
             self.send_down(watcher, mref, target, self._dead_reason(target.proc))
             return
@@ -114,6 +120,17 @@ class Signals(Calls):
             self._deliver(K_MONITOR, target.id, None, None, (mref, watcher, target), self.proc)
             return
         ref = next(self._ref_counter)
+        if not wait:
+            def answered(ok: bool, value: Any) -> None:
+                if not ok:  # the target's process died first
+                    self.send_down(watcher, mref, target, value)
+
+            later = Waiter(target.proc, answered)
+            self.pending[ref] = later
+            self._send(target.proc, K_MONITOR, target.id, None, ref, (mref, watcher, target))
+            if target.proc in self.dead_procs and self.pending.pop(ref, None) is not None:
+                later.resolve(False, self._dead_reason(target.proc))
+            return
         waiter = Waiter(target.proc)
         self.pending[ref] = waiter
         self._send(target.proc, K_MONITOR, target.id, None, ref, (mref, watcher, target))

@@ -115,6 +115,9 @@ class NameServer(GenServer):
         self.table = NameTable()
         self.holder_mons: dict[ActorRef, Any] = {}
         self.peer_mons: dict[ActorRef, Any] = {}
+        #: Holders on nodes this node is not connected to yet (a peer's copy names them), by node
+        #: name: watched once that node is up, their names freed if it goes down first.
+        self.unwatched: dict[str, set[ActorRef]] = {}
         self.register(SERVER_NAME, wait=PREVIOUS_HOLDER_WAIT)  # a restart may meet its old self leaving
         self._runtime = current_runtime()
         node_id = self.ref.node_id
@@ -122,7 +125,8 @@ class NameServer(GenServer):
         self._runtime.register_sys(_WHEREIS_OP, lambda src, name: _whereis_here(node_id, name))
         greeting.add(node_id, _GREETING, self._offer, self._accept)
         self.monitor_nodes()
-        for node in self.nodes():
+        self.up = set(self.nodes())
+        for node in self.up:
             self._discover(node)
 
     def terminate(self, reason: Any) -> None:
@@ -178,12 +182,39 @@ class NameServer(GenServer):
         return sorted([self.ref, *self.peer_mons], key=lambda ref: (node_name_of(ref), ref.node_id))
 
     def _watch(self, ref: ActorRef) -> None:
-        if ref not in self.holder_mons:
-            self.holder_mons[ref] = self.monitor(ref, wait=False)  # never waits on the holder's node
+        if ref in self.holder_mons:
+            return
+        node = node_name_of(ref)
+        if node == node_name_of(self.ref) and ref.node_id != self.ref.node_id:
+            self.table.holder_gone(ref)  # a holder of this node's previous incarnation: gone with it
+            return
+        if ref.node_id != self.ref.node_id and node not in self.up:
+            # A monitor to a node not connected fails at once (noconnection) and would free
+            # the name: a heal reaches nodes one by one, so a peer may name a holder on a
+            # node this one meets a moment later.
+            self.unwatched.setdefault(node, set()).add(ref)
+            return
+        self.holder_mons[ref] = self.monitor(ref, wait=False)  # never waits on the holder's node
 
     def _unwatch_if_free(self, ref: ActorRef) -> None:
-        if ref in self.holder_mons and not self.table.holds_any(ref):
+        if self.table.holds_any(ref):
+            return
+        if ref in self.holder_mons:
             self.demonitor(self.holder_mons.pop(ref))
+        self.unwatched.get(node_name_of(ref), set()).discard(ref)
+
+    def _node_up(self, node: str) -> None:
+        self.up.add(node)
+        for ref in self.unwatched.pop(node, set()):
+            if self.table.holds_any(ref):
+                self._watch(ref)
+        self._discover(node)
+
+    def _node_down(self, node: str) -> None:
+        """Holders there that were never watched: their names go, as a watched one's DOWN frees it."""
+        self.up.discard(node)
+        for ref in self.unwatched.pop(node, set()):
+            self.table.holder_gone(ref)
 
     # -- the protocol ------------------------------------------------------------------
 
@@ -227,7 +258,9 @@ class NameServer(GenServer):
         if message[0] == "DOWN":
             self._down(message[2])
         elif message[0] == "nodeup":
-            self._discover(message[1])
+            self._node_up(message[1])
+        elif message[0] == "nodedown":
+            self._node_down(message[1])
         elif message[0] == _TAG and len(message) >= 3:
             self._peer_message(message)
 

@@ -12,7 +12,9 @@ import logging
 from typing import Any
 
 from actors import GenServer, Stop
+from actors import stats as _stats
 
+from . import db, metrics
 from .activity import ActivityMonitorLogic
 from .attachment import local_jobs
 from .errors import StoreUnavailable
@@ -45,6 +47,19 @@ class ActivityMonitor(GenServer):
         delay, self.retry = self.retry, min(_RETRY_MAX, self.retry * 2)
         return delay
 
+    def _record(self, ids: list[str]) -> None:
+        """The check's numbers as metrics (`actors.couch_jobs.metrics`): the jobs it put back,
+        and the type's running and pending jobs (one aggregate read; skipped if the store is away)."""
+        stats, job_type = _stats.current(), self.logic.type
+        if ids:
+            metrics.re_enqueued(stats, job_type, len(ids))
+        try:
+            with self.logic.store.transaction(write=False) as tx:
+                now = db.job_counts(tx).get(self.logic.type_key, {})
+        except StoreUnavailable:
+            return  # the gauges keep the last check's numbers
+        metrics.jobs_now(stats, job_type, now.get("running", 0), now.get("pending", 0))
+
     def handle_call(self, request: Any, from_: Any) -> Any:
         return Stop(("bad_call", request), reply=("bad_call", request))
 
@@ -59,6 +74,7 @@ class ActivityMonitor(GenServer):
                 ids, delay = [], self.store_away(exc)
             else:
                 self.retry = _RETRY_MIN
+                self._record(ids)
             self.re_enqueued += len(ids)
             self.timer = self.send_after(delay, "check_activity")
             return None

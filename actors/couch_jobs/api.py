@@ -27,10 +27,11 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from actors import stats as _stats
 from actors.clock import Clock, MonotonicClock, WallClock
 from actors.config import Config
 
-from . import db, pending, settings
+from . import db, metrics, pending, settings
 from .errors import CouchJobsError, NotFound
 from .model import (
     UNDEFINED_MAX_SCHEDULED_TIME,
@@ -226,6 +227,7 @@ class CouchJobs:
         text = encode_data(data)
         with self._tx(tx) as t:
             db.add(t, type_key, job_id, text, sched_time)
+        metrics.count(_stats.current(), "add", job_type)
 
     def remove(self, tx: Any, job_type: JobType, job_id: str) -> None:
         """Delete a job in any state; raises `NotFound` if there is none."""
@@ -233,6 +235,7 @@ class CouchJobs:
         check_job_id(job_id)
         with self._tx(tx) as t:
             db.remove(t, type_key, job_id)
+        metrics.count(_stats.current(), "remove", job_type)
 
     def _record(self, tx: Any, job_type: JobType, job_id: str) -> JobRecord:
         type_key = encode_type(job_type)
@@ -291,6 +294,7 @@ class CouchJobs:
             if record is not None:
                 job = _job(record)
                 assert job.data is not None
+                metrics.count(_stats.current(), "accept", job_type)
                 return job, job.data
             remaining = deadline - self.clock.now()
             if remaining <= 0:
@@ -317,6 +321,7 @@ class CouchJobs:
         text = _optional_data(data)
         with self._tx(tx) as t:
             db.finish(t, encode_type(job.type), job.id, job.jlock, text)  # type: ignore[arg-type]
+        metrics.count(_stats.current(), "finish", job.type)
 
     def resubmit(
         self, tx: Any, job: Job, sched_time: int | None = UNDEFINED_MAX_SCHEDULED_TIME
@@ -333,6 +338,7 @@ class CouchJobs:
             check_sched_time(sched_time)
         with self._tx(tx) as t:
             record = db.resubmit(t, encode_type(job.type), job.id, sched_time)
+        metrics.count(_stats.current(), "resubmit", job.type)
         return _job(record, jlock=job.jlock)
 
     @staticmethod

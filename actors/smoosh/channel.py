@@ -35,8 +35,9 @@ from typing import Any
 
 from actors import Exit, GenServer, Stop
 from actors import config as _config
+from actors import stats as _stats
 from actors.config import ConfigError
-from actors.smoosh import persist
+from actors.smoosh import metrics, persist
 from actors.smoosh.channel_state import ChannelState
 from actors.smoosh.effects import AdoptJob, EnqueueLater, ResumeJob, StartJob, SuspendJob, WriteCheckpoint
 from actors.smoosh.policy import stringify, utc_minutes
@@ -132,7 +133,9 @@ class SmooshChannel(GenServer):
         return compute_priority(self.state.settings, key, self.adapter)
 
     def _publish(self) -> None:
-        self.status_table[self.name] = self.state.status()
+        status = self.state.status()
+        self.status_table[self.name] = status
+        metrics.publish_status(_stats.current(), self.name, status)
 
     def _now_minutes(self) -> int:
         return utc_minutes(time.time())
@@ -167,11 +170,13 @@ class SmooshChannel(GenServer):
             job = self.adapter.start_job(key)
         except Exception as exc:  # a failed start is re-enqueued, never fatal
             notify(self.observer, "start_failed", self.name, key, repr(exc))
+            metrics.count(_stats.current(), "start_failed", self.name)
             return self.state.job_start_failed(key, repr(exc), self._priority_of)
         effects = self.state.job_started(key, job)
         if key in self.state.active:
             log.info("%s: started compaction of %s (pid %s)", self.name, stringify(key), getattr(job, "pid", None))
             self._watch(job)
+            metrics.count(_stats.current(), "started", self.name)
             self._publish()
             notify(self.observer, "started", self.name, key, getattr(job, "pid", None))
         return effects
@@ -296,6 +301,7 @@ class SmooshChannel(GenServer):
             effects = self.state.job_exited(job, reason, self._priority_of, self.adapter.running_job)
             self._publish()
             if was_active:
+                metrics.count(_stats.current(), "finished" if reason == "normal" else "failed", self.name)
                 notify(self.observer, "exited", self.name, key, reason)
             self._apply(effects)
         elif isinstance(message, tuple) and message[0] == "checkpoint_done":
@@ -325,6 +331,7 @@ class SmooshChannel(GenServer):
                 self.state.checkpoint_done()
 
     def terminate(self, reason: Any) -> None:
+        metrics.forget(_stats.current(), self.name)
         self.cfg.unlisten(self._listener)
         self._stop_watchers.set()
         # Erlang resumes a process when its suspender dies; do the same.

@@ -12,6 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import actors.replicator.scheduler_state as scheduler_state
 import actors.app.workload.jobs as workload_jobs
+from actors.couch_jobs.metrics import STATS_DESCRIPTIONS as COUCH_JOBS
+from actors.smoosh.metrics import STATS_DESCRIPTIONS as SMOOSH
 from actors._core.runtime.meter import CALL_BOUNDS
 from actors.ioq.ioq_stats import STATS_DESCRIPTIONS
 from actors._core.metrics.families import Scrape, families
@@ -23,7 +25,7 @@ DASHBOARD = ROOT / "docs" / "grafana" / "otpy.json"
 #: What the kernel records under ``actors.`` names (each exposed as ``otpy_...``).
 KERNEL_RECORDED = ("actors.transport.dropped_frames", "actors.transport.send_dropped", "actors.transport.lent_frames",
                    "actors.transport.endpoint_takeovers", "actors.transport.endpoint_returns",
-                   "actors.net.dropped_frames")
+                   "actors.net.dropped_frames", "actors.mailbox.dropped", "actors.mailbox.block_timeouts")
 #: What the replicator scheduler records (the seed's names); checked against its source below.
 REPLICATOR = {**{f"couch_replicator.jobs.{k}": "counter" for k in ("adds", "removes", "starts", "stops", "crashes")},
               **{f"couch_replicator.jobs.{k}": "gauge" for k in ("total", "running", "pending", "crashed",
@@ -52,7 +54,8 @@ def _sample_names(scrape: Scrape) -> set[str]:
 
 def _service_names() -> dict[str, str]:
     """Exported name -> Prometheus type, for every name the services record."""
-    recorded = {name: {"histogram": "summary"}.get(kind, kind) for name, kind, _ in STATS_DESCRIPTIONS}
+    recorded = {name: {"histogram": "summary"}.get(kind, kind)
+                for name, kind, _ in (*STATS_DESCRIPTIONS, *SMOOSH, *COUCH_JOBS)}
     recorded |= REPLICATOR | DEMO
     return {map_name(name, kind).name + ("_total" if kind == "counter" else ""): kind
             for name, kind in recorded.items()}

@@ -120,6 +120,9 @@ class Stats:
         self._gauges: dict[str, float] = {}
         self._histograms: dict[str, Histogram] = {}
         self._labelled: dict[str, dict[tuple[str, ...], int]] = {}
+        self._labelled_gauges: dict[str, dict[tuple[str, ...], float]] = {}
+        #: The names of a labelled metric's labels, when its recorder gave them (for exporters).
+        self._label_names: dict[str, tuple[str, ...]] = {}
         self._sources: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def add_source(self, source: Source) -> None:
@@ -148,15 +151,46 @@ class Stats:
     def decrement(self, name: str, amount: int = 1) -> None:
         self.increment(name, -amount)
 
-    def increment_labelled(self, name: str, labels: tuple[str, ...], amount: int = 1) -> None:
+    def increment_labelled(self, name: str, labels: tuple[str, ...], amount: int = 1,
+                           label_names: tuple[str, ...] | None = None) -> None:
         """A counter kept per value of its labels (``supervision.child_restarts`` per
         supervisor and child): for names whose parts may contain any text, which a
-        dotted name could not keep apart."""
+        dotted name could not keep apart.  ``label_names`` names the labels for an
+        exporter (``("channel",)``); given once is enough."""
         with self._lock:
             by_labels = self._labelled.get(name)
             if by_labels is None:
                 by_labels = self._labelled[name] = {}
             by_labels[labels] = by_labels.get(labels, 0) + amount
+            if label_names is not None:
+                self._label_names[name] = tuple(label_names)
+
+    def update_labelled_gauge(self, name: str, labels: tuple[str, ...], value: float,
+                              label_names: tuple[str, ...] | None = None) -> None:
+        """A gauge kept per value of its labels (smoosh's queue length per channel)."""
+        with self._lock:
+            self._labelled_gauges.setdefault(name, {})[labels] = value
+            if label_names is not None:
+                self._label_names[name] = tuple(label_names)
+
+    def remove_labelled_gauge(self, name: str, labels: tuple[str, ...]) -> None:
+        """Forget one series of a labelled gauge (what it measured is gone: a channel closed)."""
+        with self._lock:
+            by_labels = self._labelled_gauges.get(name)
+            if by_labels is not None:
+                by_labels.pop(labels, None)
+                if not by_labels:
+                    del self._labelled_gauges[name]
+
+    def labelled_gauge(self, name: str, labels: tuple[str, ...]) -> float | None:
+        with self._lock:
+            return self._labelled_gauges.get(name, {}).get(labels)
+
+    def labelled(self, name: str, labels: tuple[str, ...]) -> int:
+        """One labelled counter's value (0 when never counted)."""
+        self._pull()
+        with self._lock:
+            return self._labelled.get(name, {}).get(labels, 0)
 
     def update_gauge(self, name: str, value: float) -> None:
         with self._lock:
@@ -194,7 +228,8 @@ class Stats:
 
     def snapshot(self) -> dict[str, Any]:
         """Plain data: ``{"counters": {...}, "gauges": {...}, "histograms": {...},
-        "labelled": {name: [[label, ..., value], ...]}}``."""
+        "labelled": {name: [[label, ..., value], ...]}, "labelled_gauges": (the same shape),
+        "label_names": {name: [label name, ...]}}``."""
         self._pull()
         with self._lock:
             return {
@@ -202,6 +237,9 @@ class Stats:
                 "gauges": dict(self._gauges),
                 "histograms": {k: h.summary() for k, h in self._histograms.items()},
                 "labelled": {k: [[*labels, n] for labels, n in by.items()] for k, by in self._labelled.items()},
+                "labelled_gauges": {k: [[*labels, v] for labels, v in by.items()]
+                                    for k, by in self._labelled_gauges.items()},
+                "label_names": {k: list(v) for k, v in self._label_names.items()},
             }
 
     def reset(self) -> None:
@@ -211,18 +249,27 @@ class Stats:
             self._gauges.clear()
             self._histograms.clear()
             self._labelled.clear()
+            self._labelled_gauges.clear()
+
+
+def _sum_rows(into: dict[str, dict[tuple[Any, ...], float]], rows_by_name: dict[str, list[list[Any]]]) -> None:
+    for name, rows in rows_by_name.items():
+        by_labels = into.setdefault(name, {})
+        for *labels, value in rows:
+            key = tuple(labels)
+            by_labels[key] = by_labels.get(key, 0) + value
 
 
 def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Sum counters and gauges across processes; histograms are summed by count."""
-    merged: dict[str, Any] = {"counters": {}, "gauges": {}, "histograms": {}, "labelled": {}}
-    labelled: dict[str, dict[tuple[str, ...], int]] = {}
+    merged: dict[str, Any] = {"counters": {}, "gauges": {}, "histograms": {}, "labelled": {},
+                              "labelled_gauges": {}, "label_names": {}}
+    labelled: dict[str, dict[tuple[Any, ...], float]] = {}
+    labelled_gauges: dict[str, dict[tuple[Any, ...], float]] = {}
     for snap in snapshots:
-        for name, rows in snap.get("labelled", {}).items():
-            by_labels = labelled.setdefault(name, {})
-            for *labels, value in rows:
-                key = tuple(labels)
-                by_labels[key] = by_labels.get(key, 0) + value
+        _sum_rows(labelled, snap.get("labelled", {}))
+        _sum_rows(labelled_gauges, snap.get("labelled_gauges", {}))
+        merged["label_names"].update(snap.get("label_names", {}))
         for name, value in snap.get("counters", {}).items():
             merged["counters"][name] = merged["counters"].get(name, 0) + value
         for name, value in snap.get("gauges", {}).items():
@@ -232,6 +279,8 @@ def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
             if prev is None or summary.get("n", 0) > prev.get("n", 0):
                 merged["histograms"][name] = summary
     merged["labelled"] = {name: [[*labels, n] for labels, n in by.items()] for name, by in labelled.items()}
+    merged["labelled_gauges"] = {name: [[*labels, v] for labels, v in by.items()]
+                                 for name, by in labelled_gauges.items()}
     return merged
 
 

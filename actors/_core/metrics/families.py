@@ -59,8 +59,8 @@ class Scrape:
 
 
 def _empty() -> dict[str, Any]:
-    return {"counters": {}, "gauges": {}, "histograms": {}, "labelled": {}, "classes": {}, "exits": {},
-            "call_bounds": []}
+    return {"counters": {}, "gauges": {}, "histograms": {}, "labelled": {}, "labelled_gauges": {},
+            "label_names": {}, "classes": {}, "exits": {}, "call_bounds": []}
 
 
 def merge(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -70,7 +70,13 @@ def merge(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
     out = _empty()
     counters, gauges, hists = out["counters"], out["gauges"], out["histograms"]
     labelled: dict[str, dict[tuple[str, ...], float]] = {}
+    labelled_gauges: dict[str, dict[tuple[str, ...], float]] = {}
     for snap in snapshots:
+        out["label_names"].update(snap.get("label_names", {}))
+        for name, rows in snap.get("labelled_gauges", {}).items():
+            gauge_by = labelled_gauges.setdefault(name, {})
+            for *labels, value in rows:
+                gauge_by[tuple(labels)] = gauge_by.get(tuple(labels), 0) + value
         for name, value in snap.get("counters", {}).items():
             counters[name] = counters.get(name, 0) + value
         for name, value in snap.get("gauges", {}).items():
@@ -95,7 +101,7 @@ def merge(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
             if into is None:
                 out["classes"][cls] = {**sums, "call_buckets": list(sums["call_buckets"])}
                 continue
-            for key in ("actors", "mailbox", "handled", "calls", "casts", "call_seconds"):
+            for key in ("actors", "mailbox", "handled", "calls", "casts", "call_seconds", "dropped"):
                 into[key] = into.get(key, 0) + sums.get(key, 0)
             into["call_buckets"] = [a + b for a, b in zip(into["call_buckets"], sums["call_buckets"])]
         for cls, kinds in actors.get("exits", {}).items():
@@ -103,6 +109,7 @@ def merge(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
             for kind, n in kinds.items():
                 into_kinds[kind] = into_kinds.get(kind, 0) + n
     out["labelled"] = {name: [[*labels, n] for labels, n in by.items()] for name, by in labelled.items()}
+    out["labelled_gauges"] = {name: [[*labels, v] for labels, v in by.items()] for name, by in labelled_gauges.items()}
     return out
 
 
@@ -111,6 +118,7 @@ def retire(retired: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
     counters, histogram counts and per-class totals; not its gauges or live actors."""
     counted = merge([last])
     counted["gauges"] = {}
+    counted["labelled_gauges"] = {}
     counted["histograms"] = {k: {"n": h.get("n", 0), "sum": h.get("sum", 0.0)}
                              for k, h in counted["histograms"].items()}
     for sums in counted["classes"].values():
@@ -131,6 +139,8 @@ def _kernel(total: dict[str, Any]) -> list[Metric]:
     live = GaugeMetricFamily(f"{PREFIX}actors", "live actors, per actor class", labels=["class"])
     mailbox = GaugeMetricFamily(f"{PREFIX}actor_mailbox_messages", "messages waiting in mailboxes, "
                                 "summed per actor class", labels=["class"])
+    dropped = CounterMetricFamily(f"{PREFIX}actor_mailbox_dropped", "user messages a bounded mailbox's "
+                                  "overflow policy dropped or refused, per actor class", labels=["class"])
     for cls in sorted(total["classes"]):
         sums = total["classes"][cls]
         calls.add_metric([cls], sums["calls"])
@@ -138,6 +148,7 @@ def _kernel(total: dict[str, Any]) -> list[Metric]:
         handled.add_metric([cls], sums["handled"])
         live.add_metric([cls], sums["actors"])
         mailbox.add_metric([cls], sums["mailbox"])
+        dropped.add_metric([cls], sums.get("dropped", 0))
         running = 0
         buckets = []
         for bound, n in zip(list(bounds) + [float("inf")], sums["call_buckets"]):
@@ -149,7 +160,7 @@ def _kernel(total: dict[str, Any]) -> list[Metric]:
     for cls in sorted(total["exits"]):
         for kind, n in sorted(total["exits"][cls].items()):
             exits.add_metric([cls, kind], n)
-    out += [calls, duration, casts, handled, live, mailbox, exits]
+    out += [calls, duration, casts, handled, live, mailbox, dropped, exits]
     restarts = CounterMetricFamily(f"{PREFIX}supervisor_restarts", "children restarted, per supervisor "
                                    "(its registered name, else its actor id) and the child whose exit caused it",
                                    labels=["supervisor", "child"])
@@ -177,6 +188,24 @@ def _recorded(total: dict[str, Any]) -> list[Metric]:
         mapped = map_name(name, "gauge")
         if mapped.name not in out:
             out[mapped.name] = GaugeMetricFamily(mapped.name, f"{name} (gauge)", value=value * mapped.factor)
+    names = total.get("label_names", {})
+    for kind, rows_by_name, family_type in (("counter", total["labelled"], CounterMetricFamily),
+                                            ("gauge", total.get("labelled_gauges", {}), GaugeMetricFamily)):
+        for name, rows in sorted(rows_by_name.items()):
+            if name == _CHILD_RESTARTS or not rows:
+                continue  # in otpy_supervisor_restarts_total
+            mapped = map_name(name, kind)
+            if mapped.name in out:
+                continue
+            width = len(rows[0]) - 1
+            label_names = list(names.get(name) or [])
+            if len(label_names) != width:
+                label_names = [f"label{i + 1}" for i in range(width)]
+            per = family_type(mapped.name, f"{name} ({kind}, per {', '.join(label_names)})", labels=label_names)
+            for *labels, value in sorted(rows, key=lambda row: [str(x) for x in row[:-1]]):
+                if len(labels) == width:
+                    per.add_metric([safe_label(x) for x in labels], value * mapped.factor)
+            out[mapped.name] = per
     for name, summary in sorted(total["histograms"].items()):
         mapped = map_name(name, "summary")
         if mapped.name in out:

@@ -61,18 +61,24 @@ class Meter:
 
 
 def _zero() -> dict[str, Any]:
-    return {"actors": 0, "mailbox": 0, "handled": 0, "calls": 0, "casts": 0,
+    return {"actors": 0, "mailbox": 0, "handled": 0, "calls": 0, "casts": 0, "dropped": 0,
             "call_seconds": 0.0, "call_buckets": [0] * _NBUCKETS}
 
 
-def _add(into: dict[str, Any], meter: Meter, handled: int) -> None:
+def _add(into: dict[str, Any], meter: Meter, handled: int, dropped: int) -> None:
     into["handled"] += handled
+    into["dropped"] += dropped
     into["calls"] += meter.calls
     into["casts"] += meter.casts
     into["call_seconds"] += meter.call_seconds
     buckets = into["call_buckets"]
     for i, n in enumerate(meter.buckets):
         buckets[i] += n
+
+
+def _dropped(cell: Any) -> int:
+    """What a cell's bounded mailbox dropped or refused (`actors._core.runtime.mailbox`; 0 unbounded)."""
+    return getattr(cell.inbox, "dropped", 0)
 
 
 class Meters:
@@ -93,7 +99,7 @@ class Meters:
             totals = self._retired.get(cls)
             if totals is None:
                 totals = self._retired[cls] = _zero()
-            _add(totals, cell.meter, cell.messages_handled)
+            _add(totals, cell.meter, cell.messages_handled, _dropped(cell))
             if exited:
                 by_kind = self._exits.setdefault(cls, {})
                 kind = exit_kind(reason)
@@ -114,6 +120,6 @@ class Meters:
                     sums = classes[cls] = _zero()
                 sums["actors"] += 1
                 sums["mailbox"] += cell.inbox.qsize()
-                _add(sums, cell.meter, cell.messages_handled)
+                _add(sums, cell.meter, cell.messages_handled, _dropped(cell))
             exits = {cls: dict(kinds) for cls, kinds in self._exits.items()}
         return {"call_bounds": list(CALL_BOUNDS), "classes": classes, "exits": exits}

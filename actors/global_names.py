@@ -13,7 +13,9 @@ reads each copy's holder, and writes the holder into every copy only when
 all of them said the name was free; a registrant that finds a lock taken
 releases what it holds and tries again after a short random wait.  Every
 copy monitors every holder, so a holder's death, or its node's loss,
-frees the name in every copy that sees it.
+frees the name in every copy that sees it (a monitor that never waits on
+the holder's node; a holder on a node not connected yet is watched once
+that node is up).
 
 Partitions: the nodes on each side of a cut see the other side's holders
 go (``noconnection``), so each side may register a name anew.  Nodes that

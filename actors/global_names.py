@@ -81,6 +81,8 @@ _LOCK_CALL_TIMEOUT = 5.0
 _TAG = "$global"
 #: The node process's system request that answers ``whereis`` from the copy.
 _WHEREIS_OP = "global_names.whereis"
+#: What the node process answers `whereis` with when no server runs there.
+_NO_SERVER = "$no_global_name_server"
 #: The key of the copy in the handshake's greeting.
 _GREETING = "global_names"
 #: The server of each node in this process (node id -> server): what the node process's
@@ -326,11 +328,12 @@ def start(node: Any, timeout: float | None = 30.0) -> ActorRef:
     return ref
 
 
-def _whereis_here(node_id: str, name: str) -> ActorRef | None:
-    """The node process's answer to `whereis`: its server's copy, read at once."""
+def _whereis_here(node_id: str, name: str) -> Any:
+    """The node process's answer to `whereis`: its server's copy, read at once
+    (`_NO_SERVER` when none runs: the caller raises, the node logs nothing)."""
     server = _serving.get(node_id)
-    if server is None:
-        raise LookupError("no global name server runs on this node")
+    if server is None or not server._actor_cell.alive:  # killed: its copy is no one's any more
+        return _NO_SERVER
     return server.table.whereis(name)
 
 
@@ -339,11 +342,15 @@ def whereis(name: str, timeout: float | None = 5.0) -> ActorRef | None:
     the node process from its copy: it never waits on another node."""
     runtime = current_runtime()
     try:
-        return runtime.sys_request(runtime.node_proc, _WHEREIS_OP, (name,), timeout=timeout)
+        holder = runtime.sys_request(runtime.node_proc, _WHEREIS_OP, (name,), timeout=timeout)
     except Exit as exc:
-        if type(exc.reason) is tuple and exc.reason[:1] in (("unknown_system_request",), ("error",)):
-            _server()  # no server here: say how to start one
-        raise
+        if type(exc.reason) is tuple and exc.reason[:1] == ("unknown_system_request",):
+            holder = _NO_SERVER  # no server ever ran on this node
+        else:
+            raise
+    if holder == _NO_SERVER:
+        raise LookupError("no global name server runs on this node: start it with actors.global_names.start(node)")
+    return holder
 
 
 def registered(timeout: float | None = 5.0) -> dict[str, ActorRef]:

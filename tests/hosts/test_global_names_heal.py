@@ -41,7 +41,7 @@ from typing import Any
 import cloudpickle
 import pytest
 
-from actors.tools.attach import Attached
+from actors.attach import Attached
 from actors.global_names import CONFLICT
 
 from tests.hosts.conftest import NET_TICKTIME

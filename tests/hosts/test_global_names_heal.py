@@ -70,6 +70,7 @@ class Sampler:
         self.stopped = threading.Event()
         self.count = 0
         self.errors: list[tuple[float, str]] = []  # (time.monotonic(), what failed): for failure messages
+        self.phase: tuple[str, float] = ("starting", time.monotonic())  # what it does, since when
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"sample-{node.name}")
         self.thread.start()
 
@@ -85,11 +86,14 @@ class Sampler:
                         view.close()
                     view = None
                     rundir = self.node.readies[-1].rundir
+                    self.phase = (f"attaching to {rundir}", time.monotonic())
                     view = Attached(rundir, timeout=5.0)
+                    self.phase = (f"spawning its agent in {rundir}", time.monotonic())
                     agent = _spawn(view, self.node.name, NameAgent)
                 if view is None:
                     self.stopped.wait(0.05)
                     continue
+                self.phase = ("sampling", time.monotonic())
                 t0, before, holder, after, t1 = view.call(agent, ("sample", NAME), timeout=5.0)
             except Exception as exc:  # noqa: BLE001 -- the incarnation is ending or restarting: sample the next one
                 self.errors.append((time.monotonic(), f"{rundir}: {exc!r}"[:300]))
@@ -152,11 +156,6 @@ class Agents:
         return self.call(name, ("sample", NAME))[2]
 
 
-def _errors(samplers: list[Sampler]) -> str:
-    """The samplers' failed samples, for messages: how many per node, and the last few."""
-    return "; ".join(f"{s.node.name}: {len(s.errors)}, last {s.errors[-3:]}" for s in samplers if s.errors)
-
-
 def _name_logs(cluster: Cluster) -> list[str]:
     """What the nodes logged about their name servers (a crash, a stop): for failure messages."""
     return [f"{name}: {line[:600]}" for name, node in cluster.nodes.items() for line in node.log
@@ -176,8 +175,10 @@ def _holders(cluster: Cluster) -> dict[str, int]:
 
 
 def _errors(samplers: list[Sampler]) -> str:
-    """The samplers' failed samples, for a failure message: how many per node, and the last few."""
-    return "; ".join(f"{s.node.name}: {len(s.errors)} failed, last {s.errors[-3:]}" for s in samplers if s.errors)
+    """The samplers' failed samples and what each is doing now, for a failure message."""
+    now = time.monotonic()
+    return "; ".join(f"{s.node.name}: {len(s.errors)} failed, last {s.errors[-3:]}, now {s.phase[0]} for "
+                     f"{now - s.phase[1]:.1f} s" for s in samplers)
 
 
 def _heal_case(cluster: Cluster, cut: Any, cut_off: str, both_register: bool = True) -> None:

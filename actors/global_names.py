@@ -80,7 +80,6 @@ LOCK_LEASE = 10.0
 _LOCK_CALL_TIMEOUT = 5.0
 _TAG = "$global"
 #: The node process's system request that answers ``whereis`` from the copy.
-_WHEREIS_OP = "global_names.whereis"
 #: What the node process answers `whereis` with when no server runs there.
 _NO_SERVER = "$no_global_name_server"
 #: The key of the copy in the handshake's greeting.
@@ -126,7 +125,7 @@ class NameServer(GenServer):
         self._runtime = current_runtime()
         node_id = self.ref.node_id
         _serving[node_id] = self
-        self._runtime.register_sys(_WHEREIS_OP, lambda src, name: _whereis_here(node_id, name))
+        self._runtime.register_sys(sysop.GlobalWhereis, lambda src, msg: _whereis_here(node_id, msg.name))
         greeting.add(node_id, _GREETING, self._offer, self._accept)
         self.monitor_nodes()
         self.up = set(self.nodes())
@@ -170,8 +169,7 @@ class NameServer(GenServer):
                 runtime.send(me, (_TAG, "found", peer))
 
         try:
-            runtime.sys_request(runtime.node_proc, "whereis_on", (SERVER_NAME, node), timeout=_LOCK_CALL_TIMEOUT,
-                                callback=found)
+            runtime.sys_request_then(runtime.node_proc, sysop.WhereisOn(SERVER_NAME, node), found)
         except Exit:
             pass
 
@@ -342,7 +340,7 @@ def whereis(name: str, timeout: float | None = 5.0) -> ActorRef | None:
     the node process from its copy: it never waits on another node."""
     runtime = current_runtime()
     try:
-        holder = runtime.sys_request(runtime.node_proc, _WHEREIS_OP, (name,), timeout=timeout)
+        holder = runtime.sys_request(runtime.node_proc, sysop.GlobalWhereis(name), timeout=timeout)
     except Exit as exc:
         if type(exc.reason) is tuple and exc.reason[:1] == ("unknown_system_request",):
             holder = _NO_SERVER  # no server ever ran on this node

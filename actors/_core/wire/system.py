@@ -375,13 +375,25 @@ class PeerProcDown(SysOp[None]):
     reason: Any
 
 
+# -- the cluster-wide names (`actors.global_names`) ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalWhereis(SysOp[Any]):
+    """The holder of cluster-wide name ``name`` in this node's copy of the table:
+    an `ActorRef`, None, or a marker string when no name server runs here."""
+
+    OP: ClassVar[str] = "global_names.whereis"
+    name: str
+
+
 #: Every operation by its name on the wire.
 OPS: dict[str, type[SysOp[Any]]] = {}
 for _op in (Alive, ProcDown, ProcsDown, NodeDown, NetPeer, Stats, Connect, Info, AdoptName, DropName,
             SpawnHere, Halt, Configure, ApplyConfig,
             Register, Unregister, Whereis, Spawn, SpawnDone, HostUp, Halting, ConfigSet, Hosts, Actors,
             NodeStats, Registered, Config, Kill, ExitActor, RSpawn, SpawnOn, MonitorNode, Nodes, Peers,
-            KnownNodes, WhereisOn, MonitorNodes, PeerProcDown):
+            KnownNodes, WhereisOn, MonitorNodes, PeerProcDown, GlobalWhereis):
     assert _op.OP not in OPS, f"two operations named {_op.OP!r}"
     OPS[_op.OP] = _op
 del _op

@@ -50,6 +50,8 @@ THREAD_SLACK = 2
 #: How long the tree may take to give back what the last restarts held (a
 #: socket closing on its I/O thread, a host's pidfd once it is reaped).
 SETTLE_S = 20.0
+#: The node process's sockets per process it talks to (its own to the peer, and the peer's to it).
+SOCKETS_PER_PEER = 2
 
 CONFIG = {
     # The services' own supervisors give up after a few restarts in a few
@@ -116,17 +118,28 @@ def _snapshot(node: Node) -> dict[int, ProcessCensus]:
     return {snap.pid: snap for depth, snap in census_tree(os.getpid()) if depth <= 1 or snap.pid in hosts}
 
 
+def _live_peers(node: Node) -> int:
+    """The host processes the node talks to now, warm spares included."""
+    return sum(1 for h in list(node._pool.hosts.values()) if h.state != "dead")
+
+
 def _thread_names() -> list[str]:
     return sorted(t.name for t in threading.enumerate())
 
 
-def _grown(before: dict[int, ProcessCensus], after: dict[int, ProcessCensus]) -> list[str]:
-    """What each process alive in both holds above ``before`` beyond the slack."""
+def _grown(before: dict[int, ProcessCensus], after: dict[int, ProcessCensus],
+           more_peers: dict[int, int] | None = None) -> list[str]:
+    """What each process alive in both holds above ``before`` beyond the slack.
+
+    ``more_peers``: by pid, how many more live processes that process talks to
+    now than at ``before`` (the node's warm spares come and go, a new one
+    forked while the old is reaped); each holds `SOCKETS_PER_PEER` of its sockets."""
     out = []
     for pid in sorted(set(before) & set(after)):
         b, a = before[pid], after[pid]
         for kind in sorted(set(a.fds) | set(b.fds)):
-            if a.fds.get(kind, 0) - b.fds.get(kind, 0) > FD_SLACK:
+            slack = FD_SLACK + (SOCKETS_PER_PEER * max(0, (more_peers or {}).get(pid, 0)) if kind == "socket" else 0)
+            if a.fds.get(kind, 0) - b.fds.get(kind, 0) > slack:
                 files = {f: n for f, n in a.files.items() if n > b.files.get(f, 0)} if kind in ("sqlite", "file") else ""
                 out.append(f"pid {pid}: {kind} {b.fds.get(kind, 0)} -> {a.fds[kind]} {files}")
         if a.threads - b.threads > THREAD_SLACK:
@@ -139,18 +152,23 @@ def _kill_loop(node: Node, kill_one: Callable[[int], None]) -> None:
     for i in range(WARMUP):
         kill_one(i)
     before, threads_before = _snapshot(node), _thread_names()
+    channels_before = node._rt.transport.channels.names()
+    peers_before = _live_peers(node)
     t0 = time.monotonic()
     for i in range(KILLS):
         kill_one(WARMUP + i)
     elapsed = time.monotonic() - t0
     deadline = time.monotonic() + SETTLE_S
-    after = _snapshot(node)
-    grown = _grown(before, after)
+    def measure() -> tuple[dict[int, ProcessCensus], list[str]]:
+        more = {os.getpid(): _live_peers(node) - peers_before}
+        now = _snapshot(node)
+        return now, _grown(before, now, more)
+
+    after, grown = measure()
     for _ in range(100_000):  # bounded in tries and time; each round reads /proc
         if not grown and len(after) <= len(before) or time.monotonic() > deadline:
             break
-        after = _snapshot(node)
-        grown = _grown(before, after)
+        after, grown = measure()
     assert os.getpid() in after
     assert len(after) <= len(before), (f"{len(before)} processes in use before the kills, {len(after)} after: "
                                        f"{sorted(set(after) - set(before))} are new")
@@ -158,7 +176,10 @@ def _kill_loop(node: Node, kill_one: Callable[[int], None]) -> None:
     extra = sorted(set(names) - set(threads_before)) if len(names) > len(threads_before) else []
     assert not grown, (f"after {KILLS} kills in {elapsed:.1f} s, still held {SETTLE_S:g} s later "
                        f"(slack {FD_SLACK} fds per kind, {THREAD_SLACK} threads):\n" + "\n".join(grown)
-                       + (f"\nnew threads here: {extra}" if extra else ""))
+                       + (f"\nnew threads here: {extra}" if extra else "")
+                       + f"\nreply channels of this process: {len(channels_before)} -> "
+                         f"{len(node._rt.transport.channels.names())}; live host processes (spares too): "
+                         f"{peers_before} -> {_live_peers(node)}")
 
 
 def _await_new(node: Node, name: str, old: ActorRef | None, what: str) -> ActorRef:

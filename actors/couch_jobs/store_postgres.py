@@ -6,8 +6,9 @@ transactional store.  This is the store a deployment across machines uses
 connection pool, no ORM; the same `Store`/`StoreTx` protocols and the same
 queries (`store_sql`) as SQLite, so everything above works unchanged.  What
 is PostgreSQL's own is here: the pool, row locks and SKIP LOCKED claims,
-the activity SEQUENCE and per-backend counters, LISTEN/NOTIFY, schema
-migrations, and mapping connection errors to `StoreUnavailable`.
+the activity SEQUENCE and per-backend counters, NOTIFY, and mapping
+connection errors to `StoreUnavailable`; the LISTEN side is `pg_listener`,
+the schema and its migrations `pg_schema`.
 
 How the seed's guarantees are kept without FoundationDB:
 
@@ -29,12 +30,8 @@ How the seed's guarantees are kept without FoundationDB:
 - **Wake-ups across machines.**  A transaction that changes jobs of a type
   runs ``pg_notify('couch_jobs', type)``; PostgreSQL delivers it at commit,
   to every ``LISTEN``-ing connection on any machine.  One listener thread per
-  process turns them into calls of the store's change listeners.  No polling.
-  A notification sent before the ``LISTEN`` is in place reaches nobody here
-  (the thread is still connecting when a process's first `accept` reads the
-  queue), so once it listens -- first time and after a reconnect alike -- the
-  thread wakes every listener for every known type: whoever read the queue
-  before that reads it again, now with the LISTEN in place.
+  process (`pg_listener`) turns them into calls of the store's change
+  listeners.  No polling.
 - **No lock held for ever.**  The server ends a pooled session left idle
   inside a transaction for ``idle_in_transaction_timeout`` seconds
   (``idle_in_transaction_session_timeout``; 5 s by default, as the
@@ -45,9 +42,8 @@ How the seed's guarantees are kept without FoundationDB:
   caller has in a transaction (its own tables and a job commit together), or
   what `PostgresStore.transaction` yields.
 
-The schema is created on first start and versioned (``couch_jobs_schema``):
-migrations run under an advisory lock, so nodes starting together agree;
-a database newer than this code is refused.  Connection failures raise
+The schema is created on first start and versioned (`pg_schema`); a
+database newer than this code is refused.  Connection failures raise
 `StoreUnavailable` naming the store by its URL without the password.
 """
 
@@ -70,6 +66,8 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg_pool = None  # type: ignore[assignment]
 
 from .errors import StoreUnavailable
+from .pg_listener import NOTIFY_CHANNEL, PgListener
+from .pg_schema import SCHEMA_VERSION, check_version, migrate
 from .store import CommitListener
 from .store_sql import SQLStore, SQLTransaction
 
@@ -84,59 +82,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: The LISTEN/NOTIFY channel; the payload is an encoded job type.
-NOTIFY_CHANNEL = "couch_jobs"
-
-#: Migrations, in order; the schema version is their count.
-_MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE couch_jobs (
-        type TEXT NOT NULL,
-        id TEXT NOT NULL,
-        state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'finished')),
-        seq BIGINT,
-        jlock TEXT,
-        sched_time BIGINT NOT NULL,
-        resubmit BOOLEAN NOT NULL DEFAULT FALSE,
-        data TEXT NOT NULL,
-        PRIMARY KEY (type, id)
-    );
-    CREATE INDEX couch_jobs_activity ON couch_jobs (type, seq) WHERE state = 'running';
-    CREATE TABLE couch_jobs_pending (
-        type TEXT NOT NULL,
-        sched_time BIGINT NOT NULL,
-        id TEXT NOT NULL,
-        PRIMARY KEY (type, sched_time, id)
-    );
-    CREATE TABLE couch_jobs_type_timeouts (
-        type TEXT PRIMARY KEY,
-        timeout DOUBLE PRECISION NOT NULL
-    );
-    CREATE TABLE couch_jobs_type_activity (
-        type TEXT PRIMARY KEY,
-        seq BIGINT NOT NULL
-    );
-    """,
-    # 2: job sequences from a SEQUENCE; the type's activity counted per backend
-    # (shard 0 keeps what version 1 counted, so the value never goes back).
-    """
-    CREATE SEQUENCE couch_jobs_activity_seq;
-    SELECT setval('couch_jobs_activity_seq', GREATEST(1,
-        (SELECT max(seq) FROM couch_jobs), (SELECT max(seq) FROM couch_jobs_type_activity)));
-    ALTER TABLE couch_jobs_type_activity ADD COLUMN shard INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE couch_jobs_type_activity DROP CONSTRAINT couch_jobs_type_activity_pkey;
-    ALTER TABLE couch_jobs_type_activity ADD PRIMARY KEY (type, shard);
-    """,
-)
-SCHEMA_VERSION = len(_MIGRATIONS)
-
 #: Seconds a pooled session may sit idle inside a transaction before the
 #: server ends it (and its row locks with it); None leaves the server's setting.
 IDLE_IN_TRANSACTION_TIMEOUT = 5.0
-
-#: Advisory lock key under which migrations run (any fixed 64-bit value).
-_MIGRATION_LOCK = 0x636F7563686A6F62  # "couchjob"
-
 
 #: ``scheme://user:PASSWORD@`` where `urlsplit` refuses the URL (a bad port, an
 #: unclosed ``[``): greedy up to the last ``@``, so no part of a password stays.
@@ -239,6 +187,9 @@ class PostgresStore(SQLStore):
     instance inherited across ``fork`` opens its own.
     """
 
+    #: What LISTENs for this store's change listeners (`pg_listener`).
+    listener_class: type[PgListener] = PgListener
+
     def __init__(
         self,
         url: str,
@@ -265,11 +216,11 @@ class PostgresStore(SQLStore):
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
         self.idle_in_transaction_timeout = idle_in_transaction_timeout
-        self._change_listeners: list[CommitListener] = []
         self._pool: psycopg_pool.ConnectionPool | None = None
         self._pool_pid: int | None = None
-        self._listen_thread: threading.Thread | None = None
-        self._listen_stop = threading.Event()
+        self._changes = self.listener_class(
+            url, connect_kwargs=self._connect_kwargs, location=self.location, scrub=self._scrub
+        )
         try:
             self._url_params = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
@@ -363,22 +314,7 @@ class PostgresStore(SQLStore):
         try:
             with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout)),
                                  autocommit=False) as conn:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-                    conn.execute(
-                        "CREATE TABLE IF NOT EXISTS couch_jobs_schema (version INTEGER NOT NULL)"
-                    )
-                    row = conn.execute("SELECT max(version) FROM couch_jobs_schema").fetchone()
-                    current = 0 if row is None or row[0] is None else int(row[0])
-                    if current > SCHEMA_VERSION:
-                        raise StoreUnavailable(
-                            f"couch_jobs store {self.location!r} has schema version {current}, "
-                            f"newer than this couch_jobs ({SCHEMA_VERSION}); upgrade the code"
-                        )
-                    for version in range(current + 1, SCHEMA_VERSION + 1):
-                        conn.execute(_MIGRATIONS[version - 1])
-                        conn.execute("INSERT INTO couch_jobs_schema (version) VALUES (%s)", (version,))
-                        _log.info("couch_jobs store %s: schema version %d", self.location, version)
+                migrate(conn, self.location)
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
 
@@ -391,12 +327,7 @@ class PostgresStore(SQLStore):
             raise StoreUnavailable(f"couch_jobs store {self.location!r} has no couch_jobs schema yet") from None
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
-        current = 0 if row is None or row[0] is None else int(row[0])
-        if not 0 < current <= SCHEMA_VERSION:
-            raise StoreUnavailable(
-                f"couch_jobs store {self.location!r} has schema version {current}; "
-                f"this couch_jobs reads versions 1 to {SCHEMA_VERSION}"
-            )
+        check_version(row, self.location)
 
     def schema_version(self) -> int:
         with self._connection() as conn:
@@ -450,66 +381,10 @@ class PostgresStore(SQLStore):
 
         A closed store starts no listener: `close` would not stop it.
         """
-        with self._lock:
-            self._change_listeners.append(listener)
-            if self._closed:
-                return
-            if self._listen_thread is None or not self._listen_thread.is_alive():
-                self._listen_stop.clear()
-                self._listen_thread = threading.Thread(
-                    target=self._listen_loop, name="couch_jobs-pg-listen", daemon=True
-                )
-                self._listen_thread.start()
+        self._changes.add(listener)
 
     def remove_change_listener(self, listener: CommitListener) -> None:
-        with self._lock:
-            with contextlib.suppress(ValueError):
-                self._change_listeners.remove(listener)
-
-    def _fire_changes(self, types: frozenset[str]) -> None:
-        for listener in list(self._change_listeners):
-            try:
-                listener(types)
-            except Exception:
-                _log.exception("couch_jobs change listener %r failed", listener)
-
-    def _listen_loop(self) -> None:
-        """LISTEN on a connection of its own; reconnect with back-off when it drops."""
-        delay = 0.05
-        warned = False
-        while not self._listen_stop.is_set():
-            try:
-                with psycopg.connect(self.url, autocommit=True, **self._connect_kwargs()) as conn:
-                    self._subscribe(conn)
-                    if warned:
-                        _log.warning("couch_jobs store %s: listening again", self.location)
-                    # Notifications sent before the LISTEN (while connecting, the
-                    # first time too, or while away) reached nobody here: wake
-                    # everyone, who then re-read the store with the LISTEN in place.
-                    self._fire_changes(frozenset(self._known_types(conn)))
-                    delay, warned = 0.05, False
-                    while not self._listen_stop.is_set():
-                        for note in conn.notifies(timeout=0.2):
-                            self._fire_changes(frozenset((note.payload,)))
-                            if self._listen_stop.is_set():
-                                break
-            except psycopg.Error as exc:
-                if self._listen_stop.is_set():
-                    return
-                if not warned:
-                    _log.warning("couch_jobs store %s: listener lost its connection (%s); "
-                                 "reconnecting", self.location, self._scrub(str(exc)))
-                    warned = True
-                self._listen_stop.wait(delay)
-                delay = min(2.0, delay * 2)
-
-    def _subscribe(self, conn: psycopg.Connection) -> None:
-        """``LISTEN`` on ``conn`` (autocommit: in effect when this returns)."""
-        conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-
-    @staticmethod
-    def _known_types(conn: psycopg.Connection) -> list[str]:
-        return [r[0] for r in conn.execute("SELECT type FROM couch_jobs_type_timeouts").fetchall()]
+        self._changes.remove(listener)
 
     def close(self, timeout: float = 5.0) -> None:
         """Close this process's pool and listener; other processes keep theirs.
@@ -521,9 +396,7 @@ class PostgresStore(SQLStore):
             self._closed = True
             pool = self._pool if self._pool_pid == os.getpid() else None
             self._pool = None
-            thread = self._listen_thread
-            self._listen_thread = None
-        self._listen_stop.set()
+        thread = self._changes.stop()
         if pool is not None:
             pool.close(timeout=timeout)
         if thread is not None and thread is not threading.current_thread():

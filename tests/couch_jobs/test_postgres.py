@@ -27,7 +27,8 @@ import actors.couch_jobs as couch_jobs  # noqa: E402
 from actors.couch_jobs import db  # noqa: E402
 from actors.couch_jobs import CouchJobs, PostgresStore, StoreUnavailable, app, open_store  # noqa: E402
 from actors.couch_jobs.naming import SERVER_NAME, TOP_SUP  # noqa: E402
-from actors.couch_jobs.store_postgres import _MIGRATIONS, SCHEMA_VERSION, redact  # noqa: E402
+from actors.couch_jobs.pg_schema import _MIGRATIONS, SCHEMA_VERSION  # noqa: E402
+from actors.couch_jobs.store_postgres import redact  # noqa: E402
 from tests.couch_jobs.actor_fixtures import start_tree  # noqa: E402
 from tests.couch_jobs.actor_workers import Collector, Worker, collected  # noqa: E402
 from tests.couch_jobs.finished_log import create_finished_log, finish_counts  # noqa: E402

@@ -8,7 +8,7 @@ the LISTEN is in place the listener must wake its waiters, who re-read the
 queue; otherwise they sleep until their re-check (a minute here) or their
 own timeout, as a worker host under load once did for 30 s.
 
-The test holds the listener's LISTEN back (`_subscribe`, the racy point)
+The test holds the listener's LISTEN back (`PgListener._subscribe`, the racy point)
 until the job is in, so the race goes the bad way every time.
 """
 
@@ -29,6 +29,7 @@ pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
 pytest.importorskip("pgserver", reason=HOW_TO_GET)
 
 from actors.couch_jobs import CouchJobs, PostgresStore  # noqa: E402
+from actors.couch_jobs.pg_listener import PgListener  # noqa: E402
 from actors.couch_jobs.waker import ConditionWaker  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -37,18 +38,24 @@ TYPE = "wake"
 ACCEPT_TIMEOUT = 20.0
 
 
-class LateListener(PostgresStore):
-    """A store whose listener LISTENs only when the test releases it (a slow connect)."""
+class LateListener(PgListener):
+    """A listener that LISTENs only when the test releases it (a slow connect)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, **kwargs: Any) -> None:
         self.connected = threading.Event()
         self.release = threading.Event()
-        super().__init__(url)
+        super().__init__(url, **kwargs)
 
     def _subscribe(self, conn: Any) -> None:
         self.connected.set()
         self.release.wait(60)
         super()._subscribe(conn)
+
+
+class LateStore(PostgresStore):
+    """A store whose listener is a `LateListener`."""
+
+    listener_class = LateListener
 
 
 class SignallingWaker(ConditionWaker):
@@ -65,7 +72,9 @@ class SignallingWaker(ConditionWaker):
 
 def test_a_job_added_before_the_listener_listens_wakes_the_accept(pg_url: str) -> None:
     adder = CouchJobs(pg_url)  # another process, as far as the worker's store can tell
-    store = LateListener(pg_url)
+    store = LateStore(pg_url)
+    listener = store._changes
+    assert isinstance(listener, LateListener)
     waker = SignallingWaker(60.0)  # re-reads once a minute: a prompt accept is a wake-up
     worker = CouchJobs(store, waker=waker)
     out: "queue.Queue[Any]" = queue.Queue()
@@ -80,19 +89,19 @@ def test_a_job_added_before_the_listener_listens_wakes_the_accept(pg_url: str) -
     thread = threading.Thread(target=accept, daemon=True)
     try:
         adder.set_type_timeout(TYPE, 60)
-        assert store.connected.wait(20), "the listener thread did not connect"
+        assert listener.connected.wait(20), "the listener thread did not connect"
         thread.start()
         assert waker.sleeping.wait(20), "the accept did not go to sleep"
         adder.add(None, TYPE, "early", {})  # its NOTIFY reaches no listener of the worker's
         released = time.monotonic()
-        store.release.set()  # LISTEN goes in now
+        listener.release.set()  # LISTEN goes in now
         kind, value, at = out.get(timeout=ACCEPT_TIMEOUT + 20)
         assert (kind, value) == ("ok", "early")
         # Prompt: without a wake-up the accept finds the job only when its own
         # 20 s timeout ends the sleep (half of it tells the two apart under load).
         assert at - released < ACCEPT_TIMEOUT / 2, at - released
     finally:
-        store.release.set()
+        listener.release.set()
         thread.join(ACCEPT_TIMEOUT + 10)
         worker.close()
         store.close()

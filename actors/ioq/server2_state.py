@@ -38,7 +38,8 @@ from . import ioq_stats
 from .ioq_stats import Recorder, StatsBuffer
 from .dispatch import server_name as _server_name
 from .hqueue import DEFAULT_MAX_SIZE, HQueue
-from .ioq_config import Ioq2Settings, check_concurrency, prioritize, read_settings
+from .ioq_config import Ioq2Settings, check_concurrency, read_settings
+from .ioq_priorities import prioritize
 from .request import (
     Completion,
     IoqRequest,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .records import Job, Rep
-from .scheduler_state import job_to_json, summarize_job
+from .job_views import job_to_json, summarize_job
 
 __all__ = ["JobTable"]
 

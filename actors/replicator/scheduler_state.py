@@ -13,15 +13,14 @@ order:
 The state never blocks and never touches a process, so the seed's scheduler
 cases run against it directly.  Reads (`jobs`, `job`, `rep_state`,
 `job_summary`, `find_jobs_by_*`) work on immutable `Job` records held in a
-dict that is only ever rebound per key, so another thread may call them
-while the scheduler works (the seed's ets table with ``read_concurrency``).
+dict that is only ever rebound per key (`job_index`), so another thread may
+call them while the scheduler works (the seed's ets table with
+``read_concurrency``); the JSON views of a job are `job_views`'.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,6 +28,8 @@ from actors import stats as stats_module
 
 from . import policy
 from .fair_share import FairShare
+from .job_index import CATEGORIES, JobIndex
+from .job_views import job_id_text, job_to_json, rep_error_to_text, summarize_job
 from .records import (
     ADDED,
     MAX_BACKOFF,
@@ -38,7 +39,6 @@ from .records import (
     Job,
     Rep,
     crashed,
-    is_crash,
 )
 from .settings import SECTION, SHARES_SECTION, InvalidSetting, Settings
 
@@ -82,23 +82,6 @@ class StopJob:
 Effect = StartJob | StopJob
 
 
-def rep_error_to_text(reason: Any) -> str:
-    """A crash reason as text for summaries (``couch_replicator_utils:rep_error_to_binary``)."""
-    if isinstance(reason, bytes):
-        return reason.decode("utf-8", "replace")
-    if isinstance(reason, str):
-        return reason
-    if isinstance(reason, BaseException):
-        return f"{type(reason).__name__}: {reason}"
-    if isinstance(reason, tuple) and len(reason) == 2 and isinstance(reason[1], (str, bytes)):
-        return f"{reason[0]}: {rep_error_to_text(reason[1])}"
-    return repr(reason)
-
-
-def iso8601(when: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
-
-
 def _optimize_for_rate_limiting(job: Job) -> Job:
     if not job.history or job.history[0][0] != crashed(MAX_BACKOFF):
         return job
@@ -115,11 +98,12 @@ def _optimize_for_rate_limiting(job: Job) -> Job:
     return replace(job, rep=replace(job.rep, options=options))
 
 
-_PENDING, _RUNNING, _CRASHED = "pending", "running", "crashed"
+class SchedulerState(JobIndex):
+    """The job table, settings and statistics of one replicator scheduler.
 
-
-class SchedulerState:
-    """The job table, settings and statistics of one replicator scheduler."""
+    The table's bookkeeping and plain reads are `JobIndex`'s; this adds the
+    settings and every decision that changes the table.
+    """
 
     def __init__(
         self,
@@ -134,18 +118,10 @@ class SchedulerState:
         self.settings = settings or Settings()
         self.stats = stats
         self.node = node
-        self._jobs: dict[Any, Job] = {}
-        self._by_pid: dict[Any, Any] = {}
-        self._running: set[Any] = set()
-        # Incremental state statistics: category -> [count, sum of since-times].
-        self._category: dict[Any, tuple[str, float]] = {}
-        self._agg: dict[str, list[float]] = {_PENDING: [0, 0.0], _RUNNING: [0, 0.0], _CRASHED: [0, 0.0]}
+        super().__init__()
         self.fair_share = FairShare(
             shares, interval=self.settings.interval / 1000.0, usage_coeff=self.settings.usage_coeff
         )
-        # id -> latest record (None: deleted) since the last `drain_changes`;
-        # None while nobody asked to track (no cost for plain users).
-        self._changes: dict[Any, Job | None] | None = None
 
     # -- construction helpers -------------------------------------------------
 
@@ -154,73 +130,6 @@ class SchedulerState:
         """Settings from ``[replicator]`` and shares from ``[replicator.shares]``."""
         shares = config.section(SHARES_SECTION)
         return cls(Settings.from_config(config), stats, shares=shares, **kwargs)
-
-    def load_jobs(self, jobs: Iterable[Job], now: float = 0.0) -> None:
-        """Put records into the table as they are (tests, and restoring a table)."""
-        for job in jobs:
-            if job.id in self._jobs:
-                raise ValueError(f"duplicate job id {job.id!r}")
-            self._put(job, now)
-
-    def track_changes(self) -> dict[Any, Job]:
-        """Start recording changed records; returns the whole table as it is now.
-
-        The actor layer publishes the table to readers in other threads and
-        processes as deltas (`drain_changes`) rather than copying it on every
-        event, which would make each ``add_job`` O(jobs).
-        """
-        self._changes = {}
-        return dict(self._jobs)
-
-    def drain_changes(self) -> dict[Any, Job | None]:
-        """Records changed since the last drain (``None`` for a removed job)."""
-        if self._changes is None:
-            raise RuntimeError("drain_changes() called before track_changes()")
-        changes, self._changes = self._changes, {}
-        return changes
-
-    # -- table bookkeeping ------------------------------------------------------
-
-    def _classify(self, job: Job, now: float) -> tuple[str, float]:
-        head = job.history[0] if job.history else (ADDED, now)
-        if job.pid is not None:
-            return _RUNNING, head[1] if head[0] == STARTED else now
-        if is_crash(head[0]):
-            return _CRASHED, head[1]
-        return _PENDING, head[1]
-
-    def _put(self, job: Job, now: float) -> None:
-        old = self._jobs.get(job.id)
-        if old is not None:
-            self._forget_indexes(old)
-        self._jobs[job.id] = job
-        if self._changes is not None:
-            self._changes[job.id] = job
-        if job.pid is not None:
-            self._running.add(job.id)
-            if job.pid is not STARTING:
-                self._by_pid[job.pid] = job.id
-        category = self._classify(job, now)
-        self._category[job.id] = category
-        agg = self._agg[category[0]]
-        agg[0] += 1
-        agg[1] += category[1]
-
-    def _forget_indexes(self, job: Job) -> None:
-        self._running.discard(job.id)
-        if job.pid is not None and self._by_pid.get(job.pid) == job.id:
-            del self._by_pid[job.pid]
-        category = self._category.pop(job.id, None)
-        if category is not None:
-            agg = self._agg[category[0]]
-            agg[0] -= 1
-            agg[1] -= category[1]
-
-    def _delete(self, job: Job) -> None:
-        self._forget_indexes(job)
-        self._jobs.pop(job.id, None)
-        if self._changes is not None:
-            self._changes[job.id] = None
 
     def _history(self, job: Job, event: Any, now: float) -> Job:
         return policy.update_history(job, event, now, self.settings.max_history)
@@ -463,38 +372,6 @@ class SchedulerState:
     def interval_seconds(self) -> float:
         return self.settings.interval / 1000.0
 
-    def job_id_of(self, pid: Any) -> Any:
-        """The id of the job running as ``pid``, or None."""
-        return self._by_pid.get(pid)
-
-    def get_job(self, job_id: Any) -> Job | None:
-        """The raw record (not the JSON view of `job`)."""
-        return self._jobs.get(job_id)
-
-    def all_jobs(self) -> list[Job]:
-        return list(self._jobs.values())
-
-    def rep_state(self, job_id: Any) -> Rep | None:
-        job = self._jobs.get(job_id)
-        return None if job is None else job.rep
-
-    def find_jobs_by_dbname(self, db_name: str) -> list:
-        return [j.id for j in list(self._jobs.values()) if j.rep.db_name == db_name]
-
-    def find_jobs_by_doc(self, db_name: str, doc_id: str) -> list:
-        return [
-            j.id for j in list(self._jobs.values()) if j.rep.db_name == db_name and j.rep.doc_id == doc_id
-        ]
-
-    def running_job_count(self) -> int:
-        return len(self._running)
-
-    def pending_job_count(self) -> int:
-        return len(self._jobs) - len(self._running)
-
-    def total_jobs(self) -> int:
-        return len(self._jobs)
-
     def job_summary(self, job_id: Any, health_threshold: float | None = None) -> dict | None:
         """State, error count and last error of a job; None if unknown (it may have completed)."""
         job = self._jobs.get(job_id)
@@ -515,7 +392,7 @@ class SchedulerState:
 
     def update_running_jobs_stats(self, now: float) -> None:
         """The seed's gauges: counts and average age of pending/running/crashed jobs."""
-        for category in (_PENDING, _RUNNING, _CRASHED):
+        for category in CATEGORIES:
             count, total = self._agg[category]
             avg = 0 if count == 0 else max(0, round(now - total / count))
             self.stats.update_gauge(f"couch_replicator.jobs.{category}", count)
@@ -547,71 +424,3 @@ class SchedulerState:
             "running_jobs": self.running_job_count(),
             "pending_jobs": self.pending_job_count(),
         }
-
-
-def summarize_job(job: Job, health_threshold: float) -> dict:
-    """The seed's ``job_summary/2`` for one record: running, pending or crashing."""
-    errors = policy.consecutive_crashes(job.history, health_threshold)
-    if job.pid is not None:
-        state, info = "running", None
-    elif errors == 0:
-        state, info = "pending", None
-    else:
-        reason = next((e[0][1] for e in job.history if is_crash(e[0])), None)
-        state, info = "crashing", rep_error_to_text(reason)
-    rep = job.rep
-    return {
-        "source": _endpoint(rep.source),
-        "target": _endpoint(rep.target),
-        "state": state,
-        "info": info,
-        "error_count": errors,
-        "last_updated": iso8601(job.history[0][1]) if job.history else None,
-        "start_time": iso8601(rep.start_time),
-        "proxy": None,
-    }
-
-
-def job_id_text(job_id: Any) -> str:
-    """A job id as text: the seed's ``{BaseId, Ext}`` id reads ``BaseId ++ Ext``.
-
-    ``job_ejson/1`` joins the two parts (``"abc+continuous"``), the form
-    replication ids are shown in everywhere; a string id is itself and any
-    other id its ``repr``.
-    """
-    if isinstance(job_id, str):
-        return job_id
-    if isinstance(job_id, tuple) and len(job_id) == 2 and all(isinstance(p, str) for p in job_id):
-        return job_id[0] + job_id[1]
-    return repr(job_id)
-
-
-def job_to_json(job: Job, node: str) -> dict:
-    """The seed's ``job_ejson/1``: plain data, safe to send anywhere."""
-    history = []
-    for etype, when in job.history:
-        event: dict[str, Any] = {"timestamp": iso8601(when)}
-        if is_crash(etype):
-            event.update(type="crashed", reason=rep_error_to_text(etype[1]))
-        else:
-            event["type"] = etype
-        history.append(event)
-    rep = job.rep
-    return {
-        "id": job_id_text(job.id),
-        "pid": None if job.pid is None else repr(job.pid),
-        "source": _endpoint(rep.source),
-        "target": _endpoint(rep.target),
-        "database": rep.db_name,
-        "user": rep.user,
-        "doc_id": rep.doc_id,
-        "history": history,
-        "node": node,
-        "start_time": iso8601(rep.start_time),
-    }
-
-
-def _endpoint(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int, float)):
-        return value
-    return str(value)

@@ -19,7 +19,7 @@ from actors.app import configcheck
 from actors.tools import benchrun
 from actors.couch_jobs import settings as couch_jobs_settings
 from actors.attach import Attached
-import actors.tools.cli as cli_module
+import actors.tools.cli_run as cli_run
 from actors.tools.cli import COMMANDS, build_parser, main, status_text
 from actors.config import Config
 from actors.tree import render_tree
@@ -341,10 +341,10 @@ def test_a_service_that_fails_to_start_is_one_line_naming_it():
 
     crash = Crash("StoreUnavailable", "couch_jobs store 'postgresql://bob:***@h/db' is unavailable: refused", "tb")
     nested = StartError("couch_jobs_sup", ("shutdown", ("failed_to_start_child", "couch_jobs_fdb", crash)))
-    error = cli_module.start_failure(nested)
+    error = cli_run.start_failure(nested)
     assert str(error) == ("couch_jobs_sup > couch_jobs_fdb failed to start: StoreUnavailable: "
                           "couch_jobs store 'postgresql://bob:***@h/db' is unavailable: refused")
-    assert str(cli_module.start_failure(StartError(None, "ignore"))) == "the application failed to start: ignore"
+    assert str(cli_run.start_failure(StartError(None, "ignore"))) == "the application failed to start: ignore"
 
 
 @pytest.mark.timeout(120)

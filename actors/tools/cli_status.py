@@ -1,0 +1,96 @@
+"""``otpy status``: a running node's tree, hosts, peers and restarts as text.
+
+Attaches to the node through its runtime directory (`attach`) and prints
+`status_text`, once or every ``--watch`` seconds.  The text is built by
+pure functions of what the node reported, so tests render it without a node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from typing import Any
+
+from actors.attach import Attached
+from actors.interrupt import Interrupted, exit_status, wait_for_signal
+
+from .cli_run import CliError
+
+__all__ = ["cmd_status", "peer_lines", "status_text"]
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    if args.count is not None and args.watch is None:
+        raise CliError("--count needs --watch")
+    view = Attached(args.rundir)
+    try:
+        shown = 0
+        while True:
+            actors = view.actors()
+            hosts = view.hosts()
+            counters = view.stats().get("counters", {})
+            peers = view.peers()
+            if args.watch and sys.stdout.isatty():
+                print("\x1b[2J\x1b[H", end="")
+            width = shutil.get_terminal_size((120, 40)).columns if sys.stdout.isatty() else None
+            print(status_text(view.node_id, view.node_pid, actors, hosts, counters, width=width, peers=peers,
+                              now=time.time()), flush=True)
+            shown += 1
+            if not args.watch or (args.count and shown >= args.count):
+                return 0
+            wait_for_signal(args.watch)  # pacing a human-facing refresh; Ctrl-C ends it at once
+    except KeyboardInterrupt as exc:
+        # Ctrl-C is how one stops --watch: a normal end.
+        return 0 if args.watch and not isinstance(exc, Interrupted) else exit_status(exc)
+    finally:
+        view.close()
+
+
+def status_text(node_id: str, node_pid: int, actors: list[dict[str, Any]], hosts: list[dict[str, Any]],
+                counters: dict[str, Any], width: int | None = None, peers: list[dict[str, Any]] | None = None,
+                now: float | None = None) -> str:
+    """The status report; with ``width`` (a terminal) tree lines are cut to fit, else kept whole.
+    ``peers`` (`Node.peers`) are listed for a distributed node, with how long each has been up at ``now``."""
+    from actors.tree import render_tree
+
+    live_hosts = [h for h in hosts if h["state"] == "up"]
+    lines = [f"node {node_id} (pid {node_pid}): {len(actors)} actors, {len(live_hosts)} host processes"]
+    for h in live_hosts:
+        lines.append(f"  host {h['label'] or h['proc']}: pid {h['pid']} cpus {h['cpus'] or 'any'}")
+    if "@" in node_id:  # a distributed node: its id is name@incarnation
+        lines.extend(peer_lines(peers or [], time.time() if now is None else now))
+    restarts = {k[len('supervision.restarts.'):]: v for k, v in counters.items()
+                if k.startswith("supervision.restarts.")}
+    if restarts:
+        lines.append("restarts: " + ", ".join(f"{k} {v}" for k, v in sorted(restarts.items())))
+    dropped = counters.get("actors.mailbox.dropped", 0)
+    if dropped or counters.get("actors.mailbox.block_timeouts", 0):
+        lines.append(f"mailboxes: dropped {dropped}, block timeouts {counters.get('actors.mailbox.block_timeouts', 0)}")
+    lines.append("tree:")
+    for line in render_tree(actors):
+        line = "  " + line
+        if width is not None and len(line) > width:
+            line = line[: max(1, width - 1)] + "…"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def peer_lines(peers: list[dict[str, Any]], now: float) -> list[str]:
+    """``peers: N`` and a line per connected node: name, address, incarnation, up since (UTC) and for how long."""
+    lines = [f"peers: {len(peers)}" if peers else "peers: none connected"]
+    for p in peers:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(p["up_since"]))
+        lines.append(f"  {p['name']}  {p['address']}  incarnation {p['incarnation']}  up since {since} UTC "
+                     f"({_duration(now - p['up_since'])})")
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

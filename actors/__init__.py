@@ -3,18 +3,18 @@
 The public surface of the kernel; everything else lives in private modules.
 """
 
-from actors._core.wire.reasons import CallTimeout, Continue, Crash, Exit, Stop, Timeout, ignore, is_normal_exit, noreply
-from actors._core.runtime.mailbox import MailboxFull
-from actors._core.wire.ref import ActorRef, From
-from actors._core.runtime.runtime import Timer
 from actors._core.cell.spawn import AlreadyRegistered, SpawnError
+from actors._core.net.net import ConnectError, NetError
+from actors._core.runtime.mailbox import MailboxFull
+from actors._core.runtime.monitor import Monitor
+from actors._core.runtime.runtime import Timer
+from actors._core.wire.reasons import CallTimeout, Continue, Crash, Exit, Stop, Timeout, ignore, is_normal_exit, noreply
+from actors._core.wire.ref import ActorRef, From
+from actors.api import call, cast, monitor, send, whereis
 from actors.config import Config
 from actors.gen_server import GenServer, UnexpectedMessage
-from actors._core.runtime.monitor import Monitor
-from actors._core.net.net import ConnectError, NetError
-from actors.node import Node
-from actors.api import call, cast, monitor, send, whereis
 from actors.interrupt import run_forever
+from actors.node import Node
 
 __all__ = [
     "ActorRef",

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from actors._core.runtime.monitor import Monitor
-from actors._core.wire.reasons import Exit, NotRegistered
-from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import current_runtime
 from actors._core.wire import system as sysop
+from actors._core.wire.reasons import Exit, NotRegistered
+from actors._core.wire.ref import ActorRef
 
 __all__ = ["call", "cast", "monitor", "node_id", "send", "whereis"]
 

@@ -4,5 +4,5 @@ The public face of `actors._core.net.settings`: programs import this module; the
 """
 
 from actors._core.net.settings import *  # noqa: F403
-from actors._core.net.settings import __all__ as __all__
 from actors._core.net.settings import KEYS as KEYS
+from actors._core.net.settings import __all__ as __all__

@@ -50,10 +50,10 @@ from typing import Any, NamedTuple
 
 from actors._core.cluster.global_state import NameTable, node_name_of
 from actors._core.node import greeting
-from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered, Stop
-from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import current_runtime
 from actors._core.wire import system as sysop
+from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered, Stop
+from actors._core.wire.ref import ActorRef
 from actors.api import whereis as _local_whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 
@@ -147,8 +147,12 @@ class NameServer(GenServer):
     def _accept(self, peer: str, value: Any) -> Callable[[], None] | None:
         """A node met: its copy merged now, before the node reports it up; what needs the
         actor (monitors, ending a loser) follows in a message to the server once it is up."""
-        if type(value) is not tuple or len(value) != 2 or not isinstance(value[0], ActorRef) \
-                or type(value[1]) is not dict:
+        if (
+            type(value) is not tuple
+            or len(value) != 2
+            or not isinstance(value[0], ActorRef)
+            or type(value[1]) is not dict
+        ):
             return None
         server, names = value
         adopted, conflicts = self.table.merge(names)
@@ -311,6 +315,7 @@ class NameServer(GenServer):
 
 # -- the functions a program calls ------------------------------------------------------
 
+
 def _server() -> ActorRef:
     ref = _local_whereis(SERVER_NAME)
     if ref is None:
@@ -364,8 +369,7 @@ def send(name: str, message: Any) -> None:
     ref.send(message)
 
 
-def _attempt(servers: list[ActorRef], name: str, ref: ActorRef | None, token: tuple[str, str],
-             drop: bool) -> str:
+def _attempt(servers: list[ActorRef], name: str, ref: ActorRef | None, token: tuple[str, str], drop: bool) -> str:
     """One try of the protocol: ``"ok"``, ``"taken"`` or ``"busy"`` (try again)."""
     held: list[tuple[ActorRef, Any]] = []
     try:

@@ -33,9 +33,9 @@ from collections.abc import Hashable
 from typing import Any
 
 from actors._core.cluster.pg_state import Change, PgState
+from actors._core.runtime.runtime import current_cell
 from actors._core.wire.reasons import Exit
 from actors._core.wire.ref import ActorRef
-from actors._core.runtime.runtime import current_cell
 from actors.api import whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 
@@ -227,6 +227,7 @@ class Scope(GenServer):
 
 # -- the functions a program calls ----------------------------------------------------
 
+
 def _scope(scope: str) -> ActorRef:
     ref = whereis(scope_name(scope))
     if ref is None:
@@ -266,16 +267,18 @@ def start(node: Any, scope: str = DEFAULT_SCOPE, timeout: float | None = 30.0) -
     return ref
 
 
-def join(group: Hashable, refs: ActorRef | list[ActorRef], scope: str = DEFAULT_SCOPE,
-         timeout: float | None = 5.0) -> None:
+def join(
+    group: Hashable, refs: ActorRef | list[ActorRef], scope: str = DEFAULT_SCOPE, timeout: float | None = 5.0
+) -> None:
     """Make each of ``refs`` (actors of this node) a member of ``group``; an
     actor joining twice is a member twice.  In this node's view when this
     returns; in the others' once the delta arrives."""
     _ask(scope, ("join", group, _as_list(refs)), timeout)
 
 
-def leave(group: Hashable, refs: ActorRef | list[ActorRef], scope: str = DEFAULT_SCOPE,
-          timeout: float | None = 5.0) -> bool:
+def leave(
+    group: Hashable, refs: ActorRef | list[ActorRef], scope: str = DEFAULT_SCOPE, timeout: float | None = 5.0
+) -> bool:
     """End one membership of each of ``refs``; False when none was a member."""
     return _ask(scope, ("leave", group, _as_list(refs)), timeout) == "ok"
 
@@ -295,16 +298,18 @@ def which_groups(scope: str = DEFAULT_SCOPE, timeout: float | None = 5.0) -> lis
     return _ask(scope, ("which_groups",), timeout)
 
 
-def monitor(group: Hashable, ref: ActorRef | None = None, scope: str = DEFAULT_SCOPE,
-            timeout: float | None = 5.0) -> list[ActorRef]:
+def monitor(
+    group: Hashable, ref: ActorRef | None = None, scope: str = DEFAULT_SCOPE, timeout: float | None = 5.0
+) -> list[ActorRef]:
     """Subscribe the calling actor (or ``ref``) to ``group``: returns the
     members now; from then on it gets ``("join", group, refs)`` and
     ``("leave", group, refs)`` in ``handle_info``, in order."""
     return _ask(scope, ("monitor", group, _caller(ref)), timeout)
 
 
-def demonitor(group: Hashable, ref: ActorRef | None = None, scope: str = DEFAULT_SCOPE,
-              timeout: float | None = 5.0) -> bool:
+def demonitor(
+    group: Hashable, ref: ActorRef | None = None, scope: str = DEFAULT_SCOPE, timeout: float | None = 5.0
+) -> bool:
     """End a subscription; False when there was none."""
     return _ask(scope, ("demonitor", group, _caller(ref)), timeout) == "ok"
 

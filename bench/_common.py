@@ -41,8 +41,9 @@ __all__ = [
 #: Where a harness writes ``<name>.json``: ``bench/results``, or the folder
 #: ``otpy bench`` names in ``OTPY_BENCH_RESULTS`` (its ``--out``; a ``--quick``
 #: run goes to ``bench/results/quick``, so it never overwrites a full run's figures).
-RESULTS_DIR = os.environ.get("OTPY_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                    "results")
+RESULTS_DIR = os.environ.get("OTPY_BENCH_RESULTS") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "results"
+)
 
 
 # -- statistics ------------------------------------------------------------------

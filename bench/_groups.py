@@ -28,7 +28,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from actors import Node, global_names, pg  # noqa: E402
 from actors._core.net.keys import write_new  # noqa: E402
-
 from bench._common import environment, summarize, write_json  # noqa: E402
 from tests.cluster.group_actors import Member, Spawner, ViewWatcher  # noqa: E402
 from tests.cluster.netkit import NodeProcess  # noqa: E402
@@ -89,8 +88,9 @@ def main() -> int:
             members: list[Any] = []
             for spawner, count in zip(spawners, (334, 333, 333)):
                 offset = len(members)
-                members += spawner.call(("spawn_members", count, [[groups[(offset + i) % 100]] for i in range(count)]),
-                                        timeout=120.0)
+                members += spawner.call(
+                    ("spawn_members", count, [[groups[(offset + i) % 100]] for i in range(count)]), timeout=120.0
+                )
             t_joined = time.perf_counter()
             expected: dict[Any, list[Any]] = {g: [] for g in groups}
             for i, ref in enumerate(members):
@@ -102,9 +102,11 @@ def main() -> int:
                 "baseline_call_a_to_b": summarize(baseline),
                 "global_register_and_unregister": summarize(register),
                 "pg_join_seen_on_b": summarize(join),
-                "thousand_members": {"joins_s": round(t_joined - t0, 3),
-                                     "seen_everywhere_after_last_join_s": round(t_seen - t_joined, 4),
-                                     "total_s": round(t_seen - t0, 3)},
+                "thousand_members": {
+                    "joins_s": round(t_joined - t0, 3),
+                    "seen_everywhere_after_last_join_s": round(t_seen - t_joined, 4),
+                    "total_s": round(t_seen - t0, 3),
+                },
             }
     finally:
         for peer in (b, c):
@@ -119,8 +121,10 @@ def main() -> int:
         r = rows[label]
         print(f"{label:<34} {r['p50_us']:>8.0f}us {r['p99_us']:>8.0f}us  {r['p50_us'] / base:6.1f}x")
     t = rows["thousand_members"]
-    print(f"1,000 members in 100 groups on 3 nodes: joins {t['joins_s']} s, every node's view complete "
-          f"{t['seen_everywhere_after_last_join_s']} s after the last join ({t['total_s']} s in all)")
+    print(
+        f"1,000 members in 100 groups on 3 nodes: joins {t['joins_s']} s, every node's view complete "
+        f"{t['seen_everywhere_after_last_join_s']} s after the last join ({t['total_s']} s in all)"
+    )
     path = write_json("groups", {"rounds": rounds, "rows": rows, "environment": environment()})
     print(f"written {path}")
     return 0

@@ -52,7 +52,7 @@ def thread_cpu(pids: dict[str, int]) -> dict[tuple[str, str], tuple[str, float]]
                     comm = fh.read().strip()
             except OSError:  # ended meanwhile
                 continue
-            fields = stat[stat.rfind(")") + 2:].split()
+            fields = stat[stat.rfind(")") + 2 :].split()
             out[(label, tid)] = (comm, (int(fields[11]) + int(fields[12])) / TICK)
     return out
 
@@ -79,9 +79,14 @@ def measure(bench: harness.Bench, node: Node, mode: str, seconds: float) -> tupl
     pids = {(h["label"] or h["proc"]): h["pid"] for h in node.hosts()}
     pids["node"] = os.getpid()
     before = thread_cpu(pids)
-    futures = [bench.pool.submit(c.call, ("run", mode, "small", bench.files, bench.small_blocks, seconds,
-                                          "interactive", i * 7919 + 1), seconds + 60.0)
-               for i, c in enumerate(bench.clients)]
+    futures = [
+        bench.pool.submit(
+            c.call,
+            ("run", mode, "small", bench.files, bench.small_blocks, seconds, "interactive", i * 7919 + 1),
+            seconds + 60.0,
+        )
+        for i, c in enumerate(bench.clients)
+    ]
     t0 = time.perf_counter()
     results = [f.result(timeout=seconds + 90.0) for f in futures]
     wall = time.perf_counter() - t0
@@ -103,13 +108,25 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not 1 <= args.pairs <= 200 or not 0.1 <= args.seconds <= 60:
         p.error("--pairs must be 1..200 and --seconds 0.1..60")
-    opts = argparse.Namespace(seconds=args.seconds, warmup=0.3, reps=1, clients_per_core=6, files_per_core=4,
-                              blocks=200, big_mib=1, concurrency=8, ioq1_concurrency=20, dispatch="fd_hash",
-                              colocate=True)
+    opts = argparse.Namespace(
+        seconds=args.seconds,
+        warmup=0.3,
+        reps=1,
+        clients_per_core=6,
+        files_per_core=4,
+        blocks=200,
+        big_mib=1,
+        concurrency=8,
+        ioq1_concurrency=20,
+        dispatch="fd_hash",
+        colocate=True,
+    )
     harness.Client = TimedClient  # the bench spawns `harness.Client`
     rps: dict[str, list[float]] = {"ioq2": [], "bypass": []}
-    cpu: dict[str, dict[str, list[float]]] = {"ioq2": collections.defaultdict(list),
-                                              "bypass": collections.defaultdict(list)}
+    cpu: dict[str, dict[str, list[float]]] = {
+        "ioq2": collections.defaultdict(list),
+        "bypass": collections.defaultdict(list),
+    }
     with tempfile.TemporaryDirectory(prefix="ioq-cpu-") as workdir, Node() as node:
         bench = harness.Bench(node, args.cores, opts, workdir)
         try:
@@ -121,8 +138,12 @@ def main(argv: list[str] | None = None) -> int:
                     rps[mode].append(rate)
                     for g, us in groups.items():
                         cpu[mode][g].append(us)
-                print(f"pair {i + 1}/{args.pairs}: ioq2 {rps['ioq2'][-1]:.0f} req/s, bypass {rps['bypass'][-1]:.0f} "
-                      f"req/s", file=sys.stderr, flush=True)
+                print(
+                    f"pair {i + 1}/{args.pairs}: ioq2 {rps['ioq2'][-1]:.0f} req/s, bypass {rps['bypass'][-1]:.0f} "
+                    f"req/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         finally:
             bench.close()
     print(f"{'CPU us per request (medians)':<32} {'ioq2':>8} {'bypass':>8} {'diff':>8}")
@@ -132,10 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         if a >= 0.05 or b >= 0.05:  # groups that did nothing measurable are left out
             print(f"{g:<32} {a:8.1f} {b:8.1f} {a - b:+8.1f}")
     totals = {m: sum(statistics.median(v) for g, v in cpu[m].items() if g != "client calling threads") for m in cpu}
-    print(f"{'all threads':<32} {totals['ioq2']:8.1f} {totals['bypass']:8.1f} {totals['ioq2'] - totals['bypass']:+8.1f}")
+    print(
+        f"{'all threads':<32} {totals['ioq2']:8.1f} {totals['bypass']:8.1f} {totals['ioq2'] - totals['bypass']:+8.1f}"
+    )
     pairs = [a / b for a, b in zip(rps["ioq2"], rps["bypass"])]
-    print(f"IOQ2/bypass throughput per pair: {' '.join(f'{x:.2f}' for x in pairs)}; "
-          f"median {statistics.median(pairs):.2f}")
+    print(
+        f"IOQ2/bypass throughput per pair: {' '.join(f'{x:.2f}' for x in pairs)}; median {statistics.median(pairs):.2f}"
+    )
     return 0
 
 

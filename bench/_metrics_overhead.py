@@ -31,9 +31,15 @@ CAST_KINDS = ("actor", "local")
 def _one_run(tree: str, timeout: float) -> dict[str, Any]:
     """One quick ipc messaging run from ``tree``; its JSON results."""
     env = {**os.environ, "PYTHONPATH": tree}
-    subprocess.run([sys.executable, os.path.join(tree, "bench", "messaging.py"), "--quick", "--section", "ipc"],
-                   cwd=tree, env=env, check=True, timeout=timeout, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, os.path.join(tree, "bench", "messaging.py"), "--quick", "--section", "ipc"],
+        cwd=tree,
+        env=env,
+        check=True,
+        timeout=timeout,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     with open(os.path.join(tree, "bench", "results", "messaging.json")) as f:
         return json.load(f)
 
@@ -97,8 +103,9 @@ def main() -> int:
             runs[name].append(_figures(_one_run(tree, args.timeout)))
     medians: dict[str, dict[str, dict[str, float]]] = {}
     for name, figs in runs.items():
-        medians[name] = {label: {key: statistics.median(f[label][key] for f in figs) for key in figs[0][label]}
-                         for label in figs[0]}
+        medians[name] = {
+            label: {key: statistics.median(f[label][key] for f in figs) for key in figs[0][label]} for label in figs[0]
+        }
     print("metrics tree / baseline tree (median of each; < 1 is faster for call p50, > 1 faster for casts)")
     print(f"{'placement':<10} " + " ".join(f"{k:>22}" for k in medians["baseline"]["unpinned"]))
     ratios: dict[str, dict[str, float]] = {}
@@ -107,11 +114,20 @@ def main() -> int:
         ratios[label] = {k: round(new[k] / base[k], 3) for k in base}
         print(f"{label:<10} " + " ".join(f"{ratios[label][k]:>22.3f}" for k in base))
     added = micro()
-    print(f"the counting alone: {added['added_ns']:.0f} ns per call ({added['plain_ns']:.0f} -> "
-          f"{added['metered_ns']:.0f} ns around a trivial handle_call)")
-    out = {"bench": "metrics_overhead", "micro": added, "rounds": args.rounds,
-           "seconds": round(time.monotonic() - started, 1), "load_average": os.getloadavg(),
-           "medians": medians, "ratios": ratios, "runs": runs}
+    print(
+        f"the counting alone: {added['added_ns']:.0f} ns per call ({added['plain_ns']:.0f} -> "
+        f"{added['metered_ns']:.0f} ns around a trivial handle_call)"
+    )
+    out = {
+        "bench": "metrics_overhead",
+        "micro": added,
+        "rounds": args.rounds,
+        "seconds": round(time.monotonic() - started, 1),
+        "load_average": os.getloadavg(),
+        "medians": medians,
+        "ratios": ratios,
+        "runs": runs,
+    }
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", "metrics_overhead.json")
     with open(path, "w") as f:

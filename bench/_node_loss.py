@@ -24,14 +24,14 @@ import time
 
 from actors import Node
 from actors._core.net.keys import write_new
-
 from tests.cluster.netkit import NodeProcess
 
 
 def _row(label: str, samples: list[float]) -> None:
     ms = sorted(s * 1000.0 for s in samples)
-    print(f"{label:<44} n={len(ms):<3} min {ms[0]:8.1f} ms  median {statistics.median(ms):8.1f} ms  "
-          f"max {ms[-1]:8.1f} ms")
+    print(
+        f"{label:<44} n={len(ms):<3} min {ms[0]:8.1f} ms  median {statistics.median(ms):8.1f} ms  max {ms[-1]:8.1f} ms"
+    )
 
 
 def kill_rows(key: str, rounds: int) -> None:

@@ -83,8 +83,11 @@ def thread_switches(pid: int) -> dict[int, tuple[str, int, int]]:
     return out
 
 
-def switch_delta(before: dict[int, tuple[str, int, int]], after: dict[int, tuple[str, int, int]],
-                 labels: dict[int, str] | None = None) -> dict[str, list[int]]:
+def switch_delta(
+    before: dict[int, tuple[str, int, int]],
+    after: dict[int, tuple[str, int, int]],
+    labels: dict[int, str] | None = None,
+) -> dict[str, list[int]]:
     """Switches per thread between two `thread_switches` reads, keyed by the
     thread's label (``labels[tid]``, else its kernel name; repeated names are
     numbered): ``{label: [voluntary, involuntary]}``, threads that switched only."""
@@ -295,18 +298,40 @@ def curve_env() -> dict[str, str]:
 class Child:
     """One raw child process, waited for with a bound; never outlives `result`."""
 
-    def __init__(self, role: str, endpoint: str, n: int, max_s: float, cpus: Iterable[int] | None = None,
-                 warmup: int = 0, env: dict[str, str] | None = None, stdin: bool = False,
-                 size: int | None = None) -> None:
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", role, "--endpoint", endpoint,
-               "--n", str(n), "--warmup", str(warmup), "--max-s", str(max_s)]
+    def __init__(
+        self,
+        role: str,
+        endpoint: str,
+        n: int,
+        max_s: float,
+        cpus: Iterable[int] | None = None,
+        warmup: int = 0,
+        env: dict[str, str] | None = None,
+        stdin: bool = False,
+        size: int | None = None,
+    ) -> None:
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            role,
+            "--endpoint",
+            endpoint,
+            "--n",
+            str(n),
+            "--warmup",
+            str(warmup),
+            "--max-s",
+            str(max_s),
+        ]
         if size is not None:
             cmd += ["--size", str(size)]
         if cpus is not None:
             cmd += ["--cpus", ",".join(str(c) for c in sorted(cpus))]
         self.role, self.max_s = role, max_s
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE if stdin else None,
-                                     text=True, env=env)
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE if stdin else None, text=True, env=env
+        )
 
     def ready(self, timeout: float = 15.0) -> str:
         """The bound endpoint, once the child listens."""
@@ -334,8 +359,16 @@ class Child:
         return json.loads(lines[-1])
 
 
-def call(endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[int] | None = None,
-         b: Iterable[int] | None = None, env: dict[str, str] | None = None, size: int | None = None) -> list[float]:
+def call(
+    endpoint: str,
+    n: int,
+    warmup: int,
+    max_s: float,
+    a: Iterable[int] | None = None,
+    b: Iterable[int] | None = None,
+    env: dict[str, str] | None = None,
+    size: int | None = None,
+) -> list[float]:
     """Round-trip samples (us): a DEALER on CPUs ``a`` calls a ROUTER on ``b``
     (``size`` bytes each way; default the 100-byte payload)."""
     server = Child("router", endpoint, n, max_s, b, warmup, env, size=size)
@@ -347,8 +380,9 @@ def call(endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[int] | No
     return samples
 
 
-def call_switches(endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[int] | None = None,
-                  b: Iterable[int] | None = None) -> dict[str, dict[str, list[float]]]:
+def call_switches(
+    endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[int] | None = None, b: Iterable[int] | None = None
+) -> dict[str, dict[str, list[float]]]:
     """Context switches per round trip of the raw call loop, per thread:
     ``{"caller": {thread: [voluntary, involuntary]}, "callee": {...}}``."""
     server = Child("router", endpoint, n, max_s, b, warmup)
@@ -357,8 +391,7 @@ def call_switches(endpoint: str, n: int, warmup: int, max_s: float, a: Iterable[
         dealer = Child("dealer", bound, n, max_s, a, warmup).result()
     finally:
         router = server.result()
-    return {"caller": per_round_trip(dealer["switches"], n),
-            "callee": per_round_trip(router["switches"], n + warmup)}
+    return {"caller": per_round_trip(dealer["switches"], n), "callee": per_round_trip(router["switches"], n + warmup)}
 
 
 def per_round_trip(switches: dict[str, list[int]], n: int) -> dict[str, list[float]]:
@@ -366,8 +399,15 @@ def per_round_trip(switches: dict[str, list[int]], n: int) -> dict[str, list[flo
     return {k: [round(v / n, 2) for v in vs] for k, vs in switches.items()}
 
 
-def cast(endpoint: str, n: int, max_s: float, a: Iterable[int] | None = None, b: Iterable[int] | None = None,
-         env: dict[str, str] | None = None, size: int | None = None) -> dict[str, Any]:
+def cast(
+    endpoint: str,
+    n: int,
+    max_s: float,
+    a: Iterable[int] | None = None,
+    b: Iterable[int] | None = None,
+    env: dict[str, str] | None = None,
+    size: int | None = None,
+) -> dict[str, Any]:
     """One-way throughput: a PUSH on CPUs ``a`` to a PULL on ``b``."""
     pull = Child("pull", endpoint, n, max_s, b, env=env, size=size)
     bound = pull.ready()
@@ -393,8 +433,12 @@ def rate(t_start: float, count: int, t_end: float | None, sent: int) -> dict[str
     """Messages per second at the receiver; an error when the sentinel never came."""
     if t_end is None or t_end <= t_start:
         raise RuntimeError(f"cast measurement ended without its sentinel (received {count}/{sent})")
-    return {"msgs_per_s": round(count / (t_end - t_start), 1), "received": count, "sent": sent,
-            "seconds": round(t_end - t_start, 4)}
+    return {
+        "msgs_per_s": round(count / (t_end - t_start), 1),
+        "received": count,
+        "sent": sent,
+        "seconds": round(t_end - t_start, 4),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -417,11 +461,17 @@ def main(argv: list[str] | None = None) -> int:
         casts.append(cast(TCP_ANY, n_cast, max_s, env=env)["msgs_per_s"])
         links.append(summarize(link_call(n_call, n_call // 10, max_s, env)))
     figures = {
-        "raw_tcp_curve_call": {"p50_us": median(c["p50_us"] for c in calls),
-                               "p99_us": median(c["p99_us"] for c in calls), "reps": calls},
+        "raw_tcp_curve_call": {
+            "p50_us": median(c["p50_us"] for c in calls),
+            "p99_us": median(c["p99_us"] for c in calls),
+            "reps": calls,
+        },
         "raw_tcp_curve_cast": {"msgs_per_s": round(median(casts)), "reps": casts},
-        "netlink_call": {"p50_us": median(c["p50_us"] for c in links),
-                         "p99_us": median(c["p99_us"] for c in links), "reps": links},
+        "netlink_call": {
+            "p50_us": median(c["p50_us"] for c in links),
+            "p99_us": median(c["p99_us"] for c in links),
+            "reps": links,
+        },
     }
     print(f"tcp 127.0.0.1, CurveZMQ on, {len(PAYLOAD)}-byte payload, median of {reps} repetitions")
     print(f"{'row':<22}{'p50 us':>10}{'p99 us':>10}{'msg/s':>12}")
@@ -429,8 +479,17 @@ def main(argv: list[str] | None = None) -> int:
         row = figures[key]
         print(f"{label:<22}{row['p50_us']:>10.1f}{row['p99_us']:>10.1f}{'':>12}")
     print(f"{'raw cast (PUSH)':<22}{'':>10}{'':>10}{figures['raw_tcp_curve_cast']['msgs_per_s']:>12,}")
-    path = write_json("raw", {"environment": environment(), "reps": reps, "n_call": n_call, "n_cast": n_cast,
-                              "payload_bytes": len(PAYLOAD), **figures})
+    path = write_json(
+        "raw",
+        {
+            "environment": environment(),
+            "reps": reps,
+            "n_call": n_call,
+            "n_cast": n_cast,
+            "payload_bytes": len(PAYLOAD),
+            **figures,
+        },
+    )
     print(f"wrote {os.path.relpath(path, ROOT)}")
     return 0
 

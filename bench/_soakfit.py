@@ -56,8 +56,9 @@ def _metrics(proc: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _row(label: str, role: str, kills: list[float], minutes: list[float],
-         series: list[dict[str, float]]) -> dict[str, Any]:
+def _row(
+    label: str, role: str, kills: list[float], minutes: list[float], series: list[dict[str, float]]
+) -> dict[str, Any]:
     keys = sorted({k for s in series for k in s})
     per_1k: dict[str, float | None] = {}
     per_min: dict[str, float | None] = {}
@@ -68,14 +69,27 @@ def _row(label: str, role: str, kills: list[float], minutes: list[float],
         s = slope(minutes, ys)
         per_min[key] = None if s is None else round(s, 3)
     head = series[: max(1, len(series) // 10)]
-    tail = series[-max(1, len(series) // 10):]
-    net = {key: round(statistics.median(m.get(key, 0.0) for m in tail)
-                      - statistics.median(m.get(key, 0.0) for m in head), 2) for key in keys}
+    tail = series[-max(1, len(series) // 10) :]
+    net = {
+        key: round(
+            statistics.median(m.get(key, 0.0) for m in tail) - statistics.median(m.get(key, 0.0) for m in head), 2
+        )
+        for key in keys
+    }
     start = {key: series[0].get(key, 0.0) for key in ("rss_mb", "fds", "threads", "sockets")}
     end = {key: series[-1].get(key, 0.0) for key in ("rss_mb", "fds", "threads", "sockets")}
-    row = {"name": label, "role": role, "kills": round(kills[-1] - kills[0]),
-           "minutes": round(minutes[-1] - minutes[0], 2), "samples": len(series),
-           "per_1k_kills": per_1k, "per_minute": per_min, "net": net, "start": start, "end": end}
+    row = {
+        "name": label,
+        "role": role,
+        "kills": round(kills[-1] - kills[0]),
+        "minutes": round(minutes[-1] - minutes[0], 2),
+        "samples": len(series),
+        "per_1k_kills": per_1k,
+        "per_minute": per_min,
+        "net": net,
+        "start": start,
+        "end": end,
+    }
     row["verdict"] = verdict(row)
     return row
 
@@ -95,8 +109,9 @@ def verdict(row: dict[str, Any]) -> str:
     return "leak: " + ", ".join(bad) if bad else "flat"
 
 
-def growth_rows(samples: list[dict[str, Any]], progress: list[tuple[float, int]],
-                warmup: float) -> list[dict[str, Any]]:
+def growth_rows(
+    samples: list[dict[str, Any]], progress: list[tuple[float, int]], warmup: float
+) -> list[dict[str, Any]]:
     """One row per process that lived through the whole window (from ``warmup``
     to the last progress line), then ``tree``: the sum over every process of
     the tree, and the number of processes in it."""
@@ -137,6 +152,7 @@ def net_of_baseline(rows: list[dict[str, Any]], idle: list[dict[str, Any]], kill
     Only roles that name one process in both runs (node, zygote, controller,
     ``node n1``) are matched; the verdict then judges by the net figures.
     """
+
     def unique(rs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         seen: dict[str, list[dict[str, Any]]] = {}
         for r in rs:

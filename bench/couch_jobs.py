@@ -114,8 +114,7 @@ def bench_add(jobs: Any, n: int) -> dict[str, float]:
     return {"jobs": n, "per_tx_1_jobs_per_s": round(single, 1), "per_tx_100_jobs_per_s": round(batched, 1)}
 
 
-def bench_drain(node: Node, jobs: Any, q: "queue.Queue[Any]", collector: Any, workers: int,
-                n: int) -> dict[str, float]:
+def bench_drain(node: Node, jobs: Any, q: "queue.Queue[Any]", collector: Any, workers: int, n: int) -> dict[str, float]:
     job_type = f"bench_drain_{workers}"
     jobs.set_type_timeout(job_type, 60)
     for batch in range(0, n, 100):
@@ -133,13 +132,16 @@ def bench_drain(node: Node, jobs: Any, q: "queue.Queue[Any]", collector: Any, wo
     end = max(r[3] for r in reports if r[3] is not None)
     for ref in refs:
         node.stop(ref)
-    return {"workers": workers, "jobs": n, "seconds": round(end - start, 3),
-            "jobs_per_s": round(n / (end - start), 1),
-            "per_worker": [r[1] for r in reports]}
+    return {
+        "workers": workers,
+        "jobs": n,
+        "seconds": round(end - start, 3),
+        "jobs_per_s": round(n / (end - start), 1),
+        "per_worker": [r[1] for r in reports],
+    }
 
 
-def bench_wakeup(node: Node, jobs: Any, q: "queue.Queue[Any]", collector: Any,
-                 samples: int) -> dict[str, float]:
+def bench_wakeup(node: Node, jobs: Any, q: "queue.Queue[Any]", collector: Any, samples: int) -> dict[str, float]:
     jobs.set_type_timeout("bench_wake", 60)
     worker = node.spawn(BenchWorker, "bench_wake", host="wake")
     lat_ms = []
@@ -153,8 +155,12 @@ def bench_wakeup(node: Node, jobs: Any, q: "queue.Queue[Any]", collector: Any,
         assert job_id == f"w{i}"
         lat_ms.append((t_accepted - t0) * 1000.0)
     node.stop(worker)
-    return {"samples": samples, "p50_ms": round(percentile(lat_ms, 50), 3),
-            "p99_ms": round(percentile(lat_ms, 99), 3), "max_ms": round(max(lat_ms), 3)}
+    return {
+        "samples": samples,
+        "p50_ms": round(percentile(lat_ms, 50), 3),
+        "p99_ms": round(percentile(lat_ms, 99), 3),
+        "max_ms": round(max(lat_ms), 3),
+    }
 
 
 def run_store(label: str, location: str, n_add: int, n_drain: int, n_wake: int) -> dict[str, Any]:
@@ -226,8 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     row("add, 1 job/tx (jobs/s)", lambda r: r["add"]["per_tx_1_jobs_per_s"])
     row("add, 100 jobs/tx (jobs/s)", lambda r: r["add"]["per_tx_100_jobs_per_s"])
     for i, workers in enumerate((1, 2, 4)):
-        row(f"accept+finish, {workers} worker proc(s) (jobs/s)",
-            lambda r, i=i: r["accept_finish"][i]["jobs_per_s"])
+        row(f"accept+finish, {workers} worker proc(s) (jobs/s)", lambda r, i=i: r["accept_finish"][i]["jobs_per_s"])
     row("accept wake-up after add, p50 (ms)", lambda r: r["wakeup"]["p50_ms"], ".3f")
     row("accept wake-up after add, p99 (ms)", lambda r: r["wakeup"]["p99_ms"], ".3f")
     if "skipped" in results["postgres"]:

@@ -51,8 +51,11 @@ def rounds_for(ticktime: float, rounds: int, key: str) -> list[float]:
                 topo.heal()
                 took = cluster.wait_mesh(2 * ticktime + 60.0)
                 samples.append(took)
-                print(f"  net_ticktime {ticktime:g} s, round {r + 1}: full mesh {took:.2f} s after the heal",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  net_ticktime {ticktime:g} s, round {r + 1}: full mesh {took:.2f} s after the heal",
+                    file=sys.stderr,
+                    flush=True,
+                )
         finally:
             topo.heal()
             cluster.close()
@@ -79,15 +82,22 @@ def main() -> int:
             started = time.monotonic()
             samples = rounds_for(ticktime, args.rounds, key)
             bound = 2 * ticktime + 10.0
-            row = {"net_ticktime_s": ticktime, "heal_s": [round(s, 3) for s in samples],
-                   "median_s": round(median(samples), 3), "max_s": round(max(samples), 3), "bound_s": bound,
-                   "median_over_bound": round(median(samples) / bound, 3),
-                   "wall_s": round(time.monotonic() - started, 1)}
+            row = {
+                "net_ticktime_s": ticktime,
+                "heal_s": [round(s, 3) for s in samples],
+                "median_s": round(median(samples), 3),
+                "max_s": round(max(samples), 3),
+                "bound_s": bound,
+                "median_over_bound": round(median(samples) / bound, 3),
+                "wall_s": round(time.monotonic() - started, 1),
+            }
             results["rows"].append(row)
     print(f"{'net_ticktime':>12}  {'rounds':>6}  {'median heal':>11}  {'max':>7}  {'bound 2T+10':>11}  ratio")
     for row in results["rows"]:
-        print(f"{row['net_ticktime_s']:>10g} s  {len(row['heal_s']):>6}  {row['median_s']:>9.2f} s  "
-              f"{row['max_s']:>5.2f} s  {row['bound_s']:>9g} s  {row['median_over_bound']:.2f}")
+        print(
+            f"{row['net_ticktime_s']:>10g} s  {len(row['heal_s']):>6}  {row['median_s']:>9.2f} s  "
+            f"{row['max_s']:>5.2f} s  {row['bound_s']:>9g} s  {row['median_over_bound']:.2f}"
+        )
     print(f"results: {write_json('heal', results)}")
     return 0
 

@@ -92,8 +92,9 @@ class Client(GenServer):
             return self.run(*request[1:])
         raise ValueError(f"unknown request {request!r}")
 
-    def run(self, mode: str, mix: str, files: list, blocks: list, duration: float,
-            io_class: str, seed: int) -> dict[str, Any]:
+    def run(
+        self, mode: str, mix: str, files: list, blocks: list, duration: float, io_class: str, seed: int
+    ) -> dict[str, Any]:
         rng = random.Random(seed)
         direct = mode == "bypass"
         call = api.call
@@ -196,8 +197,9 @@ class Bench:
         blocks = self.small_blocks if mix == "small" else self.big_sizes
         classes = classes or ["interactive"] * len(self.clients)
         futures = [
-            self.pool.submit(c.call, ("run", mode, mix, files, blocks, duration, classes[i], i * 7919 + 1),
-                             duration + 60.0)
+            self.pool.submit(
+                c.call, ("run", mode, mix, files, blocks, duration, classes[i], i * 7919 + 1), duration + 60.0
+            )
             for i, c in enumerate(self.clients)
         ]
         t0 = time.perf_counter()
@@ -230,13 +232,15 @@ class Bench:
         for mix in MIXES:
             runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
             for rep in range(args.reps):
-                for mode in MODES[rep % len(MODES):] + MODES[:rep % len(MODES)]:
+                for mode in MODES[rep % len(MODES) :] + MODES[: rep % len(MODES)]:
                     self.set_mode(mode)
                     self.run(mode, mix, args.warmup)
                     runs[mode].append(self.run(mode, mix, args.seconds))
                     r = runs[mode][-1]
-                    log(f"  k={self.k} {mix:5s} {mode:6s} rep {rep + 1}/{args.reps}: "
-                        f"{r['rps']:8.0f} req/s  p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms")
+                    log(
+                        f"  k={self.k} {mix:5s} {mode:6s} rep {rep + 1}/{args.reps}: "
+                        f"{r['rps']:8.0f} req/s  p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms"
+                    )
             m: dict[str, Any] = {}
             for mode in MODES:
                 ordered = sorted(runs[mode], key=lambda r: r["rps"])
@@ -269,15 +273,18 @@ class Bench:
             else:
                 self.node.config.set("ioq2.classes", "db_compact", setting)
             self._sync(True, setting)
-            _wait(lambda: all(
-                dict(api.get_state(f"ioq_server_{i}")["class_p"])["db_compact"]
-                == (0.0001 if setting == "default" else float(setting))
-                for i in range(1, self.k + 1)), "class priority in servers")
+            _wait(
+                lambda: all(
+                    dict(api.get_state(f"ioq_server_{i}")["class_p"])["db_compact"]
+                    == (0.0001 if setting == "default" else float(setting))
+                    for i in range(1, self.k + 1)
+                ),
+                "class priority in servers",
+            )
             r = self.run("ioq2", args.prio_mix, args.prio_seconds, classes)
             share = r["per_class"].get("db_compact", 0) / max(1, r["n"])
             out[setting] = {"compaction_share": share, "rps": r["rps"], "per_class": r["per_class"]}
-            log(f"  k={self.k} prioritisation db_compact={setting:7s}: compaction share {share:.3f} "
-                f"({r['per_class']})")
+            log(f"  k={self.k} prioritisation db_compact={setting:7s}: compaction share {share:.3f} ({r['per_class']})")
         self.node.config.delete("ioq2.classes", "db_compact")
         self.node.config.set("ioq2", "concurrency", str(args.concurrency))
         self.node.config.set("ioq2", "dispatch_strategy", args.dispatch)
@@ -287,8 +294,11 @@ class Bench:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ncpu = len(os.sched_getaffinity(0))
-    p.add_argument("--cores", default=",".join(str(i) for i in range(1, ncpu + 1)),
-                   help="core counts to measure, e.g. 1,2,4 (default: 1..%(default)s)")
+    p.add_argument(
+        "--cores",
+        default=",".join(str(i) for i in range(1, ncpu + 1)),
+        help="core counts to measure, e.g. 1,2,4 (default: 1..%(default)s)",
+    )
     p.add_argument("--seconds", type=float, default=3.0, help="duration of one measured run")
     p.add_argument("--warmup", type=float, default=0.5, help="unmeasured run before each measured one")
     p.add_argument("--reps", type=int, default=3, help="measured runs per (cores, mix, mode); the median is reported")
@@ -298,15 +308,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--big-mib", type=int, default=4, help="MiB per file for the 64 KiB reads")
     p.add_argument("--concurrency", type=int, default=8, help="[ioq2] concurrency per server for throughput runs")
     p.add_argument("--ioq1-concurrency", type=int, default=20, help="[ioq] concurrency (IOQ1 default 20)")
-    p.add_argument("--dispatch", default="fd_hash",
-                   help="[ioq2] dispatch_strategy (fd_hash sends each file to the server it lives with)")
-    p.add_argument("--no-colocate", dest="colocate", action="store_false",
-                   help="put the file actors in hosts of their own instead of the IOQ2 server hosts")
+    p.add_argument(
+        "--dispatch",
+        default="fd_hash",
+        help="[ioq2] dispatch_strategy (fd_hash sends each file to the server it lives with)",
+    )
+    p.add_argument(
+        "--no-colocate",
+        dest="colocate",
+        action="store_false",
+        help="put the file actors in hosts of their own instead of the IOQ2 server hosts",
+    )
     p.add_argument("--prio-seconds", type=float, default=3.0)
-    p.add_argument("--prio-dispatch", default="server_per_scheduler",
-                   help="dispatch strategy for the prioritisation runs (see the module docstring)")
-    p.add_argument("--prio-mix", default="small", choices=MIXES,
-                   help="mix for the prioritisation runs (the IO must be slow enough to build a backlog)")
+    p.add_argument(
+        "--prio-dispatch",
+        default="server_per_scheduler",
+        help="dispatch strategy for the prioritisation runs (see the module docstring)",
+    )
+    p.add_argument(
+        "--prio-mix",
+        default="small",
+        choices=MIXES,
+        help="mix for the prioritisation runs (the IO must be slow enough to build a backlog)",
+    )
     p.add_argument("--out", default=RESULTS_DIR, help="folder for ioq.json and ioq.png (default bench/results)")
     p.add_argument("--quick", action="store_true", help="short runs (about 20 s in all)")
     args = p.parse_args(argv)
@@ -360,8 +384,10 @@ def print_table(results: dict[str, Any]) -> None:
     print(f"{'cores':>5}  compaction share served with db_compact priority = default / 1.0 / 10000")
     for k, entry in results["cores"].items():
         pr = entry["prioritisation"]
-        print(f"{k:>5}  {pr['default']['compaction_share']:.3f} / {pr['1.0']['compaction_share']:.3f} / "
-              f"{pr['10000']['compaction_share']:.3f}")
+        print(
+            f"{k:>5}  {pr['default']['compaction_share']:.3f} / {pr['1.0']['compaction_share']:.3f} / "
+            f"{pr['10000']['compaction_share']:.3f}"
+        )
 
 
 def plot(results: dict[str, Any], path: str) -> None:
@@ -384,8 +410,12 @@ def plot(results: dict[str, Any], path: str) -> None:
         ax.legend()
     ax = axes[2]
     for setting in ("default", "1.0", "10000"):
-        ax.plot(cores, [results["cores"][str(k)]["prioritisation"][setting]["compaction_share"] for k in cores],
-                marker="o", label=f"db_compact={setting}")
+        ax.plot(
+            cores,
+            [results["cores"][str(k)]["prioritisation"][setting]["compaction_share"] for k in cores],
+            marker="o",
+            label=f"db_compact={setting}",
+        )
     ax.set_title("share of compaction served (half the clients compact)")
     ax.set_xlabel("cores")
     ax.set_xticks(cores)

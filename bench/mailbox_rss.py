@@ -117,12 +117,19 @@ class Sampler:
     def stop(self) -> dict[str, dict[str, float]]:
         self._stop.set()
         self._thread.join(timeout=5)
-        return {n: {"base_mb": self.base[n] / 1024, "peak_mb": self.peak[n] / 1024,
-                    "growth_mb": (self.peak[n] - self.base[n]) / 1024} for n in self.pids}
+        return {
+            n: {
+                "base_mb": self.base[n] / 1024,
+                "peak_mb": self.peak[n] / 1024,
+                "growth_mb": (self.peak[n] - self.base[n]) / 1024,
+            }
+            for n in self.pids
+        }
 
 
-def one_row(node: Any, policy: str, placement: str, seconds: float, rate: float, size: int,
-            node_b_pid: int | None) -> dict[str, Any]:
+def one_row(
+    node: Any, policy: str, placement: str, seconds: float, rate: float, size: int, node_b_pid: int | None
+) -> dict[str, Any]:
     Slow, Blaster, Counters = _classes()
     kw: dict[str, Any] = {} if policy == "unbounded" else {"mailbox": size, "overflow": policy}
     if placement == "tcp":
@@ -172,23 +179,36 @@ def one_row(node: Any, policy: str, placement: str, seconds: float, rate: float,
         node.kill(probe)
     node.kill(blaster)
     node.kill(slow)
-    return {"placement": placement, "policy": policy, "mailbox": None if policy == "unbounded" else size,
-            "seconds": round(blast_s, 2), "sent": sent, "send_rate": round(sent / blast_s),
-            "handled": handled, "dropped": dropped, "settled": settled,
-            "lost": None if policy == "unbounded" else sent - handled - dropped,
-            "transport_dropped_note": "frames (of up to 64 casts) dropped by a full pipe, both nodes",
-            "transport_dropped": transport_dropped, "memory": mem}
+    return {
+        "placement": placement,
+        "policy": policy,
+        "mailbox": None if policy == "unbounded" else size,
+        "seconds": round(blast_s, 2),
+        "sent": sent,
+        "send_rate": round(sent / blast_s),
+        "handled": handled,
+        "dropped": dropped,
+        "settled": settled,
+        "lost": None if policy == "unbounded" else sent - handled - dropped,
+        "transport_dropped_note": "frames (of up to 64 casts) dropped by a full pipe, both nodes",
+        "transport_dropped": transport_dropped,
+        "memory": mem,
+    }
 
 
 def report(rows: list[dict[str, Any]]) -> str:
-    out = ["| placement | policy | sent | sent/s | handled | dropped | lost | frames dropped by a full pipe "
-           "| peak RSS MB (growth) per process |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    out = [
+        "| placement | policy | sent | sent/s | handled | dropped | lost | frames dropped by a full pipe "
+        "| peak RSS MB (growth) per process |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         mem = ", ".join(f"{n} {m['peak_mb']:.0f} (+{m['growth_mb']:.0f})" for n, m in r["memory"].items())
         lost = "-" if r["lost"] is None else r["lost"]
-        out.append(f"| {r['placement']} | {r['policy']} | {r['sent']} | {r['send_rate']} | {r['handled']} | "
-                   f"{r['dropped']} | {lost} | {r['transport_dropped']} | {mem} |")
+        out.append(
+            f"| {r['placement']} | {r['policy']} | {r['sent']} | {r['send_rate']} | {r['handled']} | "
+            f"{r['dropped']} | {lost} | {r['transport_dropped']} | {mem} |"
+        )
     return "\n".join(out)
 
 
@@ -210,8 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mailbox-rss-") as tmp:
         key = os.path.join(tmp, "cluster.key")
-        subprocess.run([sys.executable, "-m", "actors", "keygen", key], check=True, timeout=60, capture_output=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT))
+        subprocess.run(
+            [sys.executable, "-m", "actors", "keygen", key],
+            check=True,
+            timeout=60,
+            capture_output=True,
+            env=dict(os.environ, PYTHONPATH=ROOT),
+        )
         node_b = _NodeB(key) if "tcp" in placements else None
         try:
             with Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as node:
@@ -220,13 +245,24 @@ def main(argv: list[str] | None = None) -> int:
                 for placement in placements:
                     for policy in policies:
                         print(f"{placement} {policy} ...", file=sys.stderr, flush=True)
-                        rows.append(one_row(node, policy, placement, args.seconds, args.rate, args.mailbox,
-                                            node_b.proc.pid if placement == "tcp" and node_b else None))
+                        rows.append(
+                            one_row(
+                                node,
+                                policy,
+                                placement,
+                                args.seconds,
+                                args.rate,
+                                args.mailbox,
+                                node_b.proc.pid if placement == "tcp" and node_b else None,
+                            )
+                        )
         finally:
             if node_b is not None:
                 node_b.close()
-    print(f"{args.seconds:.0f} s of casts ({len(PAYLOAD)} B str) at an actor handling {args.rate:.0f}/s, "
-          f"mailbox={args.mailbox}")
+    print(
+        f"{args.seconds:.0f} s of casts ({len(PAYLOAD)} B str) at an actor handling {args.rate:.0f}/s, "
+        f"mailbox={args.mailbox}"
+    )
     print(report(rows))
     write_json("mailbox_rss", {"env": environment(), "args": vars(args), "rows": rows})
     return 0

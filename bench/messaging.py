@@ -89,8 +89,9 @@ TARGETS = {"call_p50_ratio_max": 1.5, "cast_rate_ratio_min": 0.25}
 # =============================================================================
 
 
-def raw_call(endpoint: str, pl: Any, n: int, warmup: int, max_s: float,
-             env: dict[str, str] | None = None) -> list[float]:
+def raw_call(
+    endpoint: str, pl: Any, n: int, warmup: int, max_s: float, env: dict[str, str] | None = None
+) -> list[float]:
     return _raw.call(endpoint, n, warmup, max_s, pl.a, pl.b, env)
 
 
@@ -123,8 +124,13 @@ class _NodeB:
 
     def __init__(self, key: str) -> None:
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--node-b", key],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--node-b", key],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], 60.0)
         line = self.proc.stdout.readline() if ready else ""
@@ -237,8 +243,11 @@ def _actor_classes() -> tuple[type, type, type]:
                     if not i & 255 and time.monotonic() > deadline:
                         break
                 after, peer_after = _raw.thread_switches(me), _raw.thread_switches(peer_pid)
-                return [done, _raw.switch_delta(before, after, names),
-                        _raw.switch_delta(peer_before, peer_after, peer_names)]
+                return [
+                    done,
+                    _raw.switch_delta(before, after, names),
+                    _raw.switch_delta(peer_before, peer_after, peer_names),
+                ]
             if op == "stream":
                 # A bulk stream for the latency-under-load row: casts until
                 # the deadline, then waits for the sink to have them all.
@@ -305,8 +314,17 @@ def _scaled(n: int, size: int, floor: int) -> int:
     return max(floor, n * 100 // size * 8)
 
 
-def payload_steps(cfg: dict[str, Any], pl: Any, tmp: str, curve: dict[str, str], sections: tuple[str, ...],
-                  driver: Any, targets: dict[str, Any], out: dict[str, Any], summarize: Any) -> list[tuple[str, Any]]:
+def payload_steps(
+    cfg: dict[str, Any],
+    pl: Any,
+    tmp: str,
+    curve: dict[str, str],
+    sections: tuple[str, ...],
+    driver: Any,
+    targets: dict[str, Any],
+    out: dict[str, Any],
+    summarize: Any,
+) -> list[tuple[str, Any]]:
     """The payload rows' measurements, as (label, thunk) steps.  ``targets``:
     echo/sink per transport (``ipc`` and, with node b, ``tcp``)."""
     from _payloads import payloads
@@ -341,16 +359,16 @@ def payload_steps(cfg: dict[str, Any], pl: Any, tmp: str, curve: dict[str, str],
                     out.setdefault(f"{transport} call {name}", []).append(got)
 
                 def actor_casts(transport=transport, name=name, payload=payload, ncast=ncast, sink=sink) -> None:
-                    t0, count, t_end, sent = driver.call(("distinct_casts", sink, ncast, 0, mx, payload),
-                                                         timeout=big)
+                    t0, count, t_end, sent = driver.call(("distinct_casts", sink, ncast, 0, mx, payload), timeout=big)
                     out.setdefault(f"{transport} cast {name}", []).append(_rate(t0, count, t_end, sent))
 
                 steps += [(f"{transport} call {name}", actor_calls), (f"{transport} cast {name}", actor_casts)]
     return steps
 
 
-def handoff_steps(cfg: dict[str, Any], pl: Any, ep: str, driver: Any, echo: Any, sink: Any,
-                  out: dict[str, list[Any]]) -> list[tuple[str, Any]]:
+def handoff_steps(
+    cfg: dict[str, Any], pl: Any, ep: str, driver: Any, echo: Any, sink: Any, out: dict[str, list[Any]]
+) -> list[tuple[str, Any]]:
     """Context switches per round trip of the ipc call: the raw loop, and
     actor to actor (``driver`` calls ``echo``; ``sink`` lives in echo's host)."""
     n, w, mx = cfg["call_n"], cfg["warmup"], cfg["max_s"]
@@ -364,9 +382,13 @@ def handoff_steps(cfg: dict[str, Any], pl: Any, ep: str, driver: Any, echo: Any,
         before = _raw.thread_switches(os.getpid())
         done, caller, callee = driver.call(("switches", echo, n, w, mx, (PAYLOAD, sink)), timeout=mx + 30.0)
         node = _raw.switch_delta(before, _raw.thread_switches(os.getpid()))
-        out.setdefault("actor", []).append({"caller": _raw.per_round_trip(caller, done),
-                                            "callee": _raw.per_round_trip(callee, done),
-                                            "node": _raw.per_round_trip(node, done + w)})
+        out.setdefault("actor", []).append(
+            {
+                "caller": _raw.per_round_trip(caller, done),
+                "callee": _raw.per_round_trip(callee, done),
+                "node": _raw.per_round_trip(node, done + w),
+            }
+        )
 
     return [("hand-offs raw", raw), ("hand-offs actor", actor)]
 
@@ -379,14 +401,22 @@ def _switch_total(rep: dict[str, dict[str, list[float]]], which: int | None = No
 
 def _aggregate_handoffs(out: dict[str, list[Any]], median: Any) -> dict[str, Any]:
     """Per kind: median switches per round trip (all, voluntary), and the reps' per-thread counts."""
-    return {kind: {"switches_per_rt": median(_switch_total(r) for r in reps),
-                   "voluntary_per_rt": median(_switch_total(r, 0) for r in reps), "reps": reps}
-            for kind, reps in out.items()}
+    return {
+        kind: {
+            "switches_per_rt": median(_switch_total(r) for r in reps),
+            "voluntary_per_rt": median(_switch_total(r, 0) for r in reps),
+            "reps": reps,
+        }
+        for kind, reps in out.items()
+    }
 
 
 def _report_handoffs(data: dict[str, Any]) -> list[str]:
-    lines = ["", "thread hand-offs (context switches) per round trip of the ipc call, caller + callee processes "
-             "(voluntary + involuntary; per thread: first rep, voluntary/involuntary)"]
+    lines = [
+        "",
+        "thread hand-offs (context switches) per round trip of the ipc call, caller + callee processes "
+        "(voluntary + involuntary; per thread: first rep, voluntary/involuntary)",
+    ]
     for label, r in data["placements"].items():
         h = r.get("handoffs")
         if not h:
@@ -395,16 +425,27 @@ def _report_handoffs(data: dict[str, Any]) -> list[str]:
             if kind not in h:
                 continue
             rep = h[kind]["reps"][0]
-            detail = "; ".join(f"{side}: " + ", ".join(f"{t} {v[0]:g}/{v[1]:g}" for t, v in threads.items()
-                                                       if sum(v) >= 0.05)
-                               for side, threads in rep.items())
-            lines.append(f"{label:<10} {kind:<6} {h[kind]['switches_per_rt']:5.2f} "
-                         f"({h[kind]['voluntary_per_rt']:.2f} voluntary)   {detail}")
+            detail = "; ".join(
+                f"{side}: " + ", ".join(f"{t} {v[0]:g}/{v[1]:g}" for t, v in threads.items() if sum(v) >= 0.05)
+                for side, threads in rep.items()
+            )
+            lines.append(
+                f"{label:<10} {kind:<6} {h[kind]['switches_per_rt']:5.2f} "
+                f"({h[kind]['voluntary_per_rt']:.2f} voluntary)   {detail}"
+            )
     return lines
 
 
-def bulk_step(cfg: dict[str, Any], driver: Any, streamer: Any, echo: Any, sink: Any, out: dict[str, Any],
-              summarize: Any, neighbour: Any = None) -> Any:
+def bulk_step(
+    cfg: dict[str, Any],
+    driver: Any,
+    streamer: Any,
+    echo: Any,
+    sink: Any,
+    out: dict[str, Any],
+    summarize: Any,
+    neighbour: Any = None,
+) -> Any:
     """A small call across nodes, alone and while ``streamer`` casts 1 MB
     messages to ``sink`` on the same node pair (p50/p99 of both).  With
     ``neighbour`` (a driver in the streamer's own host process), once more
@@ -416,8 +457,12 @@ def bulk_step(cfg: dict[str, Any], driver: Any, streamer: Any, echo: Any, sink: 
     def loaded(caller: Any) -> dict[str, Any]:
         caller.call(("calls", echo, w, 0, mx, PAYLOAD), timeout=mx + 60.0)  # warm, before the stream
         result: list[Any] = []
-        stream = threading.Thread(target=lambda: result.append(
-            streamer.call(("stream", sink, 1_000_000, 0, mx + 1.0, bytes(MB)), timeout=mx + 120.0)), daemon=True)
+        stream = threading.Thread(
+            target=lambda: result.append(
+                streamer.call(("stream", sink, 1_000_000, 0, mx + 1.0, bytes(MB)), timeout=mx + 120.0)
+            ),
+            daemon=True,
+        )
         stream.start()
         got = summarize(caller.call(("calls", echo, n, 0, mx, PAYLOAD), timeout=mx + 60.0))
         stream.join(timeout=mx + 130.0)
@@ -425,8 +470,9 @@ def bulk_step(cfg: dict[str, Any], driver: Any, streamer: Any, echo: Any, sink: 
         return {**got, "bulk_mb_sent": sent, "bulk_mb_received": received}
 
     def run() -> None:
-        out.setdefault("quiet", []).append(summarize(driver.call(("calls", echo, n, w, mx, PAYLOAD),
-                                                                 timeout=mx + 60.0)))
+        out.setdefault("quiet", []).append(
+            summarize(driver.call(("calls", echo, n, w, mx, PAYLOAD), timeout=mx + 60.0))
+        )
         out.setdefault("during bulk", []).append(loaded(driver))
         if neighbour is not None:
             out.setdefault("during bulk, same host", []).append(loaded(neighbour))
@@ -494,8 +540,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 payload_out: dict[str, list[Any]] = {}
                 bulk_out: dict[str, list[Any]] = {}
                 handoff_out: dict[str, list[Any]] = {}
-                calls: dict[str, list[dict[str, float]]] = {k: [] for s in sections if s in CALL_KINDS for k in CALL_KINDS[s]}
-                casts: dict[str, list[dict[str, Any]]] = {k: [] for s in sections if s in CAST_KINDS for k in CAST_KINDS[s]}
+                calls: dict[str, list[dict[str, float]]] = {
+                    k: [] for s in sections if s in CALL_KINDS for k in CALL_KINDS[s]
+                }
+                casts: dict[str, list[dict[str, Any]]] = {
+                    k: [] for s in sections if s in CAST_KINDS for k in CAST_KINDS[s]
+                }
                 n, w, cn, mx = cfg["call_n"], cfg["warmup"], cfg["cast_n"], cfg["max_s"]
                 big = mx + 30.0
 
@@ -530,8 +580,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     if node_b is not None and "tcp" in sections:
                         tcp = _raw.TCP_ANY
                         steps += [
-                            ("call tcp_raw", lambda: calls["tcp_raw"].append(
-                                summarize(raw_call(tcp, pl, n, w, mx, curve)))),
+                            (
+                                "call tcp_raw",
+                                lambda: calls["tcp_raw"].append(summarize(raw_call(tcp, pl, n, w, mx, curve))),
+                            ),
                             ("call tcp_actor", lambda: calls["tcp_actor"].append(actor_calls(driver, x_echo))),
                             ("call tcp_main", lambda: calls["tcp_main"].append(pinned_main_calls(x_echo))),
                             ("cast tcp_raw", lambda: casts["tcp_raw"].append(raw_cast(tcp, pl, cn, mx, curve))),
@@ -543,11 +595,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             targets["tcp"] = (x_echo, x_sink)
                         steps += payload_steps(cfg, pl, tmp, curve, sections, driver, targets, payload_out, summarize)
                     if "handoffs" in sections:
-                        steps += handoff_steps(cfg, pl, f"ipc://{tmp}/raw-h-{pl.label}-{rep}.sock", driver, echo, sink,
-                                               handoff_out)
+                        steps += handoff_steps(
+                            cfg, pl, f"ipc://{tmp}/raw-h-{pl.label}-{rep}.sock", driver, echo, sink, handoff_out
+                        )
                     if "bulk" in sections and node_b is not None:
-                        steps.append(("bulk", bulk_step(cfg, driver, streamer, x_echo, x_bulk, bulk_out, summarize,
-                                                        neighbour)))
+                        steps.append(
+                            ("bulk", bulk_step(cfg, driver, streamer, x_echo, x_bulk, bulk_out, summarize, neighbour))
+                        )
                     for what, step in steps:
                         step()
                         bar.step(f"{tag}: {what}")
@@ -559,9 +613,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if handoff_out:
                     results[pl.label]["handoffs"] = _aggregate_handoffs(handoff_out, median)
                 if bulk_out:
-                    results[pl.label]["bulk"] = {k: {"p50_us": round(median(r["p50_us"] for r in v), 2),
-                                                     "p99_us": round(median(r["p99_us"] for r in v), 2), "reps": v}
-                                                 for k, v in bulk_out.items()}
+                    results[pl.label]["bulk"] = {
+                        k: {
+                            "p50_us": round(median(r["p50_us"] for r in v), 2),
+                            "p99_us": round(median(r["p99_us"] for r in v), 2),
+                            "reps": v,
+                        }
+                        for k, v in bulk_out.items()
+                    }
     finally:
         if node_b is not None:
             node_b.close()
@@ -578,8 +637,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _aggregate(pl: Any, calls: dict[str, list[dict[str, float]]], casts: dict[str, list[dict[str, Any]]],
-               median: Any) -> dict[str, Any]:
+def _aggregate(
+    pl: Any, calls: dict[str, list[dict[str, float]]], casts: dict[str, list[dict[str, Any]]], median: Any
+) -> dict[str, Any]:
     call_out = {}
     for kind, reps in calls.items():
         call_out[kind] = {
@@ -615,8 +675,10 @@ def _aggregate_payloads(out: dict[str, list[Any]], median: Any) -> dict[str, Any
     rows: dict[str, Any] = {}
     for key, reps in out.items():
         if " call " in key:
-            rows[key] = {"p50_us": round(median(r["p50_us"] for r in reps), 2),
-                         "p99_us": round(median(r["p99_us"] for r in reps), 2)}
+            rows[key] = {
+                "p50_us": round(median(r["p50_us"] for r in reps), 2),
+                "p99_us": round(median(r["p99_us"] for r in reps), 2),
+            }
         else:
             rows[key] = {"msgs_per_s": round(median(r["msgs_per_s"] for r in reps), 1)}
     for key, row in rows.items():
@@ -639,8 +701,11 @@ def _aggregate_payloads(out: dict[str, list[Any]], median: Any) -> dict[str, Any
 
 
 def _report_payloads(data: dict[str, Any]) -> list[str]:
-    lines = ["", "payloads, actor to actor (ipc: hosts of one node; tcp: two nodes), each against the raw loop "
-             "of the same size: call p50/p99 us, cast messages/s"]
+    lines = [
+        "",
+        "payloads, actor to actor (ipc: hosts of one node; tcp: two nodes), each against the raw loop "
+        "of the same size: call p50/p99 us, cast messages/s",
+    ]
     head = f"{'placement':<10} {'row':<24} {'call p50 / p99':>18} {'x raw':>7} {'cast msgs/s':>13} {'x raw':>7} {'MB/s':>8}"
     lines += [head, "-" * len(head)]
     for label, r in data["placements"].items():
@@ -661,21 +726,28 @@ def _report_payloads(data: dict[str, Any]) -> list[str]:
 
 
 def _report_bulk(data: dict[str, Any]) -> list[str]:
-    lines = ["", "small call across nodes (actor to actor, 100 B), alone and while another actor streams 1 MB "
-             "casts between the same two nodes: p50 / p99 us"]
+    lines = [
+        "",
+        "small call across nodes (actor to actor, 100 B), alone and while another actor streams 1 MB "
+        "casts between the same two nodes: p50 / p99 us",
+    ]
     for label, r in data["placements"].items():
         b = r.get("bulk")
         if not b:
             continue
         q, d = b["quiet"], b["during bulk"]
         sent = sum(x.get("bulk_mb_sent", 0) for x in d["reps"])
-        lines.append(f"{label:<10} alone {q['p50_us']:8.1f} /{q['p99_us']:9.1f}   during bulk {d['p50_us']:8.1f} /"
-                     f"{d['p99_us']:9.1f}   ({sent} x 1 MB streamed)")
+        lines.append(
+            f"{label:<10} alone {q['p50_us']:8.1f} /{q['p99_us']:9.1f}   during bulk {d['p50_us']:8.1f} /"
+            f"{d['p99_us']:9.1f}   ({sent} x 1 MB streamed)"
+        )
         s = b.get("during bulk, same host")
         if s:
             calls = sum(x["n"] for x in s["reps"])
-            lines.append(f"{'':<10} from the streamer's own host process, during bulk {s['p50_us']:8.1f} /"
-                         f"{s['p99_us']:9.1f}   ({calls} calls in {len(s['reps'])} x {data['config']['max_s']} s)")
+            lines.append(
+                f"{'':<10} from the streamer's own host process, during bulk {s['p50_us']:8.1f} /"
+                f"{s['p99_us']:9.1f}   ({calls} calls in {len(s['reps'])} x {data['config']['max_s']} s)"
+            )
     return lines
 
 
@@ -683,9 +755,11 @@ _TITLES = {"ipc": "processes of one node (ipc)", "tcp": "two nodes, separate OS 
 
 
 def report(data: dict[str, Any]) -> str:
-    lines = [f"messaging benchmark ({data['mode']}, payload {data['payload']['bytes']} B str, "
-             f"median of {data['config']['reps']} reps; {data['environment'].get('cpu_model', '?')}, "
-             f"{len(data['environment']['cpus_allowed'])} CPUs)"]
+    lines = [
+        f"messaging benchmark ({data['mode']}, payload {data['payload']['bytes']} B str, "
+        f"median of {data['config']['reps']} reps; {data['environment'].get('cpu_model', '?')}, "
+        f"{len(data['environment']['cpus_allowed'])} CPUs)"
+    ]
     for section in [s for s in data.get("sections", ["ipc"]) if s in CALL_KINDS]:
         raw_kind = CALL_KINDS[section][0]
         lines += ["", f"{_TITLES[section]}: call round trip, p50 / p99 in us (ratio = p50 / {raw_kind} p50)"]
@@ -718,18 +792,26 @@ def report(data: dict[str, Any]) -> str:
         lines += _report_handoffs(data)
     env = data["environment"]
     if env.get("loadavg_1m", 0) > len(env["cpus_allowed"]) / 2:
-        lines += ["", f"WARNING: load average {env['loadavg_1m']} at start on {len(env['cpus_allowed'])} CPUs: "
-                  "other work shares these cores, latencies are inflated and noisy"]
-    lines += ["", f"targets: actor call p50 <= {TARGETS['call_p50_ratio_max']}x raw, "
-              f"actor cast >= {TARGETS['cast_rate_ratio_min']}x raw (each against its own transport's raw row)"]
+        lines += [
+            "",
+            f"WARNING: load average {env['loadavg_1m']} at start on {len(env['cpus_allowed'])} CPUs: "
+            "other work shares these cores, latencies are inflated and noisy",
+        ]
+    lines += [
+        "",
+        f"targets: actor call p50 <= {TARGETS['call_p50_ratio_max']}x raw, "
+        f"actor cast >= {TARGETS['cast_rate_ratio_min']}x raw (each against its own transport's raw row)",
+    ]
     for label, r in data["placements"].items():
         q = r["ratios"]
         for prefix in ("", "tcp_"):
             if f"{prefix}call_target_met" in q:
-                lines.append(f"  {label:<10} {prefix or 'ipc_'}call x{q[f'call_{prefix}actor_p50']:.2f} "
-                             f"{'met' if q[f'{prefix}call_target_met'] else 'MISSED'}   "
-                             f"{prefix or 'ipc_'}cast x{q[f'cast_{prefix}actor_rate']:.3f} "
-                             f"{'met' if q[f'{prefix}cast_target_met'] else 'MISSED'}")
+                lines.append(
+                    f"  {label:<10} {prefix or 'ipc_'}call x{q[f'call_{prefix}actor_p50']:.2f} "
+                    f"{'met' if q[f'{prefix}call_target_met'] else 'MISSED'}   "
+                    f"{prefix or 'ipc_'}cast x{q[f'cast_{prefix}actor_rate']:.3f} "
+                    f"{'met' if q[f'{prefix}cast_target_met'] else 'MISSED'}"
+                )
     return "\n".join(lines)
 
 
@@ -740,8 +822,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer messages and reps (~30 s)")
     ap.add_argument("--placement", action="append", help="only this placement (repeatable)")
-    ap.add_argument("--section", action="append", choices=SECTIONS,
-                    help="only these rows (repeatable): ipc (one node), tcp (two nodes), payloads, bulk, handoffs")
+    ap.add_argument(
+        "--section",
+        action="append",
+        choices=SECTIONS,
+        help="only these rows (repeatable): ipc (one node), tcp (two nodes), payloads, bulk, handoffs",
+    )
     ap.add_argument("--reps", type=int, help="repetitions per measurement")
     ap.add_argument("--call-n", type=int, help="timed round trips per repetition")
     ap.add_argument("--cast-n", type=int, help="casts per repetition")

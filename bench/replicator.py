@@ -68,8 +68,13 @@ def build_table(n: int, fair_share: bool = False) -> SchedulerState:
     state = SchedulerState(settings, Stats())
     jobs = []
     for i in range(n):
-        rep = Rep(id=f"job{i:06d}", source=f"s{i}", target=f"t{i}",
-                  options={"continuous": i % 2 == 0}, db_name=f"db{i % 10}/_replicator")
+        rep = Rep(
+            id=f"job{i:06d}",
+            source=f"s{i}",
+            target=f"t{i}",
+            options={"continuous": i % 2 == 0},
+            db_name=f"db{i % 10}/_replicator",
+        )
         added = NOW - 10_000 + i * 0.001
         if i < RUNNING:
             history = ((STARTED, added + 1), (ADDED, added))
@@ -92,8 +97,9 @@ def apply(state: SchedulerState, effects: list, now: float) -> None:
 def bench_reschedule(n: int, cycles: int, fair_share: bool) -> dict[str, float]:
     state = build_table(n, fair_share)
     decision_ms, cycle_ms = [], []
-    kwargs = dict(max_jobs=RUNNING, max_churn=20, health_threshold=120.0, backoff_interval=30.0,
-                  max_backoff_exponent=10)
+    kwargs = dict(
+        max_jobs=RUNNING, max_churn=20, health_threshold=120.0, backoff_interval=30.0, max_backoff_exponent=10
+    )
     now = NOW
     for _ in range(cycles):
         now += 60.0
@@ -139,9 +145,15 @@ def _end_to_end(tmp: str, jobs: int, docs: int, deadline_s: float) -> dict[str, 
         with DocStore(source, create=True) as store:
             for k in range(docs):
                 store.put(f"d{k:05d}", {"n": k, "pad": "x" * 64})
-        reps.append(Rep(id=f"job{i}", source=source, target=os.path.join(tmp, f"t{i}.db"),
-                        options={"create_target": True, "worker_batch_size": 100, "worker_processes": 2},
-                        db_name="_replicator"))
+        reps.append(
+            Rep(
+                id=f"job{i}",
+                source=source,
+                target=os.path.join(tmp, f"t{i}.db"),
+                options={"create_target": True, "worker_batch_size": 100, "worker_processes": 2},
+                db_name="_replicator",
+            )
+        )
     config = {"replicator": {"max_jobs": "8", "interval": "100"}}
     with Node(config) as node:
         start_replicator(node)
@@ -193,23 +205,45 @@ def main() -> None:
         plain = bench_reschedule(n, cycles[n], fair_share=False)
         fair = bench_reschedule(n, max(3, cycles[n] // 2), fair_share=True)
         add = bench_add_job(n, adds)
-        rows.append({"jobs": n, "decision_ms": plain["decision_ms"], "reschedule_ms": plain["cycle_ms"],
-                     "reschedule_fair_share_ms": fair["cycle_ms"], "add_job_ms": add})
+        rows.append(
+            {
+                "jobs": n,
+                "decision_ms": plain["decision_ms"],
+                "reschedule_ms": plain["cycle_ms"],
+                "reschedule_fair_share_ms": fair["cycle_ms"],
+                "add_job_ms": add,
+            }
+        )
         print(f"  measured {n} jobs", file=sys.stderr)
-    e2e = bench_end_to_end(jobs=24 if args.quick else 120, docs=args.docs or (200 if args.quick else 500),
-                           deadline_s=20 if args.quick else 120)
+    e2e = bench_end_to_end(
+        jobs=24 if args.quick else 120,
+        docs=args.docs or (200 if args.quick else 500),
+        deadline_s=20 if args.quick else 120,
+    )
     print(f"{'jobs':>8} {'decision ms':>12} {'reschedule ms':>14} {'fair share ms':>14} {'add_job ms':>11}")
     for row in rows:
-        print(f"{row['jobs']:>8} {row['decision_ms']:>12.2f} {row['reschedule_ms']:>14.2f} "
-              f"{row['reschedule_fair_share_ms']:>14.2f} {row['add_job_ms']:>11.4f}")
-    print(f"\nend to end: {e2e['completed']}/{e2e['jobs']} one-shot jobs of {e2e['docs_per_job']} docs "
-          f"in {e2e['seconds']:.2f} s: {e2e['jobs_per_s']:.1f} jobs/s, {e2e['docs_per_s']:.0f} docs/s; "
-          f"add_job through the actor {e2e['actor_add_job_ms']:.2f} ms, "
-          f"jobs() read {e2e['jobs_read_ms'] or float('nan'):.2f} ms (median)")
+        print(
+            f"{row['jobs']:>8} {row['decision_ms']:>12.2f} {row['reschedule_ms']:>14.2f} "
+            f"{row['reschedule_fair_share_ms']:>14.2f} {row['add_job_ms']:>11.4f}"
+        )
+    print(
+        f"\nend to end: {e2e['completed']}/{e2e['jobs']} one-shot jobs of {e2e['docs_per_job']} docs "
+        f"in {e2e['seconds']:.2f} s: {e2e['jobs_per_s']:.1f} jobs/s, {e2e['docs_per_s']:.0f} docs/s; "
+        f"add_job through the actor {e2e['actor_add_job_ms']:.2f} ms, "
+        f"jobs() read {e2e['jobs_read_ms'] or float('nan'):.2f} ms (median)"
+    )
     target_ok = rows[-1]["reschedule_ms"] < 100.0
     print(f"target: reschedule at 100k jobs < 100 ms: {'met' if target_ok else 'NOT met'}")
-    path = write_json("replicator", {"quick": args.quick, "environment": environment(), "scheduler": rows,
-                                     "end_to_end": e2e, "target_reschedule_100k_under_100ms": target_ok})
+    path = write_json(
+        "replicator",
+        {
+            "quick": args.quick,
+            "environment": environment(),
+            "scheduler": rows,
+            "end_to_end": e2e,
+            "target_reschedule_100k_under_100ms": target_ok,
+        },
+    )
     print(f"wrote {path}", file=sys.stderr)
 
 

@@ -67,8 +67,10 @@ def bench_renewals(url: str, n: int, seconds: float, clients: int) -> dict[str, 
     for ``seconds`` (bounded in count too)."""
     times = LeaseConfig(url, True, TTL).times
     stores = [open_db("_replicator", store=url, create=True) for _ in range(clients)]
-    holders = [[LeaseHolder(stores[c], f"bench-renew-{n}-{c}-{i}", "bench", "1", times)
-                for i in range(c, n, clients)] for c in range(clients)]
+    holders = [
+        [LeaseHolder(stores[c], f"bench-renew-{n}-{c}-{i}", "bench", "1", times) for i in range(c, n, clients)]
+        for c in range(clients)
+    ]
     lats: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
     start = threading.Barrier(clients + 1)
@@ -111,9 +113,18 @@ def bench_renewals(url: str, n: int, seconds: float, clients: int) -> dict[str, 
     lat = [x for per in lats for x in per]
     rate = len(lat) / elapsed
     needed = n / (TTL / 4.0)
-    return {"leases": n, "clients": clients, "renewals": len(lat), "seconds": elapsed, "renewals_per_s": rate,
-            "median_ms": percentile(lat, 50) * 1000, "p99_ms": percentile(lat, 99) * 1000,
-            "needed_per_s_at_ttl": needed, "ttl_s": TTL, "capacity_over_needed": rate / needed}
+    return {
+        "leases": n,
+        "clients": clients,
+        "renewals": len(lat),
+        "seconds": elapsed,
+        "renewals_per_s": rate,
+        "median_ms": percentile(lat, 50) * 1000,
+        "p99_ms": percentile(lat, 99) * 1000,
+        "needed_per_s_at_ttl": needed,
+        "ttl_s": TTL,
+        "capacity_over_needed": rate / needed,
+    }
 
 
 def bench_throughput(url: str, lease: bool, tag: str, jobs: int, docs: int, deadline_s: float) -> dict[str, Any]:
@@ -122,11 +133,24 @@ def bench_throughput(url: str, lease: bool, tag: str, jobs: int, docs: int, dead
         source = f"{tag}_s{i}"
         with open_db(source, store=url, create=True) as db:
             db.bulk_docs([_doc(k) for k in range(docs)])
-        reps.append(Rep(id=f"{tag}-job{i}", source=source, target=f"{tag}_t{i}",
-                        options={"create_target": True, "worker_batch_size": 100, "worker_processes": 2},
-                        db_name="_replicator"))
-    config = {"replicator": {"max_jobs": "8", "interval": "100", "store": url, "lease": str(lease).lower(),
-                             "lease_ttl": str(TTL)}}
+        reps.append(
+            Rep(
+                id=f"{tag}-job{i}",
+                source=source,
+                target=f"{tag}_t{i}",
+                options={"create_target": True, "worker_batch_size": 100, "worker_processes": 2},
+                db_name="_replicator",
+            )
+        )
+    config = {
+        "replicator": {
+            "max_jobs": "8",
+            "interval": "100",
+            "store": url,
+            "lease": str(lease).lower(),
+            "lease_ttl": str(TTL),
+        }
+    }
     with Node(config, name=f"bench{tag}", listen="tcp://127.0.0.1:0") as node:
         start_replicator(node, job_host=None)
         q: queue.Queue = queue.Queue()
@@ -148,8 +172,15 @@ def bench_throughput(url: str, lease: bool, tag: str, jobs: int, docs: int, dead
             elif event[1] == "crashed":
                 print(f"  job {event[2]} crashed: {event[3]!r}", file=sys.stderr)
         elapsed = time.perf_counter() - t0
-    return {"leases": lease, "jobs": jobs, "docs_per_job": docs, "completed": completed, "seconds": elapsed,
-            "jobs_per_s": completed / elapsed, "docs_per_s": completed * docs / elapsed}
+    return {
+        "leases": lease,
+        "jobs": jobs,
+        "docs_per_job": docs,
+        "completed": completed,
+        "seconds": elapsed,
+        "jobs_per_s": completed / elapsed,
+        "docs_per_s": completed * docs / elapsed,
+    }
 
 
 def _doc(k: int) -> Doc:
@@ -159,8 +190,10 @@ def _doc(k: int) -> Doc:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller run, about 30 s")
-    parser.add_argument("--url", help="a postgresql:// URL to use instead of a throwaway server (its tables are "
-                                      "created in that database)")
+    parser.add_argument(
+        "--url",
+        help="a postgresql:// URL to use instead of a throwaway server (its tables are created in that database)",
+    )
     parser.add_argument("--rounds", type=int, default=None, help="throughput rounds (each: without, then with)")
     args = parser.parse_args()
     seconds = 2.0 if args.quick else 5.0
@@ -181,19 +214,26 @@ def main() -> None:
             for r in range(rounds):
                 order = (False, True) if r % 2 == 0 else (True, False)
                 for lease in order:
-                    runs.append(bench_throughput(url, lease, f"r{r}{'l' if lease else 'n'}", jobs, docs,
-                                                 deadline_s=60 if args.quick else 240))
+                    runs.append(
+                        bench_throughput(
+                            url, lease, f"r{r}{'l' if lease else 'n'}", jobs, docs, deadline_s=60 if args.quick else 240
+                        )
+                    )
                     print(f"  throughput round {r} leases={lease} done", file=sys.stderr)
             audit = [x for x in read_runs(url) if not x.job.startswith("bench-renew")]
             overlaps = len(overlapping_runs(audit))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{'leases':>7} {'clients':>8} {'renewals/s':>11} {'median ms':>10} {'p99 ms':>8} "
-          f"{'needed/s (TTL 15 s)':>20} {'capacity/needed':>16}")
+    print(
+        f"{'leases':>7} {'clients':>8} {'renewals/s':>11} {'median ms':>10} {'p99 ms':>8} "
+        f"{'needed/s (TTL 15 s)':>20} {'capacity/needed':>16}"
+    )
     for row in renew:
-        print(f"{row['leases']:>7} {row['clients']:>8} {row['renewals_per_s']:>11.0f} {row['median_ms']:>10.3f} "
-              f"{row['p99_ms']:>8.3f} "
-              f"{row['needed_per_s_at_ttl']:>20.1f} {row['capacity_over_needed']:>16.1f}")
+        print(
+            f"{row['leases']:>7} {row['clients']:>8} {row['renewals_per_s']:>11.0f} {row['median_ms']:>10.3f} "
+            f"{row['p99_ms']:>8.3f} "
+            f"{row['needed_per_s_at_ttl']:>20.1f} {row['capacity_over_needed']:>16.1f}"
+        )
     without = [x for x in runs if not x["leases"]]
     with_ = [x for x in runs if x["leases"]]
 
@@ -203,14 +243,24 @@ def main() -> None:
     ratio = mean(with_, "jobs_per_s") / mean(without, "jobs_per_s")
     print(f"\nthroughput, {jobs} one-shot jobs of {docs} docs, max_jobs 8, jobs as threads, {rounds} round(s):")
     for x in runs:
-        print(f"  leases {'on ' if x['leases'] else 'off'}: {x['completed']}/{x['jobs']} jobs in {x['seconds']:.2f} s: "
-              f"{x['jobs_per_s']:.2f} jobs/s, {x['docs_per_s']:.0f} docs/s")
+        print(
+            f"  leases {'on ' if x['leases'] else 'off'}: {x['completed']}/{x['jobs']} jobs in {x['seconds']:.2f} s: "
+            f"{x['jobs_per_s']:.2f} jobs/s, {x['docs_per_s']:.0f} docs/s"
+        )
     print(f"ratio with/without leases (jobs/s): {ratio:.3f}; runs in the audit: {len(audit)}, overlapping: {overlaps}")
-    path = write_json("replicator_lease", {
-        "quick": args.quick, "environment": environment(), "store": "given URL" if args.url else "pgserver (unix socket)",
-        "renewals": renew, "throughput": runs,
-        "throughput_ratio_with_over_without": ratio,
-        "audit_runs": len(audit), "audit_overlaps": overlaps})
+    path = write_json(
+        "replicator_lease",
+        {
+            "quick": args.quick,
+            "environment": environment(),
+            "store": "given URL" if args.url else "pgserver (unix socket)",
+            "renewals": renew,
+            "throughput": runs,
+            "throughput_ratio_with_over_without": ratio,
+            "audit_runs": len(audit),
+            "audit_overlaps": overlaps,
+        },
+    )
     print(f"wrote {path}", file=sys.stderr)
 
 

@@ -280,25 +280,35 @@ def main(argv: list[str] | None = None) -> int:
     with Node() as node:
         for name, family, sup_host, child_host in SCENARIOS:
             n, max_s = budget[family]
-            run(name, n, lambda step, f=family, sh=sup_host, ch=child_host, n=n, s=max_s:
-                measure_supervised(node, f, sh, ch, n, args.warmup, s, step))
+            run(
+                name,
+                n,
+                lambda step, f=family, sh=sup_host, ch=child_host, n=n, s=max_s: measure_supervised(
+                    node, f, sh, ch, n, args.warmup, s, step
+                ),
+            )
     baseline("raw/spawn", "spawn")
 
     report(results)
     load_after = os.getloadavg()
     cpus = len(os.sched_getaffinity(0))
     if max(load_before[0], load_after[0]) > cpus / 2:
-        print(f"  note: load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {cpus} CPUs;"
-              " other work competed with these figures")
-    path = write_json("restart", {
-        "benchmark": "restart",
-        "quick": args.quick,
-        "environment": environment(),
-        "load_average": {"before": load_before, "after": load_after},
-        "targets_us": TARGETS_US,
-        "results": results,
-        "verdict": verdict(results),
-    })
+        print(
+            f"  note: load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {cpus} CPUs;"
+            " other work competed with these figures"
+        )
+    path = write_json(
+        "restart",
+        {
+            "benchmark": "restart",
+            "quick": args.quick,
+            "environment": environment(),
+            "load_average": {"before": load_before, "after": load_after},
+            "targets_us": TARGETS_US,
+            "results": results,
+            "verdict": verdict(results),
+        },
+    )
     print(f"\nresults written to {os.path.relpath(path, ROOT)}")
     return 0
 
@@ -314,13 +324,17 @@ def verdict(results: dict[str, dict[str, Any]]) -> dict[str, bool]:
 
 def report(results: dict[str, dict[str, Any]]) -> None:
     base = results.get("raw/fork")
-    print(f"\n{'scenario':22} {'n':>6} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}"
-          f" {'p50/fork':>9} {'p99/fork':>9}")
+    print(
+        f"\n{'scenario':22} {'n':>6} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}"
+        f" {'p50/fork':>9} {'p99/fork':>9}"
+    )
     for name, r in results.items():
         ratio50 = f"{r['p50_us'] / base['p50_us']:.2f}x" if base else "-"
         ratio99 = f"{r['p99_us'] / base['p99_us']:.2f}x" if base else "-"
-        print(f"{name:22} {r['n']:>6} {r['p50_us'] / 1000:8.3f} {r['p90_us'] / 1000:8.3f}"
-              f" {r['p99_us'] / 1000:8.3f} {r['max_us'] / 1000:8.3f} {ratio50:>9} {ratio99:>9}")
+        print(
+            f"{name:22} {r['n']:>6} {r['p50_us'] / 1000:8.3f} {r['p90_us'] / 1000:8.3f}"
+            f" {r['p99_us'] / 1000:8.3f} {r['max_us'] / 1000:8.3f} {ratio50:>9} {ratio99:>9}"
+        )
     print()
     for check, ok in verdict(results).items():
         print(f"  {'PASS' if ok else 'MISS'}  {check}")

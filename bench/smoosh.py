@@ -52,7 +52,6 @@ from actors.smoosh import (  # noqa: E402
     status,
     sync_enqueue,
 )
-
 from tests.polling import take_first  # noqa: E402
 
 QUIET = {"checkpoint_interval": 3600.0, "check_window_interval": 3600.0, "status_interval": 3600.0}

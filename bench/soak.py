@@ -69,8 +69,20 @@ class Run:
         self.scenario = scenario
         self.name = scenario if rate > 0 else f"{scenario}-idle"
         self.rate = rate
-        self.cmd = [sys.executable, "-m", "actors", "demo", "--duration", f"{duration:g}",
-                    "--kill-rate", f"{rate:g}", "--no-live", "--seed", str(seed), *SCENARIOS[scenario]]
+        self.cmd = [
+            sys.executable,
+            "-m",
+            "actors",
+            "demo",
+            "--duration",
+            f"{duration:g}",
+            "--kill-rate",
+            f"{rate:g}",
+            "--no-live",
+            "--seed",
+            str(seed),
+            *SCENARIOS[scenario],
+        ]
         self.duration = duration
         self.progress: list[tuple[float, int]] = []  # (seconds since start, kills so far)
         self.samples: list[dict[str, Any]] = []
@@ -79,8 +91,15 @@ class Run:
         self.result = ""
         self.t0 = time.monotonic()
         env = dict(os.environ, PYTHONPATH=ROOT)
-        self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.log_path = log_path
         self.reader = threading.Thread(target=self._read, name=f"soak-read-{self.name}", daemon=True)
         self.reader.start()
@@ -127,9 +146,14 @@ class Run:
     def sample(self) -> None:
         procs = {}
         for depth, snap in census_tree(self.proc.pid, exclude=frozenset({os.getpid()})):
-            procs[str(snap.pid)] = {"depth": depth, "role": self._role(snap.pid, snap.ppid),
-                                    "rss_kb": snap.rss_kb, "threads": snap.threads, "fds": dict(snap.fds),
-                                    "files": dict(snap.files)}
+            procs[str(snap.pid)] = {
+                "depth": depth,
+                "role": self._role(snap.pid, snap.ppid),
+                "rss_kb": snap.rss_kb,
+                "threads": snap.threads,
+                "fds": dict(snap.fds),
+                "files": dict(snap.files),
+            }
         if procs:
             self.samples.append({"t": round(time.monotonic() - self.t0, 2), "procs": procs})
 
@@ -148,8 +172,16 @@ class Run:
             self.reader.join(timeout=10)
 
 
-def soak(names: list[str], duration: float, rate: float, interval: float, seed: int,
-         parallel: bool, baseline: bool, stem: str) -> list[Run]:
+def soak(
+    names: list[str],
+    duration: float,
+    rate: float,
+    interval: float,
+    seed: int,
+    parallel: bool,
+    baseline: bool,
+    stem: str,
+) -> list[Run]:
     """Run the scenarios (one after another, or at once with ``parallel``), sampling
     as they go; with ``baseline``, each also without kills."""
     plan = [(n, r) for n in names for r in ((rate, 0.0) if baseline else (rate,))]
@@ -158,9 +190,10 @@ def soak(names: list[str], duration: float, rate: float, interval: float, seed: 
     ticks = max(1, int(duration / interval))
     bar = Progress(ticks * len(batches), label="soak")
     for batch in batches:
-        current = [Run(name, duration, r, seed,
-                       os.path.join(results_dir(), f"{stem}-{name}{'' if r > 0 else '-idle'}.log"))
-                   for name, r in batch]
+        current = [
+            Run(name, duration, r, seed, os.path.join(results_dir(), f"{stem}-{name}{'' if r > 0 else '-idle'}.log"))
+            for name, r in batch
+        ]
         runs.extend(current)
         stop = threading.Event()
         deadline = time.monotonic() + duration + 600  # the demo's own ending is bounded well below this
@@ -173,8 +206,12 @@ def soak(names: list[str], duration: float, rate: float, interval: float, seed: 
                 run.sample()
             if steps < ticks:
                 steps += 1
-                bar.step(" ".join(f"{r.name}: {r.kills} kills, {len(r.samples[-1]['procs']) if r.samples else 0}"
-                                  f" procs" for r in current))
+                bar.step(
+                    " ".join(
+                        f"{r.name}: {r.kills} kills, {len(r.samples[-1]['procs']) if r.samples else 0} procs"
+                        for r in current
+                    )
+                )
             stop.wait(interval)
         for _ in range(steps, ticks):
             bar.step("")
@@ -186,8 +223,10 @@ def soak(names: list[str], duration: float, rate: float, interval: float, seed: 
 
 
 def _table(report: list[dict[str, Any]]) -> str:
-    head = (f"{'scenario':<12} {'process':<22} {'kills':>6} {'RSS MB':>13} {'MB/min':>7} {'MB/1k':>7} "
-            f"{'net/1k':>7} {'fds':>10} {'fds/1k':>7} {'thr':>7} {'thr/1k':>7} {'sock':>8} {'sock/1k':>7}  verdict")
+    head = (
+        f"{'scenario':<12} {'process':<22} {'kills':>6} {'RSS MB':>13} {'MB/min':>7} {'MB/1k':>7} "
+        f"{'net/1k':>7} {'fds':>10} {'fds/1k':>7} {'thr':>7} {'thr/1k':>7} {'sock':>8} {'sock/1k':>7}  verdict"
+    )
     lines = [head, "-" * len(head)]
     for scenario in report:
         for row in scenario["rows"]:
@@ -203,9 +242,11 @@ def _table(report: list[dict[str, Any]]) -> str:
                 f"{num('rss_mb'):>7} {'-' if net is None else f'{net:+.1f}':>7} "
                 f"{s['fds']:>4.0f}->{e['fds']:<4.0f} {num('fds'):>7} "
                 f"{s['threads']:>3.0f}->{e['threads']:<3.0f} {num('threads'):>7} "
-                f"{s['sockets']:>3.0f}->{e['sockets']:<3.0f} {num('sockets'):>7}  {row['verdict']}")
-        lines.append(f"{scenario['name']:<12} "
-                     f"{scenario['result'] or 'no RESULT line (exit ' + str(scenario['exit']) + ')'}")
+                f"{s['sockets']:>3.0f}->{e['sockets']:<3.0f} {num('sockets'):>7}  {row['verdict']}"
+            )
+        lines.append(
+            f"{scenario['name']:<12} {scenario['result'] or 'no RESULT line (exit ' + str(scenario['exit']) + ')'}"
+        )
     return "\n".join(lines)
 
 
@@ -253,16 +294,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minutes", type=float, default=30.0, help="minutes per scenario (default 30)")
     ap.add_argument("--kill-rate", type=float, default=None, help="kills per second (default 1; 2 with --quick)")
     ap.add_argument("--interval", type=float, default=None, help="seconds between samples (default 10; 1 quick)")
-    ap.add_argument("--warmup", type=float, default=None,
-                    help="seconds left out of the fit (default 60, or a quarter of a shorter run)")
+    ap.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="seconds left out of the fit (default 60, or a quarter of a shorter run)",
+    )
     ap.add_argument("--only", default="main,cluster", help="comma-separated scenarios (main, cluster)")
     ap.add_argument("--parallel", action="store_true", help="run the scenarios at the same time")
-    ap.add_argument("--baseline", action="store_true",
-                    help="also run each scenario without kills: RSS per 1,000 kills net of what time alone adds")
+    ap.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also run each scenario without kills: RSS per 1,000 kills net of what time alone adds",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--name", default="soak", help="results file stem (default soak: bench/results/soak.json)")
-    ap.add_argument("--reanalyse", action="store_true",
-                    help="run nothing: the table again from the files of the run named --name (e.g. another --warmup)")
+    ap.add_argument(
+        "--reanalyse",
+        action="store_true",
+        help="run nothing: the table again from the files of the run named --name (e.g. another --warmup)",
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -281,19 +332,38 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
     report = []
     for run in runs:
-        report.append({"name": run.name, "command": " ".join(["python", "-m", *run.cmd[2:]]), "log": run.log_path,
-                       "exit": run.proc.returncode, "result": run.result, "kills": run.kills,
-                       "seconds": duration, "kill_rate": run.rate})
+        report.append(
+            {
+                "name": run.name,
+                "command": " ".join(["python", "-m", *run.cmd[2:]]),
+                "log": run.log_path,
+                "exit": run.proc.returncode,
+                "result": run.result,
+                "kills": run.kills,
+                "seconds": duration,
+                "kill_rate": run.rate,
+            }
+        )
     series = [{"name": r.name, "progress": r.progress, "samples": r.samples} for r in runs]
     _analyse(report, series, warmup)
-    print(f"soak: {duration:g} s per scenario at {rate:g} kills/s, samples every {interval:g} s, "
-          f"growth per 1,000 kills after a {warmup:g} s warm-up; limits per 1k kills: "
-          f"fds/threads/sockets +{LIMITS['fds']:g}, RSS +{LIMITS['rss_mb']:g} MB; "
-          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    print(
+        f"soak: {duration:g} s per scenario at {rate:g} kills/s, samples every {interval:g} s, "
+        f"growth per 1,000 kills after a {warmup:g} s warm-up; limits per 1k kills: "
+        f"fds/threads/sockets +{LIMITS['fds']:g}, RSS +{LIMITS['rss_mb']:g} MB; "
+        f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after"
+    )
     print(_table(report))
-    data = {"environment": environment(), "quick": args.quick, "warmup_s": warmup, "interval_s": interval,
-            "parallel": args.parallel, "loadavg_before": load_before, "loadavg_after": load_after,
-            "limits_per_1k_kills": LIMITS, "scenarios": report}
+    data = {
+        "environment": environment(),
+        "quick": args.quick,
+        "warmup_s": warmup,
+        "interval_s": interval,
+        "parallel": args.parallel,
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
+        "limits_per_1k_kills": LIMITS,
+        "scenarios": report,
+    }
     path = write_json(args.name, data)
     write_json(f"{args.name}-series", {"scenarios": series})
     png = _plot(series, report, warmup, args.name)
@@ -323,8 +393,10 @@ def _reanalyse(name: str, warmup: float) -> int:
         series = json.load(f)["scenarios"]
     _analyse(data["scenarios"], series, warmup)
     data["warmup_s"] = warmup
-    print(f"soak (re-analysed): growth per 1,000 kills after a {warmup:g} s warm-up; "
-          f"load average {data['loadavg_before'][0]:.1f} before, {data['loadavg_after'][0]:.1f} after")
+    print(
+        f"soak (re-analysed): growth per 1,000 kills after a {warmup:g} s warm-up; "
+        f"load average {data['loadavg_before'][0]:.1f} before, {data['loadavg_after'][0]:.1f} after"
+    )
     print(_table(data["scenarios"]))
     write_json(name, data)
     png = _plot(series, data["scenarios"], warmup, name)

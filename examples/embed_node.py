@@ -21,8 +21,8 @@ def main(argv: list[str]) -> int:
     if config is not None and not os.path.isfile(config):
         print(f"{argv[0]}: error: config file not found: {config}", file=sys.stderr)
         return 2
-    with Node() as node:                                  # 1. the actor system (closed by the with)
-        app = start_app(node, config)                     # 2. IOQ, couch_jobs, smoosh, replicator
+    with Node() as node:  # 1. the actor system (closed by the with)
+        app = start_app(node, config)  # 2. IOQ, couch_jobs, smoosh, replicator
         try:
             print("\n".join(render_tree(node.actors())))  # 3. use it (here: look at it)
         finally:

@@ -31,8 +31,8 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from actors import ActorRef, Exit, GenServer, Node, Stop
 from supervision import (
     ChildSpec,
-    SupFlags,
     Supervisor,
+    SupFlags,
     count_children,
     start_child,
     which_children,
@@ -196,8 +196,10 @@ def main() -> int:
         show("pair", pair)
         jobs = [start_child(pool, (f"job-{i}",)) for i in (1, 2, 3)]
         show("pool", pool)
-        print(f"  transform runs in host pid {before['transform'].os_pid}, "
-              f"pinned to {before['transform'].call('whoami')['cpus']}")
+        print(
+            f"  transform runs in host pid {before['transform'].os_pid}, "
+            f"pinned to {before['transform'].call('whoami')['cpus']}"
+        )
 
         print("== 2. in-process crash of 'transform' (rest_for_one: transform and sink restart)")
         print(f"  call failed with: {crash(before['transform'])}")
@@ -205,8 +207,9 @@ def main() -> int:
         after = show("pipeline", pipeline)
         assert after["source"] == before["source"], "source must be left untouched"
         assert after["sink"] != before["sink"], "sink must be restarted after transform"
-        print(f"  source kept: {after['source'] == before['source']}; "
-              f"sink restarted: {after['sink'] != before['sink']}")
+        print(
+            f"  source kept: {after['source'] == before['source']}; sink restarted: {after['sink'] != before['sink']}"
+        )
 
         print("== 3. SIGKILL of transform's host process")
         old_pid = new_transform.os_pid
@@ -216,16 +219,20 @@ def main() -> int:
         fresh = replaced(pipeline, "transform", new_transform)
         info = fresh.call("whoami")
         show("pipeline", pipeline)
-        print(f"  transform host pid {old_pid} -> {fresh.os_pid}, cpus {info['cpus']} "
-              f"(same placement: {info['cpus'] == [PINNED_CPU]})")
+        print(
+            f"  transform host pid {old_pid} -> {fresh.os_pid}, cpus {info['cpus']} "
+            f"(same placement: {info['cpus'] == [PINNED_CPU]})"
+        )
 
         print("== 4. one_for_all: 'left' crashes, both members restart")
         pair_before = show("pair", pair)
         crash(pair_before["left"])
         replaced(pair, "right", pair_before["right"])
         pair_after = show("pair", pair)
-        print(f"  left restarted: {pair_after['left'] != pair_before['left']}; "
-              f"right restarted: {pair_after['right'] != pair_before['right']}")
+        print(
+            f"  left restarted: {pair_after['left'] != pair_before['left']}; "
+            f"right restarted: {pair_after['right'] != pair_before['right']}"
+        )
 
         print("== 5. escalation: a second crash within 5 s exceeds pair's intensity (1)")
         pair_down = node.monitor(pair)
@@ -239,8 +246,10 @@ def main() -> int:
 
         print("== 6. simple_one_for_one pool (transient jobs)")
         print(f"  crash of {jobs[0].call('id')}: {crash(jobs[0])}")
-        wait_until("the crashed job to be replaced",
-                   lambda: len(children(pool)) == 3 and jobs[0] not in children(pool).values())
+        wait_until(
+            "the crashed job to be replaced",
+            lambda: len(children(pool)) == 3 and jobs[0] not in children(pool).values(),
+        )
         print(f"  {jobs[1].call('id')} finishes normally: {jobs[1].call('finish')}")
         wait_until("the finished job to be dropped", lambda: len(children(pool)) == 2)
         show("pool", pool)
@@ -249,8 +258,7 @@ def main() -> int:
         print("== 7. restarts reported by each supervisor")
         for (sup_label, report, action), n in sorted(counter.counts.items()):
             print(f"  {names.get(sup_label, sup_label):9} {report:18} {action:14} x{n}")
-        restarts = sum(n for (_s, r, a), n in counter.counts.items()
-                       if r == "child_terminated" and a == "restarting")
+        restarts = sum(n for (_s, r, a), n in counter.counts.items() if r == "child_terminated" and a == "restarting")
         print(f"  total restart decisions: {restarts}")
     print("done: node closed, nothing left running")
     return 0

@@ -95,8 +95,13 @@ def _start_error(exc: SpawnError) -> Exception:
     reason = exc.reason
     if isinstance(exc, AlreadyRegistered):  # OTP start_link: {error, {already_started, Pid}}
         return AlreadyStarted(reason[1])
-    if (isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "shutdown"
-            and isinstance(reason[1], tuple) and reason[1][0] == "failed_to_start_child"):
+    if (
+        isinstance(reason, tuple)
+        and len(reason) == 2
+        and reason[0] == "shutdown"
+        and isinstance(reason[1], tuple)
+        and reason[1][0] == "failed_to_start_child"
+    ):
         _tag, child_id, why = reason[1]
         return StartError(child_id, why)
     if isinstance(reason, Exception):

@@ -60,11 +60,9 @@ class ChildRecord:
 
     def __post_init__(self) -> None:
         if self.restart not in RESTART_TYPES:
-            raise ValueError(f"ChildRecord restart: {self.restart!r} is not one of "
-                             + ", ".join(RESTART_TYPES))
+            raise ValueError(f"ChildRecord restart: {self.restart!r} is not one of " + ", ".join(RESTART_TYPES))
         if self.status not in _STATUSES:
-            raise ValueError(f"ChildRecord status: {self.status!r} is not one of "
-                             + ", ".join(_STATUSES))
+            raise ValueError(f"ChildRecord status: {self.status!r} is not one of " + ", ".join(_STATUSES))
 
     @property
     def running(self) -> bool:
@@ -112,9 +110,7 @@ class ExitDecision:
     restarts: tuple[float, ...]
 
 
-def add_restart(
-    restarts: Sequence[float], now: float, intensity: int, period: float
-) -> tuple[bool, tuple[float, ...]]:
+def add_restart(restarts: Sequence[float], now: float, intensity: int, period: float) -> tuple[bool, tuple[float, ...]]:
     """Record one restart at ``now``; say whether it is within the intensity.
 
     Exactly OTP's ``add_restart``: drop the recorded restarts older than
@@ -186,8 +182,7 @@ def _index_of(children: Sequence[ChildRecord], child_id: Hashable) -> int:
     for index, child in enumerate(children):
         if child.id == child_id:
             return index
-    raise KeyError(f"failed child {child_id!r} is not among the children "
-                   f"{[child.id for child in children]!r}")
+    raise KeyError(f"failed child {child_id!r} is not among the children {[child.id for child in children]!r}")
 
 
 def _restart_many(affected: Sequence[ChildRecord], failed_id: Hashable) -> RestartPlan:
@@ -198,17 +193,13 @@ def _restart_many(affected: Sequence[ChildRecord], failed_id: Hashable) -> Resta
     process to stop but are started again with the others, as OTP's
     ``start_children`` starts every child left in the list.
     """
-    terminate = tuple(
-        child.id for child in reversed(affected) if child.running and child.id != failed_id
-    )
+    terminate = tuple(child.id for child in reversed(affected) if child.running and child.id != failed_id)
     drop = tuple(child.id for child in affected if child.restart == "temporary")
     start = tuple(child.id for child in affected if child.restart != "temporary")
     return RestartPlan(terminate=terminate, drop=drop, start=start)
 
 
-def plan_restart(
-    strategy: str, children: Sequence[ChildRecord], failed_id: Hashable
-) -> RestartPlan:
+def plan_restart(strategy: str, children: Sequence[ChildRecord], failed_id: Hashable) -> RestartPlan:
     """Which children to stop, forget and start when ``failed_id`` is restarted.
 
     ``children`` are in start order.  one_for_one and simple_one_for_one
@@ -221,7 +212,7 @@ def plan_restart(
         raise ValueError(f"strategy: {strategy!r} is not one of " + ", ".join(STRATEGIES))
     index = _index_of(children, failed_id)
     if strategy in ("one_for_one", "simple_one_for_one"):
-        affected: Sequence[ChildRecord] = children[index:index + 1]
+        affected: Sequence[ChildRecord] = children[index : index + 1]
     elif strategy == "one_for_all":
         affected = children
     else:
@@ -239,9 +230,7 @@ def shutdown_order(children: Iterable[ChildRecord]) -> tuple[Hashable, ...]:
     return tuple(child.id for child in reversed(list(children)) if child.running)
 
 
-def should_auto_shutdown(
-    auto_shutdown: str, exited: ChildRecord, siblings: Iterable[ChildRecord]
-) -> bool:
+def should_auto_shutdown(auto_shutdown: str, exited: ChildRecord, siblings: Iterable[ChildRecord]) -> bool:
     """OTP ``do_auto_shutdown``: does this exit shut the supervisor down?
 
     Called only for exits that are not restarted (a transient or temporary
@@ -252,15 +241,12 @@ def should_auto_shutdown(
     running or restarting (a restarting child is still active in OTP).
     """
     if auto_shutdown not in AUTO_SHUTDOWN_MODES:
-        raise ValueError(f"auto_shutdown: {auto_shutdown!r} is not one of "
-                         + ", ".join(AUTO_SHUTDOWN_MODES))
+        raise ValueError(f"auto_shutdown: {auto_shutdown!r} is not one of " + ", ".join(AUTO_SHUTDOWN_MODES))
     if auto_shutdown == "never" or not exited.significant:
         return False
     if auto_shutdown == "any_significant":
         return True
-    return not any(
-        child.significant and child.status != STOPPED for child in siblings
-    )
+    return not any(child.significant and child.status != STOPPED for child in siblings)
 
 
 def decide_restart(
@@ -288,9 +274,7 @@ def decide_restart(
             restarts=new_restarts,
         )
     plan = plan_restart(flags.strategy, children, child_id)
-    return ExitDecision(
-        log_error=False, drop_exited=False, plan=plan, shutdown=None, restarts=new_restarts
-    )
+    return ExitDecision(log_error=False, drop_exited=False, plan=plan, shutdown=None, restarts=new_restarts)
 
 
 def decide_exit(

@@ -52,9 +52,19 @@ class Reports:
         (Prometheus' advice: one that appears only then hides its first rise from ``rate()``)."""
         _stats.current().increment_labelled(RESTARTS_BY_CHILD, (supervisor, short(child_id, 80)), 0)
 
-    def report(self, supervisor: str, what: str, child_id: Any, reason: Any, action: str, *,
-               template_id: Any = None, ref: Any = None, normal: bool = False,
-               level: int = logging.ERROR) -> None:
+    def report(
+        self,
+        supervisor: str,
+        what: str,
+        child_id: Any,
+        reason: Any,
+        action: str,
+        *,
+        template_id: Any = None,
+        ref: Any = None,
+        normal: bool = False,
+        level: int = logging.ERROR,
+    ) -> None:
         """Log, count and remember one report.
 
         ``normal``: the reason is a normal exit (a ``child_terminated`` with
@@ -74,21 +84,32 @@ class Reports:
         if len(text) > 1000:
             text = text[:1000] + "..."
         self._seq += 1
-        entry = {"seq": self._seq, "time": time.time(), "supervisor": supervisor, "report": what,
-                 "child": None if child_id is None else short(child_id, 80), "reason": text[:200],
-                 "action": action}
+        entry = {
+            "seq": self._seq,
+            "time": time.time(),
+            "supervisor": supervisor,
+            "report": what,
+            "child": None if child_id is None else short(child_id, 80),
+            "reason": text[:200],
+            "action": action,
+        }
         self.recent = (self.recent + (entry,))[-RECENT_REPORTS:]
         log.log(
             level,
             "supervisor %s: %s child=%r ref=%r reason=%s action=%s",
-            supervisor, what, child_id, ref, text, action,
-            extra={"supervisor": supervisor, "report": what, "child_id": child_id,
-                   "reason": reason, "action": action},
+            supervisor,
+            what,
+            child_id,
+            ref,
+            text,
+            action,
+            extra={"supervisor": supervisor, "report": what, "child_id": child_id, "reason": reason, "action": action},
         )
 
 
-def status_snapshot(flags: Any, children: Sequence[Any], dynamic: bool, restarts: Sequence[float], now: float,
-                    reports: Reports) -> dict[str, Any]:
+def status_snapshot(
+    flags: Any, children: Sequence[Any], dynamic: bool, restarts: Sequence[float], now: float, reports: Reports
+) -> dict[str, Any]:
     """`Supervisor.status`: scalars first (the status command prints those);
     ``detail`` holds each child's spec, state, restarts and last exit reason,
     the restart intensity used in the current period against its limit, and
@@ -96,15 +117,27 @@ def status_snapshot(flags: Any, children: Sequence[Any], dynamic: bool, restarts
     it only copies (lists and tuples swapped whole).  ``dynamic``: the
     children of a simple_one_for_one, which have no ids of their own."""
     used = sum(1 for t in restarts if now - t <= flags.period)
-    rows = [{
-        "id": None if dynamic else short(child.spec.id, 80),
-        "actor": getattr(child.ref, "id", None),
-        "restart": child.spec.restart,
-        "type": child.spec.type,
-        "state": child.status,
-        "restarts": max(0, child.starts - 1),
-        "last_exit": None if child.last_exit is None else short(child.last_exit, 200),
-    } for child in children[:STATUS_CHILDREN]]
-    return {"strategy": flags.strategy, "children": len(children), "restarts": reports.restarts,
-            "detail": {"intensity": flags.intensity, "period": flags.period, "used": used,
-                       "children": rows, "reports": list(reports.recent)}}
+    rows = [
+        {
+            "id": None if dynamic else short(child.spec.id, 80),
+            "actor": getattr(child.ref, "id", None),
+            "restart": child.spec.restart,
+            "type": child.spec.type,
+            "state": child.status,
+            "restarts": max(0, child.starts - 1),
+            "last_exit": None if child.last_exit is None else short(child.last_exit, 200),
+        }
+        for child in children[:STATUS_CHILDREN]
+    ]
+    return {
+        "strategy": flags.strategy,
+        "children": len(children),
+        "restarts": reports.restarts,
+        "detail": {
+            "intensity": flags.intensity,
+            "period": flags.period,
+            "used": used,
+            "children": rows,
+            "reports": list(reports.recent),
+        },
+    }

@@ -119,14 +119,15 @@ class ChildSpec:
             raise InvalidChildSpec("mailbox", self.mailbox, "is neither None nor a positive int")
         if self.overflow is not None:
             if self.mailbox is None:
-                raise InvalidChildSpec("overflow", self.overflow, "needs mailbox=N (an unbounded mailbox never overflows)")
+                raise InvalidChildSpec(
+                    "overflow", self.overflow, "needs mailbox=N (an unbounded mailbox never overflows)"
+                )
             if not _one_of(self.overflow, OVERFLOW_POLICIES):
                 raise InvalidChildSpec("overflow", self.overflow, _one_of_text(OVERFLOW_POLICIES))
         object.__setattr__(self, "modules", self._checked_modules(self.modules))
         if self.node is not None:
             nodes = (self.node,) if isinstance(self.node, str) else self.node
-            if (not isinstance(nodes, (tuple, list)) or not nodes
-                    or not all(isinstance(n, str) and n for n in nodes)):
+            if not isinstance(nodes, (tuple, list)) or not nodes or not all(isinstance(n, str) and n for n in nodes):
                 raise InvalidChildSpec("node", self.node, "is neither None, a node name nor a list of them")
             object.__setattr__(self, "node", self.node if isinstance(self.node, str) else tuple(nodes))
         if self.name is not None and not isinstance(self.name, (str, GlobalName)):
@@ -146,7 +147,8 @@ class ChildSpec:
             raise InvalidChildSpec("significant", self.significant, "is not a bool")
         if self.significant and self.restart == "permanent":
             raise InvalidChildSpec(
-                "significant", self.significant,
+                "significant",
+                self.significant,
                 "is not allowed with restart 'permanent' (OTP bad_combination)",
             )
 
@@ -166,10 +168,10 @@ class ChildSpec:
         if modules is None or (isinstance(modules, str) and modules == "dynamic"):
             return modules
         if isinstance(modules, (tuple, list)) and all(
-                (isinstance(m, str) and m) or isinstance(m, type) for m in modules):
+            (isinstance(m, str) and m) or isinstance(m, type) for m in modules
+        ):
             return tuple(modules)
-        raise InvalidChildSpec("modules", modules,
-                               "is neither None, 'dynamic' nor a list of module or class names")
+        raise InvalidChildSpec("modules", modules, "is neither None, 'dynamic' nor a list of module or class names")
 
     @property
     def module_names(self) -> list[str] | str:
@@ -205,9 +207,7 @@ class ChildSpec:
             return cast(Shutdown, shutdown)
         if _is_real_number(shutdown) and math.isfinite(shutdown) and shutdown >= 0:
             return shutdown
-        raise InvalidChildSpec(
-            "shutdown", shutdown, "is not seconds >= 0, 'brutal_kill' or 'infinity'"
-        )
+        raise InvalidChildSpec("shutdown", shutdown, "is not seconds >= 0, 'brutal_kill' or 'infinity'")
 
     @staticmethod
     def _checked_cpus(cpus: Any) -> frozenset[int] | None:
@@ -282,9 +282,7 @@ class ChildSpec:
         if isinstance(spec, Mapping):
             unknown = sorted(set(spec) - _CHILD_SPEC_KEYS, key=repr)
             if unknown:
-                raise InvalidChildSpec(
-                    "key", unknown[0], "is not one of " + ", ".join(sorted(_CHILD_SPEC_KEYS))
-                )
+                raise InvalidChildSpec("key", unknown[0], "is not one of " + ", ".join(sorted(_CHILD_SPEC_KEYS)))
             for required in ("id", "start"):
                 if required not in spec:
                     raise InvalidChildSpec(required, spec, f"is missing (OTP missing_{required})")
@@ -292,14 +290,12 @@ class ChildSpec:
         if isinstance(spec, tuple) and len(spec) in (5, 6):
             child_id, start, restart, shutdown, child_type = spec[:5]
             modules = spec[5] if len(spec) == 6 else None
-            return cls(id=child_id, start=start, restart=restart, shutdown=shutdown,
-                       type=child_type, modules=modules)
+            return cls(id=child_id, start=start, restart=restart, shutdown=shutdown, type=child_type, modules=modules)
         raise InvalidChildSpec("spec", spec, "is not a ChildSpec, a mapping or a 5- or 6-tuple")
 
 
 _CHILD_SPEC_KEYS = frozenset(
-    ("id", "start", "restart", "shutdown", "type", "host", "cpus", "significant", "name", "node",
-     "modules")
+    ("id", "start", "restart", "shutdown", "type", "host", "cpus", "significant", "name", "node", "modules")
 )
 
 
@@ -327,16 +323,12 @@ class SupFlags:
     def __post_init__(self) -> None:
         if not _one_of(self.strategy, STRATEGIES):
             raise InvalidSupFlags("strategy", self.strategy, _one_of_text(STRATEGIES))
-        if not isinstance(self.intensity, int) or isinstance(self.intensity, bool) \
-                or self.intensity < 0:
+        if not isinstance(self.intensity, int) or isinstance(self.intensity, bool) or self.intensity < 0:
             raise InvalidSupFlags("intensity", self.intensity, "is not an integer >= 0")
-        if not _is_real_number(self.period) or not math.isfinite(self.period) \
-                or self.period <= 0:
+        if not _is_real_number(self.period) or not math.isfinite(self.period) or self.period <= 0:
             raise InvalidSupFlags("period", self.period, "is not a number of seconds > 0")
         if not _one_of(self.auto_shutdown, AUTO_SHUTDOWN_MODES):
-            raise InvalidSupFlags(
-                "auto_shutdown", self.auto_shutdown, _one_of_text(AUTO_SHUTDOWN_MODES)
-            )
+            raise InvalidSupFlags("auto_shutdown", self.auto_shutdown, _one_of_text(AUTO_SHUTDOWN_MODES))
 
     def to_map(self) -> dict[str, Any]:
         """The flags as an OTP-style map."""
@@ -356,9 +348,7 @@ class SupFlags:
         if isinstance(flags, Mapping):
             unknown = sorted(set(flags) - _SUP_FLAGS_KEYS, key=repr)
             if unknown:
-                raise InvalidSupFlags(
-                    "key", unknown[0], "is not one of " + ", ".join(sorted(_SUP_FLAGS_KEYS))
-                )
+                raise InvalidSupFlags("key", unknown[0], "is not one of " + ", ".join(sorted(_SUP_FLAGS_KEYS)))
             return cls(**flags)
         if isinstance(flags, tuple) and len(flags) == 3:
             strategy, intensity, period = flags
@@ -394,7 +384,8 @@ def check_childspecs(
             raise InvalidChildSpec("id", spec.id, "is a duplicate child id")
         if spec.significant and auto_shutdown == "never":
             raise InvalidChildSpec(
-                "significant", spec.significant,
+                "significant",
+                spec.significant,
                 f"is not allowed for child {spec.id!r} when auto_shutdown is 'never'",
             )
         seen.add(spec.id)
@@ -415,7 +406,8 @@ def check_startspec(
     children = check_childspecs(specs, sup_flags.auto_shutdown)
     if sup_flags.strategy == "simple_one_for_one" and len(children) != 1:
         raise InvalidChildSpec(
-            "children", [spec.id for spec in children],
+            "children",
+            [spec.id for spec in children],
             "must be exactly one template spec for simple_one_for_one",
         )
     return sup_flags, children

@@ -13,8 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple, Sequence
 
-from actors import ActorRef, AlreadyRegistered, Exit, GenServer, SpawnError, ignore, is_normal_exit
-from actors import global_names
+from actors import ActorRef, AlreadyRegistered, Exit, GenServer, SpawnError, global_names, ignore, is_normal_exit
 from actors.clock import MonotonicClock
 from supervision._policy import (
     RESTARTING,
@@ -31,8 +30,16 @@ from supervision._policy import (
 from supervision._reports import RESTARTS_BY_CHILD, Reports, status_snapshot
 from supervision._shutdown import stop_refs
 from supervision._spec import ChildSpec, check_childspecs, check_startspec
-from supervision.errors import (AlreadyPresent, AlreadyStarted, NotFound, Restarting, Running, SimpleOneForOne,
-                                StartError, SupervisorError)
+from supervision.errors import (
+    AlreadyPresent,
+    AlreadyStarted,
+    NotFound,
+    Restarting,
+    Running,
+    SimpleOneForOne,
+    StartError,
+    SupervisorError,
+)
 
 __all__ = ["RESTARTS_BY_CHILD", "ChildInfo", "Supervisor"]
 
@@ -156,8 +163,7 @@ class Supervisor(GenServer):
             else:
                 shown = None
             spec = child.spec
-            rows.append(ChildInfo(spec.id if self._template is None else None, shown, spec.type,
-                                  spec.module_names))
+            rows.append(ChildInfo(spec.id if self._template is None else None, shown, spec.type, spec.module_names))
         return rows
 
     def _call_count_children(self) -> dict[str, int]:
@@ -283,8 +289,9 @@ class Supervisor(GenServer):
         if isinstance(request, tuple) and request[0] == _TRY_AGAIN and self._template is not None:
             child = self._dynamic_restarting.pop(request[1][1], None)
             if child is not None:
-                ok, self._restarts = add_restart(self._restarts, self.clock.now(), self.flags.intensity,
-                                                 self.flags.period)
+                ok, self._restarts = add_restart(
+                    self._restarts, self.clock.now(), self.flags.intensity, self.flags.period
+                )
                 if not ok:
                     self._give_up()
                     return None
@@ -293,8 +300,7 @@ class Supervisor(GenServer):
         if isinstance(request, tuple) and request[0] == _TRY_AGAIN:
             child = self._lookup(request[1])
             if child is not None and child.status == RESTARTING:
-                decision = decide_restart(self.flags, self._records(), child.spec.id, self._restarts,
-                                          self.clock.now())
+                decision = decide_restart(self.flags, self._records(), child.spec.id, self._restarts, self.clock.now())
                 self._restarts = decision.restarts
                 self._carry_out(child, decision)
             return None
@@ -318,8 +324,7 @@ class Supervisor(GenServer):
                     self._auto_shutdown(None)
                 return
             self._report("child_terminated", None, reason, "restarting", ref=ref)
-            ok, self._restarts = add_restart(self._restarts, self.clock.now(), self.flags.intensity,
-                                             self.flags.period)
+            ok, self._restarts = add_restart(self._restarts, self.clock.now(), self.flags.intensity, self.flags.period)
             del self._dynamic[ref]
             if not ok:
                 self._give_up()
@@ -465,14 +470,29 @@ class Supervisor(GenServer):
         """Cheap snapshot for `Node.actors()`, the status command and the observer (`status_snapshot`)."""
         if not hasattr(self, "flags"):
             return {}
-        return status_snapshot(self.flags, self._all_children(), self._template is not None, self._restarts,
-                               self.clock.now(), self._reports)
+        return status_snapshot(
+            self.flags,
+            self._all_children(),
+            self._template is not None,
+            self._restarts,
+            self.clock.now(),
+            self._reports,
+        )
 
-    def _report(self, what: str, child_id: Any, reason: Any, action: str, ref: Any = None,
-                level: int = logging.ERROR) -> None:
-        self._reports.report(self._label(), what, child_id, reason, action,
-                             template_id=getattr(self._template, "id", None), ref=ref,
-                             normal=_normal(reason), level=level)
+    def _report(
+        self, what: str, child_id: Any, reason: Any, action: str, ref: Any = None, level: int = logging.ERROR
+    ) -> None:
+        self._reports.report(
+            self._label(),
+            what,
+            child_id,
+            reason,
+            action,
+            template_id=getattr(self._template, "id", None),
+            ref=ref,
+            normal=_normal(reason),
+            level=level,
+        )
 
 
 def _normal(reason: Any) -> bool:
@@ -491,4 +511,3 @@ def unwrap(result: Any) -> Any:
     if status == "error":
         raise value
     return value
-

@@ -52,8 +52,13 @@ def node():
 def key(tmp_path) -> str:
     """A fresh cluster key file made as a user makes one (``python -m actors keygen``)."""
     path = str(tmp_path / "cluster.key")
-    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, timeout=60, capture_output=True,
-                   env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    subprocess.run(
+        [sys.executable, "-m", "actors", "keygen", path],
+        check=True,
+        timeout=60,
+        capture_output=True,
+        env=dict(os.environ, PYTHONPATH=os.getcwd()),
+    )
     assert os.stat(path).st_mode & 0o777 == 0o600
     return path
 

@@ -74,8 +74,7 @@ class PgCluster:
 
     def start(self) -> None:
         self.restarted = True  # pgserver's own cleanup no longer knows this postmaster
-        self.pg_ctl("-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}",
-                    "-l", str(self.pgdata / "restart.log"), "start")
+        self.pg_ctl("-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.pgdata / "restart.log"), "start")
 
     def close(self) -> None:
         if self.restarted:

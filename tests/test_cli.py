@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 import actors.app.demo as demo_module
+import actors.tools.cli_run as cli_run
 from actors import cluster_settings
 from actors.app import configcheck
-from actors.tools import benchrun
-from actors.couch_jobs import settings as couch_jobs_settings
 from actors.attach import Attached
-import actors.tools.cli_run as cli_run
-from actors.tools.cli import COMMANDS, build_parser, main, status_text
 from actors.config import Config
+from actors.couch_jobs import settings as couch_jobs_settings
+from actors.tools import benchrun
+from actors.tools.cli import COMMANDS, build_parser, main, status_text
 from actors.tree import render_tree
 from tests.kernel.probes import Echo
 
@@ -56,8 +56,12 @@ def test_demo_short_reports_nothing_lost_and_what_it_counted():
     assert len(result) == 1
     line = result[0]
     assert line.startswith("RESULT: nothing lost -- checked ")
-    for what in (r"\d+ jobs", r"\d+ replicated documents \(\d+ acknowledged source writes\)",
-                 r"\d+ acknowledged write rounds on \d+ databases", r"\d+ answered reads"):
+    for what in (
+        r"\d+ jobs",
+        r"\d+ replicated documents \(\d+ acknowledged source writes\)",
+        r"\d+ acknowledged write rounds on \d+ databases",
+        r"\d+ answered reads",
+    ):
         assert re.search(what, line), (what, line)
     assert "0 hung" in out.stdout
     for service in ("couch_jobs:", "replicator:", "smoosh:", "ioq:"):
@@ -73,7 +77,8 @@ def test_result_line_says_what_nothing_lost_counts():
     checks = [Check("a", counted="3 jobs"), Check("b", counted="7 answered reads", failed=2)]
     assert demo_module.result_line(checks, 2, True) == (
         "RESULT: nothing lost -- checked 3 jobs, 7 answered reads; "
-        "2 calls failed with an exit reason under kills (expected, not lost)")
+        "2 calls failed with an exit reason under kills (expected, not lost)"
+    )
     checks[0].lost = 1
     assert demo_module.result_line(checks, 0, True).startswith("RESULT: FAILED -- 1 items lost (a 1) of 3 jobs")
 
@@ -86,9 +91,15 @@ def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
 
 
 def _demo_until_load(*extra: str) -> tuple[subprocess.Popen[str], list[str]]:
-    proc = subprocess.Popen([*CLI, "demo", "--no-live", "--duration", "60", "--seed", "2", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "demo", "--no-live", "--duration", "60", "--seed", "2", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     lines = []
     for _ in range(50):
@@ -181,23 +192,26 @@ def test_demo_removes_its_temporary_state_dir_on_error(monkeypatch, capsys):
 # -- numbers and options ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv,option", [
-    (["demo", "--duration", "nan"], "--duration"),
-    (["demo", "--duration", "inf"], "--duration"),
-    (["demo", "--duration", "-1"], "--duration"),
-    (["demo", "--duration", "0"], "--duration"),
-    (["demo", "--kill-rate", "-1"], "--kill-rate"),
-    (["demo", "--kill-rate", "-inf"], "--kill-rate"),
-    (["demo", "--seed", "x"], "--seed"),
-    (["chaos", "--rate", "nan"], "--rate"),
-    (["chaos", "--rate", "-2"], "--rate"),
-    (["chaos", "--duration", "0"], "--duration"),
-    (["chaos", "--clients", "0"], "--clients"),
-    (["chaos", "--clients", "1.5"], "--clients"),
-    (["status", "x", "--watch", "0"], "--watch"),
-    (["status", "x", "--watch", "nan"], "--watch"),
-    (["status", "x", "--count", "-1"], "--count"),
-])
+@pytest.mark.parametrize(
+    "argv,option",
+    [
+        (["demo", "--duration", "nan"], "--duration"),
+        (["demo", "--duration", "inf"], "--duration"),
+        (["demo", "--duration", "-1"], "--duration"),
+        (["demo", "--duration", "0"], "--duration"),
+        (["demo", "--kill-rate", "-1"], "--kill-rate"),
+        (["demo", "--kill-rate", "-inf"], "--kill-rate"),
+        (["demo", "--seed", "x"], "--seed"),
+        (["chaos", "--rate", "nan"], "--rate"),
+        (["chaos", "--rate", "-2"], "--rate"),
+        (["chaos", "--duration", "0"], "--duration"),
+        (["chaos", "--clients", "0"], "--clients"),
+        (["chaos", "--clients", "1.5"], "--clients"),
+        (["status", "x", "--watch", "0"], "--watch"),
+        (["status", "x", "--watch", "nan"], "--watch"),
+        (["status", "x", "--count", "-1"], "--count"),
+    ],
+)
 def test_bad_numbers_are_refused_naming_the_option(capsys, argv, option):
     err = _usage_error(capsys, argv)
     assert f"argument {option}:" in err
@@ -241,7 +255,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_option_has_help_and_the_description_is_plain_text():
     parser = build_parser("otpy")
     subs = _subparsers(parser)
-    assert set(subs) == {f.__name__[len("add_"):] for f in COMMANDS}
+    assert set(subs) == {f.__name__[len("add_") :] for f in COMMANDS}
     for name, sub in [("otpy", parser), *subs.items()]:
         for action in sub._actions:
             if isinstance(action, argparse._SubParsersAction):
@@ -268,18 +282,21 @@ def test_a_subcommand_is_one_function_in_commands(capsys):
 # -- configuration ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text,named", [
-    ("[replicator]\nmax_jobs = abc\n", "[replicator] max_jobs = 'abc': not an integer"),
-    ("[replicator]\nmax_jobs = 0\n", "[replicator] max_jobs = '0': must be >= 1"),
-    ("[couch]\nintensity = -1\n", "[couch] intensity = '-1': must be >= 0"),
-    ("[couch]\nperiod = -5\n", "[couch] period = '-5': must be > 0"),
-    ("[ioq2]\nenabled = maybe\n", "[ioq2] enabled = 'maybe': not a boolean"),
-    ("[smoosh.ratio_dbs]\nfrom = 25:00\n", "[smoosh.ratio_dbs] from = '25:00'"),
-    ("[couch_jobs]\ntype_check_period_msec = nan\n", "[couch_jobs] type_check_period_msec = 'nan'"),
-    ("[replicator]\nstore = /var/lib/repl.db\n", "[replicator] store = '/var/lib/repl.db': not a PostgreSQL URL"),
-    ("[replicator]\nlease = sometimes\n", "[replicator] lease = 'sometimes': not a boolean"),
-    ("[replicator]\nlease_ttl = 0\n", "[replicator] lease_ttl = '0': must be > 0"),
-])
+@pytest.mark.parametrize(
+    "text,named",
+    [
+        ("[replicator]\nmax_jobs = abc\n", "[replicator] max_jobs = 'abc': not an integer"),
+        ("[replicator]\nmax_jobs = 0\n", "[replicator] max_jobs = '0': must be >= 1"),
+        ("[couch]\nintensity = -1\n", "[couch] intensity = '-1': must be >= 0"),
+        ("[couch]\nperiod = -5\n", "[couch] period = '-5': must be > 0"),
+        ("[ioq2]\nenabled = maybe\n", "[ioq2] enabled = 'maybe': not a boolean"),
+        ("[smoosh.ratio_dbs]\nfrom = 25:00\n", "[smoosh.ratio_dbs] from = '25:00'"),
+        ("[couch_jobs]\ntype_check_period_msec = nan\n", "[couch_jobs] type_check_period_msec = 'nan'"),
+        ("[replicator]\nstore = /var/lib/repl.db\n", "[replicator] store = '/var/lib/repl.db': not a PostgreSQL URL"),
+        ("[replicator]\nlease = sometimes\n", "[replicator] lease = 'sometimes': not a boolean"),
+        ("[replicator]\nlease_ttl = 0\n", "[replicator] lease_ttl = '0': must be > 0"),
+    ],
+)
 def test_bad_config_values_are_refused_before_boot(tmp_path, capsys, text, named):
     ini = tmp_path / "bad.ini"
     ini.write_text(text)
@@ -301,8 +318,15 @@ def test_values_the_services_take_pass_the_check():
 
 
 def test_unknown_sections_and_keys_are_warned_by_name():
-    cfg = Config({**demo_module.DEMO_CONFIG, "replicatr": {"max_jobs": "3"}, "replicator": {"max_job": "3"},
-                  "smoosh.nosuch_channel": {"concurrency": "1"}, "smoosh.ignore": {"anydb": "true"}})
+    cfg = Config(
+        {
+            **demo_module.DEMO_CONFIG,
+            "replicatr": {"max_jobs": "3"},
+            "replicator": {"max_job": "3"},
+            "smoosh.nosuch_channel": {"concurrency": "1"},
+            "smoosh.ignore": {"anydb": "true"},
+        }
+    )
     result = configcheck.check(cfg)
     assert result.ok, result.errors
     assert "unknown section [replicatr] is ignored" in result.warnings
@@ -319,11 +343,14 @@ def test_demo_config_warnings_are_printed(tmp_path):
     assert seen == [f"{ini}: unknown key [replicator] max_job is ignored"]
 
 
-@pytest.mark.parametrize("content,what", [
-    (None, "config file not found"),
-    ("max_jobs = 3\n", "File contains no section headers"),
-    ("[replicator]\nthis line has no equals sign\n", "Source contains parsing errors"),
-])
+@pytest.mark.parametrize(
+    "content,what",
+    [
+        (None, "config file not found"),
+        ("max_jobs = 3\n", "File contains no section headers"),
+        ("[replicator]\nthis line has no equals sign\n", "Source contains parsing errors"),
+    ],
+)
 def test_bad_config_files_name_the_file(tmp_path, capsys, content, what):
     ini = tmp_path / "c.ini"
     if content is not None:
@@ -342,8 +369,10 @@ def test_a_service_that_fails_to_start_is_one_line_naming_it():
     crash = Crash("StoreUnavailable", "couch_jobs store 'postgresql://bob:***@h/db' is unavailable: refused", "tb")
     nested = StartError("couch_jobs_sup", ("shutdown", ("failed_to_start_child", "couch_jobs_fdb", crash)))
     error = cli_run.start_failure(nested)
-    assert str(error) == ("couch_jobs_sup > couch_jobs_fdb failed to start: StoreUnavailable: "
-                          "couch_jobs store 'postgresql://bob:***@h/db' is unavailable: refused")
+    assert str(error) == (
+        "couch_jobs_sup > couch_jobs_fdb failed to start: StoreUnavailable: "
+        "couch_jobs store 'postgresql://bob:***@h/db' is unavailable: refused"
+    )
     assert str(cli_run.start_failure(StartError(None, "ignore"))) == "the application failed to start: ignore"
 
 
@@ -355,8 +384,7 @@ def test_demo_with_an_unreachable_store_is_one_line_and_exit_2(tmp_path):
     out = _cli("demo", "--short", "--no-live", "--store", url, "--state-dir", str(tmp_path / "state"))
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
-    assert "failed to start: StoreUnavailable: couch_jobs store 'postgresql://bob:***@127.0.0.1:5x/jobs'" \
-        in out.stderr
+    assert "failed to start: StoreUnavailable: couch_jobs store 'postgresql://bob:***@127.0.0.1:5x/jobs'" in out.stderr
     assert "s3cret" not in out.stdout + out.stderr
 
 
@@ -373,7 +401,7 @@ def test_verbose_shows_the_traceback(tmp_path, capsys):
 
 def _restarts(text: str) -> dict[str, int]:
     line = next(line for line in text.splitlines() if line.startswith("restarts per supervisor: "))
-    body = line[len("restarts per supervisor: "):]
+    body = line[len("restarts per supervisor: ") :]
     if body == "none":
         return {}
     return {name: int(n) for name, n in (part.rsplit(" ", 1) for part in body.split(", "))}
@@ -385,7 +413,7 @@ def test_chaos_reports_restarts_by_supervisor_name_and_no_hangs(capsys):
     text = capsys.readouterr().out
     assert "seed 3" in text
     restarts = _restarts(text)
-    assert sum(restarts.values()) > 0, text          # kills at 10/s for 2 s: supervisors restarted children
+    assert sum(restarts.values()) > 0, text  # kills at 10/s for 2 s: supervisors restarted children
     assert set(restarts) <= {"demo_sup", "pipeline", "pair", "pool"}, restarts  # names, not n.2
     kills = int(re.search(r"(\d+) kills", text).group(1))
     assert kills > 0
@@ -395,9 +423,15 @@ def test_chaos_reports_restarts_by_supervisor_name_and_no_hangs(capsys):
 
 @pytest.mark.timeout(60)
 def test_chaos_interrupted_by_sigint_reports_and_exits_130():
-    proc = subprocess.Popen([*CLI, "chaos", "--rate", "5", "--duration", "50", "--seed", "5"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "chaos", "--rate", "5", "--duration", "50", "--seed", "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     rundir = re.search(r"tree up in (\S+);", first).group(1)
@@ -454,8 +488,9 @@ def test_status_on_a_corrupt_node_file(tmp_path, capsys):
 
 
 def test_status_on_a_stale_directory(tmp_path, capsys):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     (tmp_path / "node.json").write_text(json.dumps({"node_id": "x", "pid": int(dead.stdout), "proc": "n"}))
     err = _not_a_node(capsys, str(tmp_path))
     assert f"{tmp_path} is stale: its node process {int(dead.stdout)} is gone" in err
@@ -488,8 +523,9 @@ def test_render_tree_draws_tree_connectors():
 
 def test_status_lines_whole_off_a_terminal_and_cut_on_one():
     long_status = {"note": " ".join(["word"] * 60)}
-    actors = [{"id": "n.1", "name": "top", "class": "Sup", "pid": 1, "mailbox": 0, "parent": None,
-               "status": long_status}]
+    actors = [
+        {"id": "n.1", "name": "top", "class": "Sup", "pid": 1, "mailbox": 0, "parent": None, "status": long_status}
+    ]
     hosts = [{"state": "up", "label": None, "proc": "h1", "pid": 3, "cpus": None}]
     whole = status_text("x", 1, actors, hosts, {})
     assert "1 host processes" in whole
@@ -509,14 +545,14 @@ def test_bench_from_elsewhere_says_where_to_run(tmp_path, capsys, monkeypatch):
     assert f"no bench/ folder in {tmp_path}: run it from the repository root, e.g. cd {ROOT} && otpy bench" in err
 
 
-HARNESS = '''
+HARNESS = """
 import json, os, sys
 print("table of {name}:", len(os.sched_getaffinity(0)), "cores", "quick" if "--quick" in sys.argv else "full")
 out = os.environ.get("OTPY_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 os.makedirs(out, exist_ok=True)
 with open(os.path.join(out, "{name}.json"), "w") as fh:
     json.dump({{"ops_per_s": 1.0 if "--quick" in sys.argv else 10.0}}, fh)
-'''
+"""
 
 
 def test_bench_prints_each_table_as_it_finishes(tmp_path, capsys):
@@ -526,8 +562,12 @@ def test_bench_prints_each_table_as_it_finishes(tmp_path, capsys):
     args = argparse.Namespace(cores="1", quick=True, only=None, out="bench/results")
     assert benchrun.run_benches(args, root=tmp_path) == 0
     out = capsys.readouterr().out
-    assert out.index("== alpha on 1 core(s): ok") < out.index("table of alpha: 1 cores quick") \
-        < out.index("== beta on 1 core(s): ok") < out.index("table of beta: 1 cores quick")
+    assert (
+        out.index("== alpha on 1 core(s): ok")
+        < out.index("table of alpha: 1 cores quick")
+        < out.index("== beta on 1 core(s): ok")
+        < out.index("table of beta: 1 cores quick")
+    )
     summary = json.loads((tmp_path / "bench" / "results" / "all.json").read_text())
     assert summary["harnesses"]["alpha"]["1"]["metrics"] == {"ops_per_s": 1.0}
 
@@ -591,20 +631,33 @@ def test_the_config_table_knows_every_setting_the_services_read():
     assert not configcheck.check(Config({"couch_jobs": {"busy_timeout_msec": "0"}})).ok  # the reader refuses 0
     assert configcheck.check(Config({"cluster": {"connect_all": "false"}})).warnings == []
     assert configcheck.check(Config({"cluster": {"connect_all": "maybe"}})).errors == [
-        "[cluster] connect_all = 'maybe': not a boolean (true/false, yes/no, on/off, 1/0)"]
+        "[cluster] connect_all = 'maybe': not a boolean (true/false, yes/no, on/off, 1/0)"
+    ]
     result = configcheck.check(Config(demo_module.DEMO_CONFIG))
     assert result.ok and result.warnings == []
-    assert configcheck.check(Config({"couch_jobs": {"type_monitor_timeout_msec": "infinity"},
-                                     "smoosh.ratio_dbs": {"max_priority": "infinity", "to": "23:30"}})).ok
+    assert configcheck.check(
+        Config(
+            {
+                "couch_jobs": {"type_monitor_timeout_msec": "infinity"},
+                "smoosh.ratio_dbs": {"max_priority": "infinity", "to": "23:30"},
+            }
+        )
+    ).ok
 
 
 @pytest.mark.timeout(60)
 def test_status_watch_stopped_by_sigterm_leaves_nothing_in_the_nodes_directory(node):
     listing = sorted(os.listdir(node.rundir))
-    proc = subprocess.Popen([*CLI, "status", node.rundir, "--watch", "0.2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    proc = subprocess.Popen(
+        [*CLI, "status", node.rundir, "--watch", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
     assert proc.stdout is not None
-    assert proc.stdout.readline().startswith(f"node {node.id} ")   # attached and printing
+    assert proc.stdout.readline().startswith(f"node {node.id} ")  # attached and printing
     proc.send_signal(signal.SIGTERM)
     _out, err = _finish(proc, 30)
     assert proc.returncode == 143, err
@@ -612,8 +665,10 @@ def test_status_watch_stopped_by_sigterm_leaves_nothing_in_the_nodes_directory(n
 
 
 def test_status_lists_the_peers_of_a_distributed_node_only():
-    peers = [{"name": "h2", "address": "tcp://10.0.0.2:4370", "incarnation": "1f", "up_since": 1000.0},
-             {"name": "h3", "address": "tcp://10.0.0.3:4370", "incarnation": "2e", "up_since": 1000.0}]
+    peers = [
+        {"name": "h2", "address": "tcp://10.0.0.2:4370", "incarnation": "1f", "up_since": 1000.0},
+        {"name": "h3", "address": "tcp://10.0.0.3:4370", "incarnation": "2e", "up_since": 1000.0},
+    ]
     text = status_text("h1@abc", 1, [], [], {}, peers=peers, now=1125.0)
     assert "peers: 2" in text
     assert "  h2  tcp://10.0.0.2:4370  incarnation 1f  up since 1970-01-01 00:16:40 UTC (2m05s)" in text

@@ -117,8 +117,13 @@ def test_replicator_job_added_and_completed(app, node, tmp_path):
             store.put(f"d{i:03d}", {"n": i})
     q: "queue.Queue[Any]" = queue.Queue()
     sched.subscribe(node, node.spawn(Probe, q))
-    rep = Rep(id="once", source=source, target=str(tmp_path / "tgt.db"),
-              options={"continuous": False, "create_target": True}, db_name="_replicator")
+    rep = Rep(
+        id="once",
+        source=source,
+        target=str(tmp_path / "tgt.db"),
+        options={"continuous": False, "create_target": True},
+        db_name="_replicator",
+    )
     assert sched.add_job(node, rep) == "ok"
     expect(q, lambda m: m[1] == "completed" and m[2] == "once")
     with DocStore(rep.target) as target:
@@ -180,8 +185,7 @@ def test_embedded_defaults_use_a_fresh_temporary_state_dir(node):
 def test_config_from_an_ini_file(node, tmp_path):
     ini = tmp_path / "couch.ini"
     state = tmp_path / "from_ini"
-    ini.write_text(f"[couch]\nstate_dir = {state}\n\n[replicator]\nmax_jobs = 7\n\n"
-                   "[ioq2]\nservers = 1\n")
+    ini.write_text(f"[couch]\nstate_dir = {state}\n\n[replicator]\nmax_jobs = 7\n\n[ioq2]\nservers = 1\n")
     application = start_app(node, str(ini))
     try:
         assert application.state_dir == str(state)

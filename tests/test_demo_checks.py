@@ -23,8 +23,9 @@ def jobs_store(tmp_path: Path) -> Iterator[None]:
     try:
         couch_jobs.set_type_timeout(JOB_TYPE, 2.0)
         with couch_jobs.transaction() as tx:
-            tx.execute(f"CREATE TABLE {LOG_TABLE} (job_id TEXT NOT NULL, worker INTEGER NOT NULL, "
-                       "pid INTEGER NOT NULL)")
+            tx.execute(
+                f"CREATE TABLE {LOG_TABLE} (job_id TEXT NOT NULL, worker INTEGER NOT NULL, pid INTEGER NOT NULL)"
+            )
         yield
     finally:
         couch_jobs.set_default(previous)
@@ -62,8 +63,11 @@ def test_jobs_check_names_each_lost_job_and_what_was_seen_of_it(jobs_store: None
     assert "LOST or duplicated: 3" in text
     by_job = {line.split(":")[0].strip(): line for line in c.lines if line.startswith("    job-")}
     assert set(by_job) == {"job-000000", "job-000001", "job-000002"}
-    assert "state finished" in by_job[first] and "worker 1 pid 111" in by_job[first] \
+    assert (
+        "state finished" in by_job[first]
+        and "worker 1 pid 111" in by_job[first]
         and "worker 2 pid 222" in by_job[first]
+    )
     assert "state running" in by_job[running.id] and "finish rows: none" in by_job[running.id]
     pending = ({"job-000000", "job-000001", "job-000002"} - {first, running.id}).pop()
     assert "state pending" in by_job[pending] and "added at t=" in by_job[pending]

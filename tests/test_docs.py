@@ -120,23 +120,42 @@ def test_python_block_runs(where: str, parts: list[Block], tmp_path: Path) -> No
     script.write_text(source, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     try:
-        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=RUN_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"{where}: still running after {RUN_TIMEOUT} s (a program that does not end)\n"
-                             f"{exc.stdout or ''}{exc.stderr or ''}") from None
+        raise AssertionError(
+            f"{where}: still running after {RUN_TIMEOUT} s (a program that does not end)\n"
+            f"{exc.stdout or ''}{exc.stderr or ''}"
+        ) from None
     assert proc.returncode == 0, f"{where}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 10)
-@pytest.mark.parametrize("argv,status,expect", [
-    (["examples/supervision_tree.py"], 0, ""),
-    (["examples/embed_node.py"], 0, "couch_sup"),
-    (["examples/embed_node.py", "nosuch.ini"], 2, "config file not found: nosuch.ini"),
-])
+@pytest.mark.parametrize(
+    "argv,status,expect",
+    [
+        (["examples/supervision_tree.py"], 0, ""),
+        (["examples/embed_node.py"], 0, "couch_sup"),
+        (["examples/embed_node.py", "nosuch.ini"], 2, "config file not found: nosuch.ini"),
+    ],
+)
 def test_examples_run_and_end(argv: list[str], status: int, expect: str) -> None:
-    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == status, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert expect in proc.stdout + proc.stderr
     if status:

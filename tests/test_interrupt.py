@@ -45,8 +45,14 @@ _PROGRAM = textwrap.dedent("""
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", _PROGRAM, *args], capture_output=True, text=True, timeout=30,
-                          cwd=ROOT, env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-c", _PROGRAM, *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+        env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"},
+    )
 
 
 @pytest.mark.timeout(60)
@@ -69,8 +75,14 @@ def test_the_timeout_returns_and_the_wakeup_fd_is_restored():
         assert signal.set_wakeup_fd(-1) == -1  # nothing left registered
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=20, cwd=ROOT,
-                          env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=ROOT,
+        env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
@@ -95,8 +107,14 @@ def test_only_the_main_thread_may_wait():
 
 
 def _program(text: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(text)], capture_output=True, text=True, timeout=30,
-                          cwd=ROOT, env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(text)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+        env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"},
+    )
 
 
 @pytest.mark.timeout(60)

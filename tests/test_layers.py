@@ -90,8 +90,12 @@ class Layout:
         for service in self.services:
             if _within(module, service):
                 return SERVICE, service
-        for name, prefixes in ((SUPERVISION, self.supervision), (APP, self.app), (TOOLS, self.tools),
-                               (OUTSIDE, self.outside)):
+        for name, prefixes in (
+            (SUPERVISION, self.supervision),
+            (APP, self.app),
+            (TOOLS, self.tools),
+            (OUTSIDE, self.outside),
+        ):
             if any(_within(module, p) for p in prefixes):
                 return name, name
         return None
@@ -108,12 +112,26 @@ def _within(module: str, prefix: str) -> bool:
 #: are on top of ``erts``, and `actors.tree`, which renders `Node.actors()`.
 TODAY = Layout(
     packages=("actors", "supervision", "examples"),
-    kernel_public=frozenset({
-        "actors", "actors.node", "actors.gen_server", "actors.api", "actors.config", "actors.stats",
-        "actors.clock", "actors.plain", "actors.interrupt", "actors.cluster_settings",
-        "actors.pg", "actors.global_names", "actors.metrics", "actors.attach", "actors.cluster_key",
-        "actors.tree",
-    }),
+    kernel_public=frozenset(
+        {
+            "actors",
+            "actors.node",
+            "actors.gen_server",
+            "actors.api",
+            "actors.config",
+            "actors.stats",
+            "actors.clock",
+            "actors.plain",
+            "actors.interrupt",
+            "actors.cluster_settings",
+            "actors.pg",
+            "actors.global_names",
+            "actors.metrics",
+            "actors.attach",
+            "actors.cluster_key",
+            "actors.tree",
+        }
+    ),
     kernel_private=("actors._core",),
     services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),
     app=("actors.app",),
@@ -126,8 +144,12 @@ TODAY = Layout(
 #: stats, clocks), ``wire`` (refs, reasons, the codec), ``cluster`` (pure policy
 #: of pg and global names) and ``metrics`` stand on nothing of the kernel.
 CORE_FLOORS: dict[str, int] = {
-    "base": 0, "wire": 0, "cluster": 0, "metrics": 0,
-    "transport": 1, "net": 1,
+    "base": 0,
+    "wire": 0,
+    "cluster": 0,
+    "metrics": 0,
+    "transport": 1,
+    "net": 1,
     "runtime": 2,
     "cell": 3,
     "host": 4,
@@ -190,8 +212,9 @@ def _dynamic_name(call: ast.Call) -> tuple[bool, str | None]:
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     if name not in ("import_module", "__import__", "files"):
         return False, None
-    if name == "files" and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
-                                and func.value.attr == "resources"):
+    if name == "files" and not (
+        isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "resources"
+    ):
         return False, None  # only importlib.resources.files imports its package
     if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         return True, call.args[0].value
@@ -272,8 +295,12 @@ def _imports(modules: Modules, module: str) -> Iterator[Import]:
                 yield Import(module, name, node.lineno, "dynamic")
 
 
-def violations(root: Path, layout: Layout, allowed: dict[tuple[str, str], str] | None = None,
-               used: set[tuple[str, str]] | None = None) -> list[str]:
+def violations(
+    root: Path,
+    layout: Layout,
+    allowed: dict[tuple[str, str], str] | None = None,
+    used: set[tuple[str, str]] | None = None,
+) -> list[str]:
     """What breaks the layering under ``root``; ``used`` collects the allow-list entries that were needed."""
     allowed = allowed or {}
     modules = Modules(root, layout.packages)
@@ -349,20 +376,22 @@ def test_every_module_is_read() -> None:
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in {"actors/__init__.py": "from actors.node import Node\n",
-                       "actors/node.py": "from actors._core.node.node import Node\n",
-                       "actors/_core/__init__.py": "",
-                       "actors/_core/runtime/runtime.py": "import threading\n",
-                       "actors/_core/cell/cell.py": "from actors._core.runtime import runtime\n",
-                       "actors/_core/node/node.py": "from actors._core.cell import cell\n",
-                       "actors/ioq/__init__.py": "from actors import Node\nimport supervision\n",
-                       "actors/smoosh/__init__.py": "from actors.api import whereis\n",
-                       "actors/api.py": "from actors._core.runtime.runtime import threading\n",
-                       "actors/tools/cli.py": "import actors.ioq\nimport actors.app.demo\n",
-                       "actors/app/demo.py": "import actors.smoosh\n",
-                       "actors/__main__.py": "from actors.tools.cli import main\n",
-                       "supervision/__init__.py": "from actors import Node\n",
-                       **files}.items():
+    for name, text in {
+        "actors/__init__.py": "from actors.node import Node\n",
+        "actors/node.py": "from actors._core.node.node import Node\n",
+        "actors/_core/__init__.py": "",
+        "actors/_core/runtime/runtime.py": "import threading\n",
+        "actors/_core/cell/cell.py": "from actors._core.runtime import runtime\n",
+        "actors/_core/node/node.py": "from actors._core.cell import cell\n",
+        "actors/ioq/__init__.py": "from actors import Node\nimport supervision\n",
+        "actors/smoosh/__init__.py": "from actors.api import whereis\n",
+        "actors/api.py": "from actors._core.runtime.runtime import threading\n",
+        "actors/tools/cli.py": "import actors.ioq\nimport actors.app.demo\n",
+        "actors/app/demo.py": "import actors.smoosh\n",
+        "actors/__main__.py": "from actors.tools.cli import main\n",
+        "supervision/__init__.py": "from actors import Node\n",
+        **files,
+    }.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -393,21 +422,34 @@ def test_a_backwards_import_fails_in_every_form(tmp_path: Path) -> None:
 
 
 def test_a_floor_of_the_kernel_may_not_import_one_above_it(tmp_path: Path) -> None:
-    for importer, imported in (("runtime/runtime", "cell.cell"), ("wire/ref", "runtime.runtime"),
-                               ("cell/cell", "host.host"), ("transport/transport", "node.node")):
-        root = _tree(tmp_path / importer.replace("/", "_"),
-                     {f"actors/_core/{importer}.py": f"from actors._core.{imported} import x\n",
-                      f"actors/_core/{imported.replace('.', '/')}.py": ""})
+    for importer, imported in (
+        ("runtime/runtime", "cell.cell"),
+        ("wire/ref", "runtime.runtime"),
+        ("cell/cell", "host.host"),
+        ("transport/transport", "node.node"),
+    ):
+        root = _tree(
+            tmp_path / importer.replace("/", "_"),
+            {
+                f"actors/_core/{importer}.py": f"from actors._core.{imported} import x\n",
+                f"actors/_core/{imported.replace('.', '/')}.py": "",
+            },
+        )
         found = violations(root, TODAY)
         assert len(found) == 1 and "may not import" in found[0], (importer, found)
-    root = _tree(tmp_path / "down", {"actors/_core/host/host.py": "from actors._core.wire import ref\n",
-                                     "actors/_core/wire/ref.py": ""})
+    root = _tree(
+        tmp_path / "down",
+        {"actors/_core/host/host.py": "from actors._core.wire import ref\n", "actors/_core/wire/ref.py": ""},
+    )
     assert violations(root, TODAY) == []
 
 
 def test_each_rule_fails_on_its_own_breach(tmp_path: Path) -> None:
     breaches = {
-        "supervision -> private kernel": ("supervision/__init__.py", "from actors._core.runtime.runtime import threading\n"),
+        "supervision -> private kernel": (
+            "supervision/__init__.py",
+            "from actors._core.runtime.runtime import threading\n",
+        ),
         "supervision -> service": ("supervision/__init__.py", "import actors.ioq\n"),
         "service -> service": ("actors/ioq/__init__.py", "from actors.smoosh import whereis\n"),
         "service -> private kernel": ("actors/ioq/__init__.py", "from actors._core.runtime.runtime import threading\n"),
@@ -423,8 +465,13 @@ def test_each_rule_fails_on_its_own_breach(tmp_path: Path) -> None:
 
 
 def test_the_entry_point_may_reach_up_and_an_allowed_import_is_counted(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {"actors/__main__.py": "import actors.tools.cli\nimport actors._core.runtime.runtime\n",
-                            "actors/app/demo.py": "import actors.smoosh\nimport actors.tools.cli\n"})
+    root = _tree(
+        tmp_path,
+        {
+            "actors/__main__.py": "import actors.tools.cli\nimport actors._core.runtime.runtime\n",
+            "actors/app/demo.py": "import actors.smoosh\nimport actors.tools.cli\n",
+        },
+    )
     used: set[tuple[str, str]] = set()
     reason = {("actors.app.demo", "actors.tools.cli"): "for the test"}
     assert violations(root, TODAY, reason, used) == []

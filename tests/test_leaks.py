@@ -29,14 +29,14 @@ from typing import Any
 import pytest
 
 import actors.couch_jobs as couch_jobs
-from actors.couch_jobs import process
 import supervision
 from actors import ActorRef, GenServer, Node
-from actors.tools.census import ProcessCensus, census_tree
 from actors.app.couch import start_app
+from actors.couch_jobs import process
 from actors.ioq import FileServer
 from actors.replicator import DocStore, Rep
 from actors.replicator import scheduler as sched
+from actors.tools.census import ProcessCensus, census_tree
 from supervision import ChildSpec, SupFlags
 from tests.polling import poll_until, take_first
 
@@ -60,8 +60,13 @@ CONFIG = {
     "couch": {"intensity": "100000", "period": "1", "ioq_pin": "false"},
     "ioq2": {"enabled": "true", "servers": "2"},
     "smoosh": {"wait_secs": "0", "staleness": "0"},
-    "replicator": {"interval": "100", "max_jobs": "2", "health_threshold": "0.001",
-                   "backoff_interval": "0.001", "max_backoff_exponent": "0"},
+    "replicator": {
+        "interval": "100",
+        "max_jobs": "2",
+        "health_threshold": "0.001",
+        "backoff_interval": "0.001",
+        "max_backoff_exponent": "0",
+    },
     "couch_jobs": {"type_check_period_msec": "500"},
 }
 
@@ -100,8 +105,10 @@ def app(tmp_path_factory):
             # The type's notifier and activity monitor start when the server
             # next looks for types: before any baseline, not in the middle of a loop.
             for sup in ("couch_jobs_notifier_sup", "couch_jobs_activity_monitor_sup"):
-                poll_until(lambda: supervision.count_children(node.whereis(sup))["active"] >= 1,
-                           f"{sup} running a child for the test's job type")
+                poll_until(
+                    lambda: supervision.count_children(node.whereis(sup))["active"] >= 1,
+                    f"{sup} running a child for the test's job type",
+                )
             probe = node.spawn(Probe, q)
             yield node, application, probe, q
         finally:
@@ -127,8 +134,9 @@ def _thread_names() -> list[str]:
     return sorted(t.name for t in threading.enumerate())
 
 
-def _grown(before: dict[int, ProcessCensus], after: dict[int, ProcessCensus],
-           more_peers: dict[int, int] | None = None) -> list[str]:
+def _grown(
+    before: dict[int, ProcessCensus], after: dict[int, ProcessCensus], more_peers: dict[int, int] | None = None
+) -> list[str]:
     """What each process alive in both holds above ``before`` beyond the slack.
 
     ``more_peers``: by pid, how many more live processes that process talks to
@@ -140,7 +148,9 @@ def _grown(before: dict[int, ProcessCensus], after: dict[int, ProcessCensus],
         for kind in sorted(set(a.fds) | set(b.fds)):
             slack = FD_SLACK + (SOCKETS_PER_PEER * max(0, (more_peers or {}).get(pid, 0)) if kind == "socket" else 0)
             if a.fds.get(kind, 0) - b.fds.get(kind, 0) > slack:
-                files = {f: n for f, n in a.files.items() if n > b.files.get(f, 0)} if kind in ("sqlite", "file") else ""
+                files = (
+                    {f: n for f, n in a.files.items() if n > b.files.get(f, 0)} if kind in ("sqlite", "file") else ""
+                )
                 out.append(f"pid {pid}: {kind} {b.fds.get(kind, 0)} -> {a.fds[kind]} {files}")
         if a.threads - b.threads > THREAD_SLACK:
             out.append(f"pid {pid}: threads {b.threads} -> {a.threads}")
@@ -159,6 +169,7 @@ def _kill_loop(node: Node, kill_one: Callable[[int], None]) -> None:
         kill_one(WARMUP + i)
     elapsed = time.monotonic() - t0
     deadline = time.monotonic() + SETTLE_S
+
     def measure() -> tuple[dict[int, ProcessCensus], list[str]]:
         more = {os.getpid(): _live_peers(node) - peers_before}
         now = _snapshot(node)
@@ -170,29 +181,37 @@ def _kill_loop(node: Node, kill_one: Callable[[int], None]) -> None:
             break
         after, grown = measure()
     assert os.getpid() in after
-    assert len(after) <= len(before), (f"{len(before)} processes in use before the kills, {len(after)} after: "
-                                       f"{sorted(set(after) - set(before))} are new")
+    assert len(after) <= len(before), (
+        f"{len(before)} processes in use before the kills, {len(after)} after: "
+        f"{sorted(set(after) - set(before))} are new"
+    )
     names = _thread_names()
     extra = sorted(set(names) - set(threads_before)) if len(names) > len(threads_before) else []
-    assert not grown, (f"after {KILLS} kills in {elapsed:.1f} s, still held {SETTLE_S:g} s later "
-                       f"(slack {FD_SLACK} fds per kind, {THREAD_SLACK} threads):\n" + "\n".join(grown)
-                       + (f"\nnew threads here: {extra}" if extra else "")
-                       + f"\nreply channels of this process: {len(channels_before)} -> "
-                         f"{len(node._rt.transport.channels.names())}; live host processes (spares too): "
-                         f"{peers_before} -> {_live_peers(node)}")
+    assert not grown, (
+        f"after {KILLS} kills in {elapsed:.1f} s, still held {SETTLE_S:g} s later "
+        f"(slack {FD_SLACK} fds per kind, {THREAD_SLACK} threads):\n"
+        + "\n".join(grown)
+        + (f"\nnew threads here: {extra}" if extra else "")
+        + f"\nreply channels of this process: {len(channels_before)} -> "
+        f"{len(node._rt.transport.channels.names())}; live host processes (spares too): "
+        f"{peers_before} -> {_live_peers(node)}"
+    )
 
 
 def _await_new(node: Node, name: str, old: ActorRef | None, what: str) -> ActorRef:
     """The ref registered under ``name`` once it is not ``old`` (each try asks the registry)."""
-    return poll_until(lambda: (lambda ref: ref if ref is not None and ref != old else None)(node.whereis(name)),
-                      what, seconds=30)
+    return poll_until(
+        lambda: (lambda ref: ref if ref is not None and ref != old else None)(node.whereis(name)), what, seconds=30
+    )
 
 
 def test_couch_jobs_workers_restarted_100_times_leave_nothing(app):
     """Workers that used the store, in the node process and in a host process."""
     node, _, probe, q = app
-    specs = [ChildSpec(id="w_node", start=(JobWorker, (probe, "w_node"))),
-             ChildSpec(id="w_host", start=(JobWorker, (probe, "w_host")), host="leak_workers")]
+    specs = [
+        ChildSpec(id="w_node", start=(JobWorker, (probe, "w_node"))),
+        ChildSpec(id="w_host", start=(JobWorker, (probe, "w_host")), host="leak_workers"),
+    ]
     sup = supervision.start_supervisor(node, SupFlags("one_for_one", intensity=100_000, period=1), specs)
     try:
         refs = {}
@@ -238,6 +257,7 @@ def test_ioq_file_servers_killed_100_times_close_their_files(app, tmp_path):
         specs.append(ChildSpec(id=name, start=(FileServer, (str(path), False)), host="leak_files", name=name))
     sup = supervision.start_supervisor(node, SupFlags("one_for_one", intensity=100_000, period=1), specs)
     try:
+
         def kill_one(i: int) -> None:
             name = names[i % len(names)]
             old = _await_new(node, name, None, f"{name} registered")
@@ -273,14 +293,20 @@ def test_replication_jobs_restarted_100_times_leave_nothing(app, tmp_path):
         with DocStore(source, create=True) as store:
             for i in range(5):
                 store.put(f"d{i}", {"n": i})
-        rep = Rep(id=f"leak{k}", source=source, target=str(tmp_path / f"tgt{k}.db"),
-                  options={"continuous": True, "create_target": True}, db_name="_replicator")
+        rep = Rep(
+            id=f"leak{k}",
+            source=source,
+            target=str(tmp_path / f"tgt{k}.db"),
+            options={"continuous": True, "create_target": True},
+            db_name="_replicator",
+        )
         assert sched.add_job(node, rep) == "ok"
     for _ in range(2):
         started = take_first(q, lambda m: len(m) == 4 and m[1] == "started", timeout=30)
         assert started is not None
         jobs[started[2]] = started[3]
     try:
+
         def kill_one(i: int) -> None:
             job_id = sorted(jobs)[i % 2]
             node.kill(jobs[job_id])

@@ -41,8 +41,15 @@ print(node.rundir, flush=True)
 def _start(before: str = "", after: str = "", tmpdir: str | None = None) -> tuple[subprocess.Popen[str], str]:
     code = textwrap.dedent(PROGRAM).format(before=before, after=after)
     env = dict(os.environ, PYTHONPATH=ROOT, **({"TMPDIR": tmpdir} if tmpdir else {}))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     rundir = proc.stdout.readline().strip()
     assert rundir, proc.communicate(timeout=20)
@@ -139,7 +146,7 @@ def test_a_handler_the_program_installed_is_kept() -> None:
     proc, rundir = _start(before=before, after=after)
     assert proc.stdout is not None
     os.kill(proc.pid, signal.SIGTERM)
-    assert proc.stdout.readline().strip() == "mine"   # the program's handler ran; the node is still open
+    assert proc.stdout.readline().strip() == "mine"  # the program's handler ran; the node is still open
     assert os.path.exists(os.path.join(rundir, "node.json"))
     out, err = _finish(proc, "go\n")
     assert proc.returncode == 0, err
@@ -156,8 +163,9 @@ def test_sigterm_handler_only_from_the_main_thread() -> None:
 
 
 def test_sweep_removes_only_directories_of_dead_owners(tmp_path) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     dead_pid = int(dead.stdout)
 
     def make(name: str, pid: int | None) -> str:
@@ -170,8 +178,8 @@ def test_sweep_removes_only_directories_of_dead_owners(tmp_path) -> None:
 
     stale = make("otpy-stale", dead_pid)
     live = make("otpy-live", os.getppid())
-    fresh = make("otpy-fresh", None)          # being set up: no node.json yet
-    other = make("other-stale", dead_pid)      # not a runtime directory
+    fresh = make("otpy-fresh", None)  # being set up: no node.json yet
+    other = make("other-stale", dead_pid)  # not a runtime directory
     corrupt = make("otpy-corrupt", None)
     (tmp_path / "otpy-corrupt" / "node.json").write_text("{not json")
     assert _lifecycle.sweep_stale(str(tmp_path)) == [stale]
@@ -189,8 +197,13 @@ def test_new_node_sweeps_a_sigkilled_nodes_directory(tmp_path) -> None:
     _finish(proc)
     assert _group_gone(proc.pid)
     assert os.path.exists(os.path.join(rundir, "node.json"))
-    new = subprocess.run([sys.executable, "-c", "from actors import Node; Node().close()"], timeout=30,
-                         env=dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path)), capture_output=True, text=True)
+    new = subprocess.run(
+        [sys.executable, "-c", "from actors import Node; Node().close()"],
+        timeout=30,
+        env=dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+    )
     assert new.returncode == 0, new.stderr
     assert not os.path.exists(rundir)
 
@@ -213,9 +226,15 @@ def test_sigterm_without_our_handler_still_removes_the_directory() -> None:
         print(box[0].rundir, flush=True)
         sys.stdin.read()
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     rundir = proc.stdout.readline().strip()
     assert os.path.exists(os.path.join(rundir, "node.json"))
@@ -272,9 +291,15 @@ def test_ctrl_c_during_close_comes_after_it(close: str) -> None:
     Explicit ``close()``: the interrupt is raised out of it once the node is closed.  At exit (the program ends with
     the node open): the close runs to its end and the status is the program's own."""
     code = _CTRL_C_DURING_CLOSE.replace("{close}", close)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     try:
         rundir = proc.stdout.readline().strip()
@@ -313,9 +338,16 @@ def _run_script(tmp_path, text: str) -> subprocess.Popen[str]:
     """``python prog.py``: a script, not ``-c``, so ``__main__`` has a file a spawned child could re-run."""
     script = tmp_path / "prog.py"
     script.write_text(textwrap.dedent(text))
-    return subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
-                            cwd=str(tmp_path), start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        cwd=str(tmp_path),
+        start_new_session=True,
+    )
 
 
 @pytest.mark.timeout(60)
@@ -360,9 +392,15 @@ def test_sigterm_to_the_group_while_a_fresh_zygote_boots_cleans_up(tmp_path) -> 
 
 def _run_to_end(code: str, tmp_path) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in its own session; kill its group if it is still there after (a hang)."""
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), start_new_session=True,
-                            env=dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path)))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(tmp_path),
+        start_new_session=True,
+        env=dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path)),
+    )
     try:
         out, err = proc.communicate(timeout=30)
     finally:
@@ -375,13 +413,16 @@ def _run_to_end(code: str, tmp_path) -> subprocess.CompletedProcess[str]:
 
 def test_a_rundir_too_long_for_its_sockets_is_refused_before_anything_starts(tmp_path) -> None:
     rundir = str(tmp_path / ("r" * 80))
-    done = _run_to_end(f"""
+    done = _run_to_end(
+        f"""
         from actors import Node
         try:
             Node(rundir={rundir!r})
         except ValueError as exc:
             print(exc)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "bytes long" in done.stdout and "shorter" in done.stdout
     assert not os.path.exists(rundir)
@@ -390,7 +431,8 @@ def test_a_rundir_too_long_for_its_sockets_is_refused_before_anything_starts(tmp
 def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(tmp_path) -> None:
     """The zygote is up when the node's own sockets are bound: a failure there must not
     leave it waiting on its command pipe (the program would hang at exit)."""
-    done = _run_to_end("""
+    done = _run_to_end(
+        """
         import os
         from actors._core.host import logs as _logging
         from actors._core.node import node as node_module
@@ -406,7 +448,9 @@ def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(tmp_pat
         except OSError as exc:
             print("refused:", exc, flush=True)
         print("end", flush=True)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["refused: no socket for you", "end"]
     assert "Traceback" not in done.stderr, done.stderr
@@ -443,9 +487,15 @@ sys.exit(status)
 @pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_run_forever_serves_until_a_signal_then_closes_the_node(signum: int, status: int, again: int) -> None:
     code = _RUN_FOREVER.replace("{again}", str(int(again))).replace("{timeout}", "None")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        start_new_session=True,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     try:
         rundir = proc.stdout.readline().strip()
@@ -459,7 +509,7 @@ def test_run_forever_serves_until_a_signal_then_closes_the_node(signum: int, sta
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
     assert proc.returncode == status, err
-    assert out.strip() == f"status {status}", err   # the second signal (if any) changed nothing
+    assert out.strip() == f"status {status}", err  # the second signal (if any) changed nothing
     assert "Traceback" not in err, err
     assert not os.path.exists(rundir)
     assert _group_gone(proc.pid)
@@ -470,8 +520,14 @@ def test_run_forever_given_a_signal_during_the_close_after_its_timeout(signum: i
     """The wait ended by its timeout, the close is under way, and the first signal comes: the close
     still runs to its end, and the status is the signal's."""
     code = _RUN_FOREVER.replace("{again}", str(int(signum))).replace("{timeout}", "0.05")
-    done = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        timeout=60,
+    )
     rundir, *rest = done.stdout.splitlines()
     assert done.returncode == status, done.stderr
     assert rest == [f"status {status}"], done.stderr

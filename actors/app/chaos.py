@@ -55,20 +55,39 @@ class PoolSup(sv.Supervisor):
 def build_demo_tree(node: Node, pool_size: int = 3) -> ActorRef:
     """Three levels, all four strategies, workers spread over host processes."""
     cpus = sorted(os.sched_getaffinity(0))
-    pipeline = ChildSpec("pipeline", (sv._supervisor._StaticSupervisor, (
-        SupFlags("rest_for_one", intensity=50, period=5),
-        [ChildSpec("reader", (ChaosWorker, ("reader",))),
-         ChildSpec("parser", (ChaosWorker, ("parser",)), host="own", cpus={cpus[0]}),
-         ChildSpec("writer", (ChaosWorker, ("writer",)), host="own", cpus={cpus[-1]})],
-    )), type="supervisor")
-    pair = ChildSpec("pair", (sv._supervisor._StaticSupervisor, (
-        SupFlags("one_for_all", intensity=50, period=5),
-        [ChildSpec("left", (ChaosWorker, ("left",)), host="pairhost"),
-         ChildSpec("right", (ChaosWorker, ("right",)), host="pairhost")],
-    )), type="supervisor")
+    pipeline = ChildSpec(
+        "pipeline",
+        (
+            sv._supervisor._StaticSupervisor,
+            (
+                SupFlags("rest_for_one", intensity=50, period=5),
+                [
+                    ChildSpec("reader", (ChaosWorker, ("reader",))),
+                    ChildSpec("parser", (ChaosWorker, ("parser",)), host="own", cpus={cpus[0]}),
+                    ChildSpec("writer", (ChaosWorker, ("writer",)), host="own", cpus={cpus[-1]}),
+                ],
+            ),
+        ),
+        type="supervisor",
+    )
+    pair = ChildSpec(
+        "pair",
+        (
+            sv._supervisor._StaticSupervisor,
+            (
+                SupFlags("one_for_all", intensity=50, period=5),
+                [
+                    ChildSpec("left", (ChaosWorker, ("left",)), host="pairhost"),
+                    ChildSpec("right", (ChaosWorker, ("right",)), host="pairhost"),
+                ],
+            ),
+        ),
+        type="supervisor",
+    )
     pool = ChildSpec("pool", (PoolSup, ()), type="supervisor")
-    top = sv.start_supervisor(node, SupFlags("one_for_one", intensity=100, period=5),
-                              [pipeline, pair, pool], name="demo_sup")
+    top = sv.start_supervisor(
+        node, SupFlags("one_for_one", intensity=100, period=5), [pipeline, pair, pool], name="demo_sup"
+    )
     pool_ref = _child(top, "pool")
     for i in range(pool_size):
         sv.start_child(pool_ref, [f"pool{i}"])
@@ -82,8 +101,9 @@ def _child(sup: ActorRef, cid: Any) -> ActorRef:
     raise LookupError(cid)
 
 
-def tree_workers(sup: ActorRef, timeout: float = 5.0,
-                 names: dict[str, str] | None = None) -> tuple[list[ActorRef], list[ActorRef]]:
+def tree_workers(
+    sup: ActorRef, timeout: float = 5.0, names: dict[str, str] | None = None
+) -> tuple[list[ActorRef], list[ActorRef]]:
     """(workers, supervisors) currently running under ``sup`` (inclusive).
 
     ``names``, when given, learns each supervisor's child id by its actor
@@ -134,10 +154,8 @@ class ChaosReport:
             ("INTERRUPTED, partial report: " if self.interrupted else "")
             + f"chaos ran {self.duration:.1f} s (seed {self.seed}): {sum(self.kills.values())} kills "
             f"({', '.join(f'{k} {v}' for k, v in sorted(self.kills.items())) or 'none'})",
-            f"calls: {self.calls_ok} answered, {self.calls_failed} failed with an exit reason, "
-            f"{self.calls_hung} hung",
-            "restarts per supervisor: " + (", ".join(f"{k} {v}" for k, v in sorted(self.restarts.items()))
-                                            or "none"),
+            f"calls: {self.calls_ok} answered, {self.calls_failed} failed with an exit reason, {self.calls_hung} hung",
+            "restarts per supervisor: " + (", ".join(f"{k} {v}" for k, v in sorted(self.restarts.items())) or "none"),
             "escalations: " + (", ".join(f"{k} {v}" for k, v in sorted(self.escalations.items())) or "none"),
         ]
         return out
@@ -199,8 +217,9 @@ def run_chaos(
                 else:
                     report.calls_hung += 1
 
-    threads = [threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}", daemon=True)
-               for i in range(clients)]
+    threads = [
+        threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}", daemon=True) for i in range(clients)
+    ]
     interval = 1.0 / rate if rate > 0 else None
     next_kill = start + (interval or duration)
     try:
@@ -244,10 +263,12 @@ def run_chaos(
         delta = value - before.get(key, 0)
         if delta <= 0:
             continue
-        for prefix, table in (("supervision.restarts.", report.restarts),
-                              ("supervision.escalations.", report.escalations)):
+        for prefix, table in (
+            ("supervision.restarts.", report.restarts),
+            ("supervision.escalations.", report.escalations),
+        ):
             if key.startswith(prefix):
-                label = key[len(prefix):]
+                label = key[len(prefix) :]
                 label = names.get(label, label)
                 table[label] = table.get(label, 0) + delta
     return report
@@ -267,11 +288,15 @@ def run_chaos_command(args: Any) -> int:
                 print(f"\r[{bar:<30}] {elapsed:5.1f}/{args.duration:g} s", end="", file=sys.stderr, flush=True)
 
         def started() -> None:
-            print(f"tree up in {node.rundir}; killing {args.rate:g}/s for {args.duration:g} s; seed {seed} "
-                  f"(repeat with --seed {seed})", flush=True)
+            print(
+                f"tree up in {node.rundir}; killing {args.rate:g}/s for {args.duration:g} s; seed {seed} "
+                f"(repeat with --seed {seed})",
+                flush=True,
+            )
 
-        report = run_chaos(node, top, args.rate, args.duration, clients=args.clients, seed=seed, on_tick=tick,
-                           on_start=started)
+        report = run_chaos(
+            node, top, args.rate, args.duration, clients=args.clients, seed=seed, on_tick=tick, on_start=started
+        )
         with deferred():
             if sys.stderr.isatty():
                 print(file=sys.stderr)

@@ -46,8 +46,9 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> Validator
     return check
 
 
-def number(minimum: float = 0.0, *, strict: bool = False, infinity: bool = False,
-           maximum: float | None = None) -> Validator:
+def number(
+    minimum: float = 0.0, *, strict: bool = False, infinity: bool = False, maximum: float | None = None
+) -> Validator:
     def check(raw: str) -> str | None:
         text = raw.strip().lower()
         if infinity and text in ("infinity", "inf"):
@@ -119,76 +120,135 @@ class Section:
     any_key: Validator | None = None
 
 
-_CHANNEL = Section({
-    "priority": choice("ratio", "slack", "upgrade"),
-    "capacity": integer(0),
-    "concurrency": integer(0),
-    "min_priority": number(0, infinity=True),
-    "max_priority": number(0, infinity=True),
-    "min_size": number(0, infinity=True),
-    "max_size": number(0, infinity=True),
-    "min_changes": integer(0),
-    "from": time_of_day,
-    "to": time_of_day,
-    "strict_window": boolean,
-})
+_CHANNEL = Section(
+    {
+        "priority": choice("ratio", "slack", "upgrade"),
+        "capacity": integer(0),
+        "concurrency": integer(0),
+        "min_priority": number(0, infinity=True),
+        "max_priority": number(0, infinity=True),
+        "min_size": number(0, infinity=True),
+        "max_size": number(0, infinity=True),
+        "min_changes": integer(0),
+        "from": time_of_day,
+        "to": time_of_day,
+        "strict_window": boolean,
+    }
+)
 
-_BUILT_IN_CHANNELS = ("ratio_dbs", "slack_dbs", "upgrade_dbs", "ratio_views", "slack_views", "upgrade_views",
-                      "index_cleanup")
+_BUILT_IN_CHANNELS = (
+    "ratio_dbs",
+    "slack_dbs",
+    "upgrade_dbs",
+    "ratio_views",
+    "slack_views",
+    "upgrade_views",
+    "index_cleanup",
+)
 
 #: Every section the services read.  ``[replicator] max_jobs`` must be >= 1
 #: here although the scheduler accepts 0: 0 runs no replication at all,
 #: which a whole-app run reports as lost documents a minute later.
 SCHEMA: dict[str, Section] = {
-    "couch": Section({
-        "intensity": integer(0), "period": number(0, strict=True), "ioq_pin": boolean,
-        "replicator_job_host": text, "smoosh_host": text, "state_dir": text,
-    }),
-    "ioq": Section({
-        "concurrency": integer(1), "dedupe": boolean,
-        **{k: number(0) for k in ("customer", "replication", "compaction", "low", "reads", "writes", "views")},
-    }),
+    "couch": Section(
+        {
+            "intensity": integer(0),
+            "period": number(0, strict=True),
+            "ioq_pin": boolean,
+            "replicator_job_host": text,
+            "smoosh_host": text,
+            "state_dir": text,
+        }
+    ),
+    "ioq": Section(
+        {
+            "concurrency": integer(1),
+            "dedupe": boolean,
+            **{k: number(0) for k in ("customer", "replication", "compaction", "low", "reads", "writes", "views")},
+        }
+    ),
     "ioq.bypass": Section(any_key=boolean),
-    "ioq2": Section({
-        "enabled": boolean, "concurrency": integer(1), "resize_limit": integer(1), "dedupe": boolean,
-        "scale_factor": number(0, strict=True), "max_priority": number(0, strict=True),
-        "dispatch_strategy": choice("random", "fd_hash", "single_server", "server_per_scheduler"),
-        "bind_to_schedulers": boolean, "servers": integer(1),
-    }),
+    "ioq2": Section(
+        {
+            "enabled": boolean,
+            "concurrency": integer(1),
+            "resize_limit": integer(1),
+            "dedupe": boolean,
+            "scale_factor": number(0, strict=True),
+            "max_priority": number(0, strict=True),
+            "dispatch_strategy": choice("random", "fd_hash", "single_server", "server_per_scheduler"),
+            "bind_to_schedulers": boolean,
+            "servers": integer(1),
+        }
+    ),
     "ioq2.bypass": Section(any_key=boolean),
     "ioq2.classes": Section(any_key=number(0)),
     "ioq2.shards": Section(any_key=number(0)),
     "ioq2.users": Section(any_key=number(0)),
     "osq": Section(any_key=integer(0)),
-    "smoosh": Section({
-        "staleness": number(0), "wait_secs": number(0), "persist": boolean, "state_dir": text,
-        "cleanup_index_files": boolean, "db_channels": text, "view_channels": text, "cleanup_channels": text,
-        "watch_interval": number(0),  # 0: no watcher, as smoosh reads it
-    }),
+    "smoosh": Section(
+        {
+            "staleness": number(0),
+            "wait_secs": number(0),
+            "persist": boolean,
+            "state_dir": text,
+            "cleanup_index_files": boolean,
+            "db_channels": text,
+            "view_channels": text,
+            "cleanup_channels": text,
+            "watch_interval": number(0),  # 0: no watcher, as smoosh reads it
+        }
+    ),
     "smoosh.ignore": Section(any_key=boolean),
-    "replicator": Section({
-        "max_jobs": integer(1), "max_churn": integer(0), "max_history": integer(1), "interval": integer(1),
-        "health_threshold": number(0), "backoff_interval": number(0, strict=True),
-        "max_backoff_exponent": integer(0), "fair_share": boolean,
-        "usage_coeff": number(0, strict=True, maximum=1.0),
-        "cluster_quiet_period": number(0), "cluster_start_period": number(0),
-        "cluster": boolean, "replicator_db": text, "doc_poll_interval": number(0, strict=True),
-        "store": postgres_url, "lease": auto_or_boolean, "lease_ttl": number(0, strict=True),
-    }),
-    "cluster": Section({
-        "name": text, "listen": text, "cluster_key": text, "seeds": text,
-        "net_ticktime": number(0, strict=True), "connect_all": boolean,
-    }),
+    "replicator": Section(
+        {
+            "max_jobs": integer(1),
+            "max_churn": integer(0),
+            "max_history": integer(1),
+            "interval": integer(1),
+            "health_threshold": number(0),
+            "backoff_interval": number(0, strict=True),
+            "max_backoff_exponent": integer(0),
+            "fair_share": boolean,
+            "usage_coeff": number(0, strict=True, maximum=1.0),
+            "cluster_quiet_period": number(0),
+            "cluster_start_period": number(0),
+            "cluster": boolean,
+            "replicator_db": text,
+            "doc_poll_interval": number(0, strict=True),
+            "store": postgres_url,
+            "lease": auto_or_boolean,
+            "lease_ttl": number(0, strict=True),
+        }
+    ),
+    "cluster": Section(
+        {
+            "name": text,
+            "listen": text,
+            "cluster_key": text,
+            "seeds": text,
+            "net_ticktime": number(0, strict=True),
+            "connect_all": boolean,
+        }
+    ),
     "metrics": Section({"port": integer(0, 65535), "bind": text}),
     "replicator.shares": Section(any_key=integer(1, 1000)),
-    "couch_jobs": Section({
-        "activity_monitor_max_jitter_msec": integer(0), "type_monitor_holdoff_msec": integer(0),
-        "type_monitor_timeout_msec": msec_or_infinity, "type_check_period_msec": integer(1),
-        "type_check_max_jitter_msec": integer(0), "wakeup_recheck_msec": integer(1),
-        "busy_timeout_msec": integer(1), "store": store_url, "database_path": text,
-        "pg_pool_size": integer(1), "pg_connect_timeout_msec": integer(1),
-        "pg_idle_in_transaction_timeout_msec": integer(0),
-    }),
+    "couch_jobs": Section(
+        {
+            "activity_monitor_max_jitter_msec": integer(0),
+            "type_monitor_holdoff_msec": integer(0),
+            "type_monitor_timeout_msec": msec_or_infinity,
+            "type_check_period_msec": integer(1),
+            "type_check_max_jitter_msec": integer(0),
+            "wakeup_recheck_msec": integer(1),
+            "busy_timeout_msec": integer(1),
+            "store": store_url,
+            "database_path": text,
+            "pg_pool_size": integer(1),
+            "pg_connect_timeout_msec": integer(1),
+            "pg_idle_in_transaction_timeout_msec": integer(0),
+        }
+    ),
 }
 
 
@@ -214,7 +274,7 @@ def _section_schema(name: str, channels: set[str], extra: Mapping[str, Section])
         return extra[name]
     if name in SCHEMA:
         return SCHEMA[name]
-    if name.startswith("smoosh.") and name[len("smoosh."):] in channels:
+    if name.startswith("smoosh.") and name[len("smoosh.") :] in channels:
         return _CHANNEL
     return None
 
@@ -226,8 +286,11 @@ def check(cfg: Config, extra: Mapping[str, Section] | None = None) -> CheckResul
     for name, values in cfg.to_dict().items():
         section = _section_schema(name, channels, extra or {})
         if section is None:
-            hint = " (not a smoosh channel: add it to [smoosh] db_channels or view_channels)" \
-                if name.startswith("smoosh.") else ""
+            hint = (
+                " (not a smoosh channel: add it to [smoosh] db_channels or view_channels)"
+                if name.startswith("smoosh.")
+                else ""
+            )
             result.warnings.append(f"unknown section [{name}] is ignored{hint}")
             continue
         for key, raw in values.items():

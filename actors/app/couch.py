@@ -144,13 +144,25 @@ def app_children(
 
     return [
         ChildSpec(SUBSYSTEMS["ioq"], (IoqSup, (ioq_count, ioq_pin)), type="supervisor", name=SUBSYSTEMS["ioq"]),
-        ChildSpec(SUBSYSTEMS["couch_jobs"], (CouchJobsSup, (couch_jobs_path,)), type="supervisor",
-                  name=SUBSYSTEMS["couch_jobs"]),
-        ChildSpec(SUBSYSTEMS["smoosh"], (SmooshSup, (smoosh_adapter, dict(smoosh_overrides or {}), smoosh_observer)),
-                  type="supervisor", host=smoosh_host, name=SUBSYSTEMS["smoosh"]),
-        ChildSpec(SUBSYSTEMS["replicator"],
-                  (ReplicatorSup, (replicator_job_factory or ReplicationJob, replicator_job_host)),
-                  type="supervisor", name=SUBSYSTEMS["replicator"]),
+        ChildSpec(
+            SUBSYSTEMS["couch_jobs"],
+            (CouchJobsSup, (couch_jobs_path,)),
+            type="supervisor",
+            name=SUBSYSTEMS["couch_jobs"],
+        ),
+        ChildSpec(
+            SUBSYSTEMS["smoosh"],
+            (SmooshSup, (smoosh_adapter, dict(smoosh_overrides or {}), smoosh_observer)),
+            type="supervisor",
+            host=smoosh_host,
+            name=SUBSYSTEMS["smoosh"],
+        ),
+        ChildSpec(
+            SUBSYSTEMS["replicator"],
+            (ReplicatorSup, (replicator_job_factory or ReplicationJob, replicator_job_host)),
+            type="supervisor",
+            name=SUBSYSTEMS["replicator"],
+        ),
     ]
 
 
@@ -241,13 +253,17 @@ def start_app(
     # ``[couch_jobs] store`` (a URL: sqlite:/// or postgresql://) wins over
     # ``database_path``, exactly as every worker process chooses its store.
     jobs_path = node.config.get("couch_jobs", STORE_KEY) or _default(
-        node, "couch_jobs", DATABASE_PATH_KEY, os.path.join(state_dir, "couch_jobs.sqlite"))
+        node, "couch_jobs", DATABASE_PATH_KEY, os.path.join(state_dir, "couch_jobs.sqlite")
+    )
     smoosh_dir = _default(node, "smoosh", "state_dir", os.path.join(state_dir, "smoosh"))
     os.makedirs(smoosh_dir, exist_ok=True)
 
     cfg = node.config
-    flags = SupFlags("one_for_one", intensity=cfg.get_integer("couch", "intensity", 10),
-                     period=cfg.get_float("couch", "period", 10.0))
+    flags = SupFlags(
+        "one_for_one",
+        intensity=cfg.get_integer("couch", "intensity", 10),
+        period=cfg.get_float("couch", "period", 10.0),
+    )
     job_host = cfg.get("couch", "replicator_job_host", "own")
     smoosh_host = cfg.get("couch", "smoosh_host", "smoosh")
     adapter = SQLiteAdapter(data_dir)
@@ -274,5 +290,13 @@ def start_app(
     if att is not None:
         att.agent.cast("find_hub")
         att.agent.call("hub", timeout=10.0)
-    return App(node=node, top=top, state_dir=state_dir, data_dir=data_dir, couch_jobs_path=jobs_path,
-               smoosh_state_dir=smoosh_dir, adapter=adapter, owns_state_dir=owns)
+    return App(
+        node=node,
+        top=top,
+        state_dir=state_dir,
+        data_dir=data_dir,
+        couch_jobs_path=jobs_path,
+        smoosh_state_dir=smoosh_dir,
+        adapter=adapter,
+        owns_state_dir=owns,
+    )

@@ -32,11 +32,7 @@ from typing import Any
 
 from actors import Node
 from actors.app import configcheck
-from actors.config import Config, ConfigError
-from actors.interrupt import deferred, exit_status
 from actors.app.couch import start_app
-from actors.couch_jobs.local_postgres import local_postgres
-from actors.couch_jobs.store_postgres import redact
 from actors.app.workload import (
     Check,
     DbWriter,
@@ -49,6 +45,10 @@ from actors.app.workload import (
 )
 from actors.app.workload.ioq_reads import make_files
 from actors.app.workload.view import LiveView
+from actors.config import Config, ConfigError
+from actors.couch_jobs.local_postgres import local_postgres
+from actors.couch_jobs.store_postgres import redact
+from actors.interrupt import deferred, exit_status
 
 __all__ = ["DEMO_CONFIG", "Outcome", "load_config", "result_line", "run_demo"]
 
@@ -59,15 +59,27 @@ DEMO_CONFIG: dict[str, dict[str, str]] = {
     "ioq2": {"enabled": "true"},
     "smoosh": {"wait_secs": "0.5", "staleness": "0", "persist": "true"},
     "smoosh.ratio_dbs": {"min_size": "65536", "concurrency": "2"},
-    "replicator": {"max_jobs": "3", "max_churn": "3", "interval": "500", "backoff_interval": "0.5",
-                   "health_threshold": "3"},
-    "couch_jobs": {"activity_monitor_max_jitter_msec": "200", "type_check_period_msec": "1000",
-                   "type_check_max_jitter_msec": "200"},
+    "replicator": {
+        "max_jobs": "3",
+        "max_churn": "3",
+        "interval": "500",
+        "backoff_interval": "0.5",
+        "health_threshold": "3",
+    },
+    "couch_jobs": {
+        "activity_monitor_max_jitter_msec": "200",
+        "type_check_period_msec": "1000",
+        "type_check_max_jitter_msec": "200",
+    },
 }
 
 #: smoosh's fixed intervals, shortened so checkpoints and retries happen within the run.
-SMOOSH_OVERRIDES = {"checkpoint_interval": 1.0, "re_enqueue_delay": 1.0, "status_interval": 0.5,
-                    "access_clean_interval": 1.0}
+SMOOSH_OVERRIDES = {
+    "checkpoint_interval": 1.0,
+    "re_enqueue_delay": 1.0,
+    "status_interval": 0.5,
+    "access_clean_interval": 1.0,
+}
 
 SHORT_DURATION = 6.0
 SHORT_MIN_KILL_RATE = 1.5
@@ -112,8 +124,13 @@ def _state_dir(requested: str | None) -> tuple[str, bool]:
     return path, False
 
 
-def run_demo(args: Any, *, make_node: Callable[[str, int | None], Node] | None = None,
-             body: Callable[..., None] | None = None, observe: Callable[..., Any] | None = None) -> int:
+def run_demo(
+    args: Any,
+    *,
+    make_node: Callable[[str, int | None], Node] | None = None,
+    body: Callable[..., None] | None = None,
+    observe: Callable[..., Any] | None = None,
+) -> int:
     """``otpy demo``: 0 when nothing was lost, 1 when something was, 130/143 when interrupted.
 
     A temporary state directory is removed however the run ends, except
@@ -137,8 +154,11 @@ def run_demo(args: Any, *, make_node: Callable[[str, int | None], Node] | None =
         with contextlib.ExitStack() as stack:
             store = getattr(args, "store", "sqlite")
             if store != "sqlite":  # couch_jobs on PostgreSQL: a throwaway server, or the URL given
-                url = stack.enter_context(local_postgres(os.path.join(state_dir, "postgres"))) \
-                    if store == "postgres" else store
+                url = (
+                    stack.enter_context(local_postgres(os.path.join(state_dir, "postgres")))
+                    if store == "postgres"
+                    else store
+                )
                 cfg.set("couch_jobs", "store", url)
                 print(f"couch_jobs store: PostgreSQL at {redact(url)}", flush=True)
             metrics = getattr(args, "metrics", None)
@@ -146,8 +166,9 @@ def run_demo(args: Any, *, make_node: Callable[[str, int | None], Node] | None =
             web = None
             try:
                 if node.metrics_server is not None:
-                    print(f"metrics: {node.metrics_server.url} (scrape it with Prometheus: docs/metrics.md)",
-                          flush=True)
+                    print(
+                        f"metrics: {node.metrics_server.url} (scrape it with Prometheus: docs/metrics.md)", flush=True
+                    )
                 if getattr(args, "observe", None) is not None:
                     if observe is None:
                         raise ValueError("demo --observe: no observer given (observe=actors.tools.observer.observe)")
@@ -181,25 +202,45 @@ def result_line(checks: list[Check], failed_calls: int, top_alive: bool) -> str:
     """The verdict, saying what "nothing lost" counted and what it did not."""
     lost = sum(c.lost for c in checks)
     counted = ", ".join(c.counted for c in checks if c.counted) or "nothing"
-    expected = (f"; {failed_calls} calls failed with an exit reason under kills (expected, not lost)"
-                if failed_calls else "")
+    expected = (
+        f"; {failed_calls} calls failed with an exit reason under kills (expected, not lost)" if failed_calls else ""
+    )
     if lost == 0 and top_alive:
         return f"RESULT: nothing lost -- checked {counted}{expected}"
     where = ", ".join(f"{c.name} {c.lost}" for c in checks if c.lost)
-    return (f"RESULT: FAILED -- {lost} items lost" + (f" ({where})" if where else "") + f" of {counted}"
-            + ("" if top_alive else ", couch_sup is down") + expected)
+    return (
+        f"RESULT: FAILED -- {lost} items lost"
+        + (f" ({where})" if where else "")
+        + f" of {counted}"
+        + ("" if top_alive else ", couch_sup is down")
+        + expected
+    )
 
 
-def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float, live: bool,
-         seed: int, outcome: Outcome, *, short: bool) -> None:
+def _run(
+    node: Node,
+    cfg: Config,
+    state_dir: str,
+    duration: float,
+    rate: float,
+    grace: float,
+    live: bool,
+    seed: int,
+    outcome: Outcome,
+    *,
+    short: bool,
+) -> None:
     t0 = time.monotonic()
     print(f"node up, runtime directory {node.rundir} (attach: otpy status {node.rundir})", flush=True)
     writer_box: list[Any] = []
     observer = node.spawn(SmooshObserver, lambda ev, rest: writer_box and writer_box[0].on_event(ev, rest))
     app = start_app(node, cfg, state_dir, smoosh_overrides=SMOOSH_OVERRIDES, smoosh_observer=observer)
     n_servers = len([a for a in node.actors() if str(a.get("registered") or "").startswith("ioq_server_")])
-    print(f"application up in {time.monotonic() - t0:.1f} s: {len(node.actors())} actors, "
-          f"{len(node.hosts())} host processes, {n_servers} IOQ2 servers; state directory {state_dir}", flush=True)
+    print(
+        f"application up in {time.monotonic() - t0:.1f} s: {len(node.actors())} actors, "
+        f"{len(node.hosts())} host processes, {n_servers} IOQ2 servers; state directory {state_dir}",
+        flush=True,
+    )
 
     files = make_files(os.path.join(state_dir, "ioq"), count=max(2, 2 * n_servers), size=256 * 1024, seed=seed)
     workload_sup = start_workload(node, [p for p, _ in files], workers=3)
@@ -214,14 +255,29 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
     drivers = {"smoosh": writer, "ioq": reads, "jobs": jobs, "replication": repl, "killer": killer}
     view = LiveView(node, app, drivers, duration)
 
-    banner = (f"workload (seed {seed}): {len(files)} files read through IOQ, {len(writer.dbs)} databases "
-              f"for smoosh, {repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), "
-              f"3 couch_jobs workers in their own processes; killing {rate:g}/s for {duration:g} s")
+    banner = (
+        f"workload (seed {seed}): {len(files)} files read through IOQ, {len(writer.dbs)} databases "
+        f"for smoosh, {repl.n_jobs} replications (max_jobs {cfg.get('replicator', 'max_jobs')}), "
+        f"3 couch_jobs workers in their own processes; killing {rate:g}/s for {duration:g} s"
+    )
     try:
         start = _load(view, (writer, reads, jobs, repl, killer), duration, live, short, outcome, banner)
         with deferred():
-            _report(node, app, view, [killer], drivers, (jobs, repl, writer, reads), duration, rate, seed, grace,
-                    start, live, outcome)
+            _report(
+                node,
+                app,
+                view,
+                [killer],
+                drivers,
+                (jobs, repl, writer, reads),
+                duration,
+                rate,
+                seed,
+                grace,
+                start,
+                live,
+                outcome,
+            )
     finally:
         with deferred():
             try:
@@ -232,8 +288,9 @@ def _run(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, 
             app.stop()
 
 
-def _load(view: LiveView, drivers: tuple[Any, ...], duration: float, live: bool, short: bool,
-          outcome: Outcome, banner: str) -> float:
+def _load(
+    view: LiveView, drivers: tuple[Any, ...], duration: float, live: bool, short: bool, outcome: Outcome, banner: str
+) -> float:
     """Start the drivers, show the view for ``duration`` s (or until Ctrl-C/SIGTERM), stop the drivers;
     returns when the load started."""
     start = time.monotonic()
@@ -264,9 +321,21 @@ def _load(view: LiveView, drivers: tuple[Any, ...], duration: float, live: bool,
     return start
 
 
-def _report(node: Node, app: Any, view: LiveView, killers: list[Any], drivers: dict[str, Any],
-            checked: tuple[Any, ...], duration: float, rate: float, seed: int, grace: float, start: float,
-            live: bool, outcome: Outcome) -> None:
+def _report(
+    node: Node,
+    app: Any,
+    view: LiveView,
+    killers: list[Any],
+    drivers: dict[str, Any],
+    checked: tuple[Any, ...],
+    duration: float,
+    rate: float,
+    seed: int,
+    grace: float,
+    start: float,
+    live: bool,
+    outcome: Outcome,
+) -> None:
     """Settle (unless interrupted), check and print the summary; sets ``outcome.ok``.
 
     ``checked``: what has a ``check()`` (and maybe a ``settle(deadline)``), in
@@ -276,8 +345,11 @@ def _report(node: Node, app: Any, view: LiveView, killers: list[Any], drivers: d
     if live:
         print("\x1b[2J\x1b[H" + view.render(ran, "stopped"), flush=True)
     if outcome.interrupted:
-        print(f"INTERRUPTED after {ran:.1f} s of load: workload stopped, no grace period; partial summary "
-              f"follows (items still in flight are not judged lost)", flush=True)
+        print(
+            f"INTERRUPTED after {ran:.1f} s of load: workload stopped, no grace period; partial summary "
+            f"follows (items still in flight are not judged lost)",
+            flush=True,
+        )
     else:
         print(f"load stopped after {ran:.1f} s; " + "; ".join(k.summary() for k in killers), flush=True)
         settle_start = time.monotonic()
@@ -286,39 +358,52 @@ def _report(node: Node, app: Any, view: LiveView, killers: list[Any], drivers: d
             settle = getattr(d, "settle", None)
             if settle is not None:
                 settle(deadline)
-        print(f"grace period: outstanding work finished in {time.monotonic() - settle_start:.1f} s "
-              f"(bound {grace:.0f} s)", flush=True)
+        print(
+            f"grace period: outstanding work finished in {time.monotonic() - settle_start:.1f} s (bound {grace:.0f} s)",
+            flush=True,
+        )
 
     checks = [d.check() for d in checked]
     counters = node.stats()["counters"]
     restarts = view.restarts(counters)
-    escalations = {k[len("supervision.escalations."):]: v for k, v in counters.items()
-                   if k.startswith("supervision.escalations.") and v}
+    escalations = {
+        k[len("supervision.escalations.") :]: v
+        for k, v in counters.items()
+        if k.startswith("supervision.escalations.") and v
+    }
     top_alive = app.top.is_alive()
 
     print()
     print("=" * 72)
-    print(("PARTIAL " if outcome.interrupted else "")
-          + f"summary ({ran:.1f} of {duration:g} s of load, kill rate {rate:g}/s, seed {seed})")
+    print(
+        ("PARTIAL " if outcome.interrupted else "")
+        + f"summary ({ran:.1f} of {duration:g} s of load, kill rate {rate:g}/s, seed {seed})"
+    )
     for k in killers:
         print(k.summary())
     where = f" (on {node.name})" if node.name else ""  # demo --nodes: the controller's counters
-    print(f"restarts per supervisor{where}: "
-          + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
-    print("escalations: " + (", ".join(f"{k} {v}" for k, v in sorted(escalations.items())) or "none")
-          + f"; couch_sup {'up' if top_alive else 'DOWN'}")
+    print(f"restarts per supervisor{where}: " + (", ".join(f"{k} {v}" for k, v in sorted(restarts.items())) or "none"))
+    print(
+        "escalations: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(escalations.items())) or "none")
+        + f"; couch_sup {'up' if top_alive else 'DOWN'}"
+    )
     for c in checks:
         for line in c.lines:
             print(line)
     # Drivers count their errors by kind; the node set's are sentences, already in its check's lines.
     errors = {name: d.errors for name, d in drivers.items() if d.errors and isinstance(d.errors, dict)}
     if errors:
-        print("driver errors (retried): " + "; ".join(
-            f"{n}: " + ", ".join(f"{k} x{v}" for k, v in e.items()) for n, e in errors.items()))
+        print(
+            "driver errors (retried): "
+            + "; ".join(f"{n}: " + ", ".join(f"{k} x{v}" for k, v in e.items()) for n, e in errors.items())
+        )
     failed = sum(c.failed for c in checks)
     if outcome.interrupted:
-        print(f"RESULT: interrupted after {ran:.1f} s -- not judged (checked so far: "
-              f"{', '.join(c.counted for c in checks if c.counted)})")
+        print(
+            f"RESULT: interrupted after {ran:.1f} s -- not judged (checked so far: "
+            f"{', '.join(c.counted for c in checks if c.counted)})"
+        )
     else:
         outcome.ok = sum(c.lost for c in checks) == 0 and top_alive
         print(result_line(checks, failed, top_alive))

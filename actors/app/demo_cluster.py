@@ -47,11 +47,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors import ActorRef, CallTimeout, Exit, Node, global_names, pg
-from actors.cluster_key import write_new
-from actors.config import Config
 from actors.app.couch import COUCH_SUP, start_app
 from actors.app.demo import SMOOSH_OVERRIDES, Outcome, _load, _report, run_demo
-from actors.interrupt import deferred
 from actors.app.workload import (
     WORKLOAD_SUP,
     DbWriter,
@@ -65,12 +62,15 @@ from actors.app.workload import (
 from actors.app.workload.cluster_replication import ClusterReplications
 from actors.app.workload.ioq_reads import file_specs, make_files
 from actors.app.workload.jobs import JOB_TYPE, JobWorker
-from actors.app.workload.node_reads import NodeReads, reader_spec
-from actors.app.workload.nodes import NodeKiller, NodeProc, NodeSet
 from actors.app.workload.netchaos import NetChaos
 from actors.app.workload.netns import Topology
+from actors.app.workload.node_reads import NodeReads, reader_spec
+from actors.app.workload.nodes import NodeKiller, NodeProc, NodeSet
 from actors.app.workload.singleton import SingletonWatch, singleton_spec
 from actors.app.workload.view import LiveView
+from actors.cluster_key import write_new
+from actors.config import Config
+from actors.interrupt import deferred
 from supervision import ChildSpec, start_child
 
 __all__ = ["CONTROLLER", "WORKERS_PER_NODE", "HostsPlan", "node_config", "run_cluster_demo"]
@@ -87,8 +87,12 @@ NODE_OVERRIDES: dict[str, dict[str, str]] = {
     "couch": {"replicator_job_host": "none"},
     # The clustered replicator (docs/replicator.md, "Across nodes"), with a quiet period that fits a
     # run of seconds; the controller's replicator stays unclustered, so the controller is no member.
-    "replicator": {"cluster": "true", "cluster_quiet_period": "2", "cluster_start_period": "1",
-                   "doc_poll_interval": "0.2"},
+    "replicator": {
+        "cluster": "true",
+        "cluster_quiet_period": "2",
+        "cluster_start_period": "1",
+        "doc_poll_interval": "0.2",
+    },
 }
 
 
@@ -97,15 +101,17 @@ NODE_OVERRIDES: dict[str, dict[str, str]] = {
 DEMO_LEASE_TTL = "4"
 
 
-def node_config(cfg: Config, jobs_store: dict[str, str], path: str, replicator_db: str,
-                replicator_store: str | None = None) -> None:
+def node_config(
+    cfg: Config, jobs_store: dict[str, str], path: str, replicator_db: str, replicator_store: str | None = None
+) -> None:
     """Write the nodes' ini file: the demo settings, the shared couch_jobs store and ``_replicator``
     file (or, on PostgreSQL, the replicator's store), `NODE_OVERRIDES`."""
     parser = configparser.ConfigParser(interpolation=None)
     for section in cfg.sections():
         # every node has its own state directory (--state-dir); only the couch_jobs store is shared
-        parser[section] = {k: v for k, v in cfg.section(section).items()
-                           if not (section == "couch" and k == "state_dir")}
+        parser[section] = {
+            k: v for k, v in cfg.section(section).items() if not (section == "couch" and k == "state_dir")
+        }
     for section, values in NODE_OVERRIDES.items():
         parser[section] = {**(dict(parser[section]) if parser.has_section(section) else {}), **values}
     jobs = dict(parser["couch_jobs"]) if parser.has_section("couch_jobs") else {}
@@ -144,10 +150,33 @@ def run_cluster_demo(args: Any, *, observe: Callable[..., Any] | None = None) ->
         write_new(key)
         return Node(name=CONTROLLER, listen="tcp://127.0.0.1:0", cluster_key=key, metrics=metrics)
 
-    def body(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float, live: bool,
-             seed: int, outcome: Outcome, *, short: bool) -> None:
-        _run_cluster(node, cfg, state_dir, n_nodes, duration, rate, grace, live, seed, outcome, short=short,
-                     metrics=getattr(args, "metrics", None))
+    def body(
+        node: Node,
+        cfg: Config,
+        state_dir: str,
+        duration: float,
+        rate: float,
+        grace: float,
+        live: bool,
+        seed: int,
+        outcome: Outcome,
+        *,
+        short: bool,
+    ) -> None:
+        _run_cluster(
+            node,
+            cfg,
+            state_dir,
+            n_nodes,
+            duration,
+            rate,
+            grace,
+            live,
+            seed,
+            outcome,
+            short=short,
+            metrics=getattr(args, "metrics", None),
+        )
 
     return run_demo(args, make_node=make_node, body=body, observe=observe)
 
@@ -165,9 +194,22 @@ class HostsPlan:
     heal_limit: float
 
 
-def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration: float, rate: float, grace: float,
-                 live: bool, seed: int, outcome: Outcome, *, short: bool, metrics: int | None = None,
-                 hosts: HostsPlan | None = None) -> None:
+def _run_cluster(
+    node: Node,
+    cfg: Config,
+    state_dir: str,
+    n_nodes: int,
+    duration: float,
+    rate: float,
+    grace: float,
+    live: bool,
+    seed: int,
+    outcome: Outcome,
+    *,
+    short: bool,
+    metrics: int | None = None,
+    hosts: HostsPlan | None = None,
+) -> None:
     t0 = time.monotonic()
     print(f"controller {node.name} at {node.address}, runtime directory {node.rundir}", flush=True)
     pg.start(node)  # the readers' group, seen from here; every `otpy node` runs its own
@@ -191,20 +233,33 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
     paths = [p for p, _ in files]
     names = [f"n{i + 1}" for i in range(n_nodes)]
     workload_sup: ActorRef | None = None
-    nodes = NodeSet(node, names, key_path=os.path.join(state_dir, "cluster.key"), config_path=ini,
-                    state_dir=os.path.join(state_dir, "nodes"),
-                    on_up=lambda n: _start_workers(node, n, names, paths, seed), metrics=metrics,
-                    hosts=hosts.places if hosts else None, net_ticktime=hosts.net_ticktime if hosts else None)
+    nodes = NodeSet(
+        node,
+        names,
+        key_path=os.path.join(state_dir, "cluster.key"),
+        config_path=ini,
+        state_dir=os.path.join(state_dir, "nodes"),
+        on_up=lambda n: _start_workers(node, n, names, paths, seed),
+        metrics=metrics,
+        hosts=hosts.places if hosts else None,
+        net_ticktime=hosts.net_ticktime if hosts else None,
+    )
     killer = node_killer = repl = net_chaos = None
     try:
         failed = nodes.start_all()
         if failed:
             raise RuntimeError("nodes did not start: " + "; ".join(failed))
-        print(f"controller and {n_nodes} nodes up in {time.monotonic() - t0:.1f} s: {nodes.line()}; "
-              f"state directory {state_dir}", flush=True)
+        print(
+            f"controller and {n_nodes} nodes up in {time.monotonic() - t0:.1f} s: {nodes.line()}; "
+            f"state directory {state_dir}",
+            flush=True,
+        )
         for n in nodes.nodes.values():
-            print(f"  node {n.name} at {n.address}, runtime directory {n.rundir} (attach: otpy status {n.rundir})"
-                  + (f", metrics: {n.metrics_url}" if n.metrics_url else ""), flush=True)
+            print(
+                f"  node {n.name} at {n.address}, runtime directory {n.rundir} (attach: otpy status {n.rundir})"
+                + (f", metrics: {n.metrics_url}" if n.metrics_url else ""),
+                flush=True,
+            )
 
         workload_sup = start_workload(node, paths, workers=0)
         start_child(workload_sup, singleton_spec(names))  # one Beacon in the cluster, failing over
@@ -213,8 +268,15 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
         reads = IoqReaders(node, files, threads=2, seed=seed)
         node_reads = NodeReads(node, nodes.up)
         singleton = SingletonWatch(node, nodes.up)
-        repl = ClusterReplications(node, os.path.join(state_dir, "replication"), nodes.up, replicator_db,
-                                   jobs=6 if short else 9, seed=seed, store=pg_store)
+        repl = ClusterReplications(
+            node,
+            os.path.join(state_dir, "replication"),
+            nodes.up,
+            replicator_db,
+            jobs=6 if short else 9,
+            seed=seed,
+            store=pg_store,
+        )
         repl.setup()
         local_tops = [app.top, workload_sup]
 
@@ -235,27 +297,59 @@ def _run_cluster(node: Node, cfg: Config, state_dir: str, n_nodes: int, duration
 
         killer = Killer(node, trees, rate, seed=seed, may_sigkill=may_sigkill)
         # On hosts the network faults come first: a node SIGKILLed early may take the run's first third to boot.
-        node_killer = NodeKiller(nodes, NODE_KILL_PERIOD, seed=seed,
-                                 first_after=duration * 0.6 if hosts else min(NODE_KILL_PERIOD, duration / 3))
-        drivers = {"smoosh": writer, "ioq": reads, "node_ioq": node_reads, "jobs": jobs, "replication": repl,
-                   "killer": killer, "nodes": nodes, "node_killer": node_killer, "singleton": singleton}
+        node_killer = NodeKiller(
+            nodes,
+            NODE_KILL_PERIOD,
+            seed=seed,
+            first_after=duration * 0.6 if hosts else min(NODE_KILL_PERIOD, duration / 3),
+        )
+        drivers = {
+            "smoosh": writer,
+            "ioq": reads,
+            "node_ioq": node_reads,
+            "jobs": jobs,
+            "replication": repl,
+            "killer": killer,
+            "nodes": nodes,
+            "node_killer": node_killer,
+            "singleton": singleton,
+        }
         loads: tuple[Any, ...] = (writer, reads, node_reads, jobs, repl, singleton, killer, node_killer)
         chaos: list[Any] = [killer, node_killer]
         checked: tuple[Any, ...] = (nodes, jobs, repl, writer, reads, node_reads, singleton)
         if hosts is not None:
-            net_chaos = NetChaos(node, nodes, hosts.topo, hosts.fault_period, hosts.hold, hosts.heal_limit,
-                                 first_after=min(hosts.fault_period, duration / 6), seed=seed)
+            net_chaos = NetChaos(
+                node,
+                nodes,
+                hosts.topo,
+                hosts.fault_period,
+                hosts.hold,
+                hosts.heal_limit,
+                first_after=min(hosts.fault_period, duration / 6),
+                seed=seed,
+            )
             drivers["net_chaos"] = net_chaos
             loads, chaos, checked = loads + (net_chaos,), chaos + [net_chaos], (net_chaos,) + checked
         view = LiveView(node, app, drivers, duration)
-        start = _load(view, loads, duration, live, short, outcome,
-              f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
-              f"{len(writer.dbs)} "
-              f"databases for smoosh on {node.name}, {repl.n_jobs} replications over {n_nodes} nodes, couch_jobs "
-              f"workers on every node ({WORKERS_PER_NODE} each), one singleton named cluster-wide; killing actors "
-              f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s"
-              + (f"; cutting a node's host off, or a pair of hosts apart, for {hosts.hold:g} s every "
-                 f"{hosts.fault_period:g} s (net_ticktime {hosts.net_ticktime:g} s)" if hosts else ""))
+        start = _load(
+            view,
+            loads,
+            duration,
+            live,
+            short,
+            outcome,
+            f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
+            f"{len(writer.dbs)} "
+            f"databases for smoosh on {node.name}, {repl.n_jobs} replications over {n_nodes} nodes, couch_jobs "
+            f"workers on every node ({WORKERS_PER_NODE} each), one singleton named cluster-wide; killing actors "
+            f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s"
+            + (
+                f"; cutting a node's host off, or a pair of hosts apart, for {hosts.hold:g} s every "
+                f"{hosts.fault_period:g} s (net_ticktime {hosts.net_ticktime:g} s)"
+                if hosts
+                else ""
+            ),
+        )
         with deferred():
             _report(node, app, view, chaos, drivers, checked, duration, rate, seed, grace, start, live, outcome)
     finally:
@@ -280,9 +374,9 @@ def _start_workers(ctl: Node, n: NodeProc, names: list[str], paths: list[str], s
     """Put the demo's job workers, file actors and IOQ reader on node ``n`` (again, after a restart),
     under a workload supervisor there."""
     base = 10 * (names.index(n.name) + 1)
-    specs = [ChildSpec(f"job_worker_{base + i}", (JobWorker, (JOB_TYPE, base + i)), host=f"jobs{i}")
-             for i in range(WORKERS_PER_NODE)]
+    specs = [
+        ChildSpec(f"job_worker_{base + i}", (JobWorker, (JOB_TYPE, base + i)), host=f"jobs{i}")
+        for i in range(WORKERS_PER_NODE)
+    ]
     specs += file_specs(paths) + [reader_spec(paths, seed + base)]
     ctl.spawn(WorkloadSup, specs, name=WORKLOAD_SUP, node=n.name)
-
-

@@ -22,12 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import Node
-from actors.cluster_key import write_new
-from actors.config import Config
 from actors.app.demo import Outcome, run_demo
 from actors.app.demo_cluster import CONTROLLER, HostsPlan, _run_cluster
 from actors.app.workload.netns import Topology, enter, missing
 from actors.app.workload.pg_host import PgHost, pg_missing
+from actors.cluster_key import write_new
+from actors.config import Config
 
 __all__ = ["NET_TICKTIME", "PORT", "run_hosts_demo"]
 
@@ -51,27 +51,63 @@ def run_hosts_demo(args: Any, *, observe: Callable[..., Any] | None = None) -> i
         topo.add_host("db", 100)
         pg = PgHost(topo["db"])
         try:
-            print(f"hosts: {CONTROLLER} {topo[CONTROLLER].address}, "
-                  + ", ".join(f"{n} {topo[n].address}" for n in names)
-                  + f", db {topo['db'].address} (PostgreSQL); namespaces {topo.prefix}*", flush=True)
+            print(
+                f"hosts: {CONTROLLER} {topo[CONTROLLER].address}, "
+                + ", ".join(f"{n} {topo[n].address}" for n in names)
+                + f", db {topo['db'].address} (PostgreSQL); namespaces {topo.prefix}*",
+                flush=True,
+            )
             enter(topo[CONTROLLER].ns)  # this thread, and all it starts from now on, is on the controller's host
             args.store = pg.url
-            plan = HostsPlan(topo, {n: (f"tcp://{topo[n].address}:{PORT}", topo[n].exec_prefix()) for n in names},
-                             net_ticktime=NET_TICKTIME, fault_period=1.0, hold=2 * NET_TICKTIME + 1.0,
-                             heal_limit=2 * NET_TICKTIME + 10.0 + 30.0)
+            plan = HostsPlan(
+                topo,
+                {n: (f"tcp://{topo[n].address}:{PORT}", topo[n].exec_prefix()) for n in names},
+                net_ticktime=NET_TICKTIME,
+                fault_period=1.0,
+                hold=2 * NET_TICKTIME + 1.0,
+                heal_limit=2 * NET_TICKTIME + 10.0 + 30.0,
+            )
 
             def make_node(state_dir: str, metrics: int | None = None) -> Node:
                 key = os.path.join(state_dir, "cluster.key")
                 write_new(key)
-                return Node(name=CONTROLLER, listen=f"tcp://{topo[CONTROLLER].address}:{PORT}", cluster_key=key,
-                            net_ticktime=NET_TICKTIME, metrics=metrics)
+                return Node(
+                    name=CONTROLLER,
+                    listen=f"tcp://{topo[CONTROLLER].address}:{PORT}",
+                    cluster_key=key,
+                    net_ticktime=NET_TICKTIME,
+                    metrics=metrics,
+                )
 
-            def body(node: Node, cfg: Config, state_dir: str, duration: float, rate: float, grace: float,
-                     live: bool, seed: int, outcome: Outcome, *, short: bool) -> None:
+            def body(
+                node: Node,
+                cfg: Config,
+                state_dir: str,
+                duration: float,
+                rate: float,
+                grace: float,
+                live: bool,
+                seed: int,
+                outcome: Outcome,
+                *,
+                short: bool,
+            ) -> None:
                 if short:
                     duration = max(duration, SHORT_DURATION)
-                _run_cluster(node, cfg, state_dir, len(names), duration, rate, grace, live, seed, outcome,
-                             short=short, hosts=plan)
+                _run_cluster(
+                    node,
+                    cfg,
+                    state_dir,
+                    len(names),
+                    duration,
+                    rate,
+                    grace,
+                    live,
+                    seed,
+                    outcome,
+                    short=short,
+                    hosts=plan,
+                )
 
             return run_demo(args, make_node=make_node, body=body, observe=observe)
         finally:

@@ -43,9 +43,9 @@ from typing import Any
 
 from actors import Node, global_names, pg
 from actors.app import configcheck
-from actors.config import Config, ConfigError
 from actors.app.couch import load_config as app_config
 from actors.app.couch import start_app
+from actors.config import Config, ConfigError
 from actors.interrupt import stop_once, wait_for_signal
 
 __all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
@@ -107,9 +107,15 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None, ended: tu
     node: Node | None = None
     app = None
     try:
-        node = Node(cfg, name=args.name, listen=listen, cluster_key=args.cluster_key,
-                    seeds=args.seeds or (), net_ticktime=args.net_ticktime,
-                    metrics=getattr(args, "metrics", None))
+        node = Node(
+            cfg,
+            name=args.name,
+            listen=listen,
+            cluster_key=args.cluster_key,
+            seeds=args.seeds or (),
+            net_ticktime=args.net_ticktime,
+            metrics=getattr(args, "metrics", None),
+        )
 
         def wake(reason: str) -> None:
             os.write(ended[1], b"x")  # the main thread's wait_for_signal returns
@@ -118,8 +124,12 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None, ended: tu
         pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
         global_names.start(node)
         app = start_app(node, None, state_dir)
-        print(READY_LINE.format(name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir,
-                                state=state_dir), flush=True)
+        print(
+            READY_LINE.format(
+                name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir, state=state_dir
+            ),
+            flush=True,
+        )
         if node.metrics_server is not None:  # after the ready line: readers take the first line as it
             print(f"metrics: {node.metrics_server.url}", flush=True)
         wait_for_signal(wake=ended[0])  # until SIGINT or SIGTERM raises here, or the incarnation ends
@@ -149,8 +159,11 @@ def run_node(args: Any) -> int:
             for incarnation in itertools.count(1):
                 reason = _serve(cfg, args, state_dir, listen, (read_end, write_end))
                 os.read(read_end, 4096)
-                print(f"node {args.name} incarnation {incarnation} ended ({reason}): starting a new one",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"node {args.name} incarnation {incarnation} ended ({reason}): starting a new one",
+                    file=sys.stderr,
+                    flush=True,
+                )
         except KeyboardInterrupt:
             pass
         finally:

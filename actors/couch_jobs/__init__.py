@@ -16,7 +16,6 @@ host program) to attach its default instance to it.
 from .activity import ActivityMonitorLogic
 from .activity_monitor import ActivityMonitor
 from .agent import AgentSup, ProcessAgent
-from .app import start, stop
 from .api import (
     CouchJobs,
     accept,
@@ -42,7 +41,18 @@ from .api import (
     update,
     wait,
 )
-from .errors import CouchJobsError, Halt, JsonEncodingError, NoTypeTimeout, NotFound, StoreClosed, StoreReadOnly, StoreUnavailable
+from .app import start, stop
+from .client import force_check_types, get_notifier_server
+from .errors import (
+    CouchJobsError,
+    Halt,
+    JsonEncodingError,
+    NotFound,
+    NoTypeTimeout,
+    StoreClosed,
+    StoreReadOnly,
+    StoreUnavailable,
+)
 from .model import (
     UNDEFINED_MAX_SCHEDULED_TIME,
     Job,
@@ -56,11 +66,10 @@ from .model import (
 from .notifications import NOT_FOUND, Notification, NotifierLogic, TypeMonitorLogic
 from .notifier import Notifier, TypeMonitor
 from .process import use
-from .client import force_check_types, get_notifier_server
 from .server import JobsServer
 from .store import JobRecord, Store, StoreTx
-from .store_sqlite import SQLiteStore, SQLiteTransaction
 from .store_postgres import PostgresStore, PostgresTransaction
+from .store_sqlite import SQLiteStore, SQLiteTransaction
 from .stores import open_store
 from .sup import ActivityMonitorSup, CouchJobsSup, NotifierSup
 from .type_discovery import TypeDiscovery, diff_types

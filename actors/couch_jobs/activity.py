@@ -96,8 +96,6 @@ class ActivityMonitorLogic:
             if timeout_msec != self.timeout_msec:
                 self.vs = None
                 self.timeout_msec = timeout_msec
-        max_jitter = min(
-            self.timeout_msec / 2, settings.activity_monitor_max_jitter_msec(self.config)
-        )
+        max_jitter = min(self.timeout_msec / 2, settings.activity_monitor_max_jitter_msec(self.config))
         wait_msec = self.timeout_msec + self.rng.randint(1, max(1, int(max_jitter)))
         return wait_msec / 1000.0

@@ -42,8 +42,7 @@ class ActivityMonitor(GenServer):
 
     def store_away(self, exc: StoreUnavailable) -> float:
         """Back off instead of crashing: an outage must not exhaust the tree's restarts."""
-        _log.warning("couch_jobs activity monitor %r: %s; retrying in %.2fs",
-                     self.logic.type, exc, self.retry)
+        _log.warning("couch_jobs activity monitor %r: %s; retrying in %.2fs", self.logic.type, exc, self.retry)
         delay, self.retry = self.retry, min(_RETRY_MAX, self.retry * 2)
         return delay
 

@@ -88,8 +88,7 @@ class ActorSubscriptions:
         try:
             agent = self.attachment.agent
             if isinstance(server, ActorRef) and agent is not None:
-                server.call(("unsubscribe", sub.ref, (agent.id, subscriber)),
-                            timeout=CALL_TIMEOUT)
+                server.call(("unsubscribe", sub.ref, (agent.id, subscriber)), timeout=CALL_TIMEOUT)
         except Exit:
             pass  # a dead notifier has no subscriptions left to drop
         finally:

@@ -28,7 +28,7 @@ import logging
 from typing import Any
 
 from actors import ActorRef, CallTimeout, Exit, GenServer, Stop
-from supervision import ChildSpec, SupFlags, Supervisor
+from supervision import ChildSpec, Supervisor, SupFlags
 
 from .actor_subscriptions import EVENT_TAG
 from .attachment import Attachment, attachment
@@ -47,10 +47,8 @@ class AgentSup(Supervisor):
     """Supervises this process's `ProcessAgent` (restarts it; stops with it on detach)."""
 
     def init(self) -> tuple[SupFlags, list[ChildSpec]]:
-        flags = SupFlags(strategy="one_for_one", intensity=10, period=10,
-                         auto_shutdown="any_significant")
-        child = ChildSpec("couch_jobs_agent", (ProcessAgent, ()), restart="transient",
-                          significant=True, shutdown=5.0)
+        flags = SupFlags(strategy="one_for_one", intensity=10, period=10, auto_shutdown="any_significant")
+        child = ChildSpec("couch_jobs_agent", (ProcessAgent, ()), restart="transient", significant=True, shutdown=5.0)
         return flags, [child]
 
 

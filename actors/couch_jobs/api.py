@@ -87,8 +87,7 @@ def default() -> CouchJobs:
     jobs = _default
     if jobs is None:
         raise CouchJobsError(
-            "couch_jobs is not configured in this process; call "
-            "actors.couch_jobs.configure(path) first"
+            "couch_jobs is not configured in this process; call actors.couch_jobs.configure(path) first"
         )
     return jobs
 
@@ -120,9 +119,7 @@ def accept(
     no_schedule: bool = False,
     timeout: float | None = None,
 ) -> tuple[Job, dict[str, Any]]:
-    return default().accept(
-        job_type, max_sched_time=max_sched_time, no_schedule=no_schedule, timeout=timeout
-    )
+    return default().accept(job_type, max_sched_time=max_sched_time, no_schedule=no_schedule, timeout=timeout)
 
 
 def finish(tx: Any, job: Job, data: dict[str, Any] | None = None) -> None:
@@ -141,9 +138,7 @@ def update(tx: Any, job: Job, data: dict[str, Any] | None = None) -> Job:
     return default().update(tx, job, data)
 
 
-def subscribe(
-    job_type: JobType, job_id: str, tx: Any = None
-) -> tuple[Subscription | None, JobState, dict[str, Any]]:
+def subscribe(job_type: JobType, job_id: str, tx: Any = None) -> tuple[Subscription | None, JobState, dict[str, Any]]:
     return default().subscribe(job_type, job_id, tx)
 
 

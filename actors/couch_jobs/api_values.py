@@ -43,9 +43,7 @@ def locked_job(job: Any, what: str) -> Job:
     if not isinstance(job, Job):
         raise TypeError(f"{what} needs a Job returned by accept, got {type(job).__name__}")
     if not isinstance(job.jlock, str):
-        raise ValueError(
-            f"{what} needs a Job returned by accept (with a lock); job {job.id!r} has none"
-        )
+        raise ValueError(f"{what} needs a Job returned by accept (with a lock); job {job.id!r} has none")
     return job
 
 

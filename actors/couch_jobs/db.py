@@ -25,7 +25,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 
 from . import pending
-from .errors import CouchJobsError, Halt, NoTypeTimeout, NotFound
+from .errors import CouchJobsError, Halt, NotFound, NoTypeTimeout
 from .model import PENDING_SEQ, JobState, decode_type
 from .store import JobRecord, StoreTx
 
@@ -81,14 +81,10 @@ def get_job_or_halt(tx: StoreTx, type_key: str, job_id: str, jlock: str) -> JobR
     return record
 
 
-def _maybe_enqueue(
-    tx: StoreTx, type_key: str, job_id: str, sched_time: int, resubmit: bool, data: str
-) -> JobRecord:
+def _maybe_enqueue(tx: StoreTx, type_key: str, job_id: str, sched_time: int, resubmit: bool, data: str) -> JobRecord:
     """Store the job unlocked: pending (and queued) if ``resubmit``, else finished."""
     if resubmit:
-        record = JobRecord(
-            type_key, job_id, JobState.PENDING, PENDING_SEQ, None, sched_time, False, data
-        )
+        record = JobRecord(type_key, job_id, JobState.PENDING, PENDING_SEQ, None, sched_time, False, data)
         tx.put_job(record)
         pending.enqueue(tx, type_key, sched_time, job_id)
     else:
@@ -121,9 +117,7 @@ def remove(tx: StoreTx, type_key: str, job_id: str) -> None:
     bump_activity(tx, type_key)
 
 
-def resubmit(
-    tx: StoreTx, type_key: str, job_id: str, sched_time: int | None, data: str | None = None
-) -> JobRecord:
+def resubmit(tx: StoreTx, type_key: str, job_id: str, sched_time: int | None, data: str | None = None) -> JobRecord:
     """Run the job (again) at ``sched_time`` (None keeps the current one).
 
     finished: re-enqueued as pending; pending: moved to the new time (new data
@@ -175,9 +169,7 @@ def accept(
     return locked
 
 
-def finish(
-    tx: StoreTx, type_key: str, job_id: str, jlock: str, data: str | None
-) -> JobRecord:
+def finish(tx: StoreTx, type_key: str, job_id: str, jlock: str, data: str | None) -> JobRecord:
     """Finish the worker's job, or re-enqueue it if it was resubmitted meanwhile."""
     record = get_job_or_halt(tx, type_key, job_id, jlock)
     new_data = record.data if data is None else data
@@ -228,9 +220,7 @@ def get_running_seqs(tx: StoreTx, type_key: str) -> dict[str, int]:
     return {r.id: int(r.seq) for r in tx.running_jobs(type_key) if r.seq is not None}
 
 
-def re_enqueue_inactive(
-    tx: StoreTx, type_key: str, job_ids: Iterable[str] | Mapping[str, int]
-) -> list[str]:
+def re_enqueue_inactive(tx: StoreTx, type_key: str, job_ids: Iterable[str] | Mapping[str, int]) -> list[str]:
     """Put stalled running jobs back in the queue; their workers get `Halt`.
 
     Given ``{job id: seq}``, a job is re-enqueued only if it still carries

@@ -36,9 +36,7 @@ class NoTypeTimeout(CouchJobsError, LookupError):
     """
 
     def __init__(self, job_type: Any) -> None:
-        super().__init__(
-            f"job type {job_type!r} has no activity timeout; call set_type_timeout first"
-        )
+        super().__init__(f"job type {job_type!r} has no activity timeout; call set_type_timeout first")
         self.job_type = job_type
 
 

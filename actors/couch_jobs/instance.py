@@ -67,16 +67,12 @@ class CouchJobs:
                 busy_timeout=settings.busy_timeout_msec(config) / 1000.0,
                 connect_timeout=settings.pg_connect_timeout_msec(config) / 1000.0,
                 pool_size=settings.pg_pool_size(config),
-                idle_in_transaction_timeout=(
-                    settings.pg_idle_in_transaction_timeout_msec(config) / 1000.0 or None
-                ),
+                idle_in_transaction_timeout=(settings.pg_idle_in_transaction_timeout_msec(config) / 1000.0 or None),
             )
         self.store: Store = store  # type: ignore[assignment]
         self.config = config
         self.waker: Waker = (
-            waker
-            if waker is not None
-            else ConditionWaker(settings.wakeup_recheck_msec(config) / 1000.0)
+            waker if waker is not None else ConditionWaker(settings.wakeup_recheck_msec(config) / 1000.0)
         )
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         # Only to tell how far off an accept's max_sched_time (epoch seconds) is.
@@ -138,9 +134,7 @@ class CouchJobs:
 
     # -- job creation ------------------------------------------------------
 
-    def add(
-        self, tx: Any, job_type: JobType, job_id: str, data: dict[str, Any], sched_time: int = 0
-    ) -> None:
+    def add(self, tx: Any, job_type: JobType, job_id: str, data: dict[str, Any], sched_time: int = 0) -> None:
         """Add a pending job; re-adding resubmits it (see `db.resubmit`).
 
         Raises `NoTypeTimeout` if the type has no timeout, `JsonEncodingError`
@@ -224,14 +218,11 @@ class CouchJobs:
             remaining = deadline - self.clock.now()
             if remaining <= 0:
                 raise NotFound(
-                    f"no pending job of type {job_type!r} due by max_sched_time "
-                    f"{max_sched_time} within {limit:g}s"
+                    f"no pending job of type {job_type!r} due by max_sched_time {max_sched_time} within {limit:g}s"
                 )
             self.waker.wait(keys, token, remaining)
 
-    def _try_accept(
-        self, type_key: str, max_sched_time: int, no_schedule: bool
-    ) -> JobRecord | None:
+    def _try_accept(self, type_key: str, max_sched_time: int, no_schedule: bool) -> JobRecord | None:
         # A read first: idle workers re-checking must not queue for the write lock.
         hi = 0 if no_schedule else max_sched_time
         with self.store.transaction(write=False) as tx:
@@ -248,9 +239,7 @@ class CouchJobs:
             db.finish(t, encode_type(job.type), job.id, job.jlock, text)  # type: ignore[arg-type]
         metrics.count(_stats.current(), "finish", job.type)
 
-    def resubmit(
-        self, tx: Any, job: Job, sched_time: int | None = UNDEFINED_MAX_SCHEDULED_TIME
-    ) -> Job:
+    def resubmit(self, tx: Any, job: Job, sched_time: int | None = UNDEFINED_MAX_SCHEDULED_TIME) -> Job:
         """Run the job again after it finishes, at ``sched_time``.
 
         Without a time the job goes to ``UNDEFINED_MAX_SCHEDULED_TIME``, as
@@ -307,9 +296,7 @@ class CouchJobs:
             return None, state, data
         if not has_timeout:
             raise NotFound(f"job type {job_type!r} has no timeout, so no notifier")
-        sub = self.subscriptions.subscribe(
-            job_type, job_id, state, record.seq, threading.get_ident()
-        )
+        sub = self.subscriptions.subscribe(job_type, job_id, state, record.seq, threading.get_ident())
         return sub, state, data
 
     def unsubscribe(self, sub: Subscription) -> None:
@@ -335,8 +322,7 @@ class CouchJobs:
                 raise TypeError(f"wait needs Subscriptions, got {type(sub).__name__}")
         if state is not None and state not in WAIT_STATES:
             raise ValueError(
-                f"state must be one of {sorted(WAIT_STATES)} or None, got {state!r} "
-                "(pass the timeout as timeout=)"
+                f"state must be one of {sorted(WAIT_STATES)} or None, got {state!r} (pass the timeout as timeout=)"
             )
         limit = check_timeout(timeout)
         deadline = self.clock.now() + limit
@@ -385,9 +371,7 @@ class CouchJobs:
             record = db.get_job(tx, type_key, job_id)
         return None if record is None else job_from_record(record)
 
-    def get_jobs(
-        self, job_type: JobType | None = None
-    ) -> list[tuple[JobType, str, JobState, dict[str, Any]]]:
+    def get_jobs(self, job_type: JobType | None = None) -> list[tuple[JobType, str, JobState, dict[str, Any]]]:
         """``[(type, id, state, data)]`` of all jobs, or of one type."""
         type_key = None if job_type is None else encode_type(job_type)
         with self.store.transaction(write=False) as tx:

@@ -36,8 +36,11 @@ STATS_DESCRIPTIONS: tuple[tuple[str, str, str], ...] = (
     ("couch_jobs.finish", "counter", "jobs finished by their worker"),
     ("couch_jobs.resubmit", "counter", "jobs resubmitted to run again"),
     ("couch_jobs.remove", "counter", "jobs removed"),
-    ("couch_jobs.activity_monitor.re_enqueued", "counter", "running jobs found idle for a whole activity "
-                                                           "timeout and put back to pending"),
+    (
+        "couch_jobs.activity_monitor.re_enqueued",
+        "counter",
+        "running jobs found idle for a whole activity timeout and put back to pending",
+    ),
     ("couch_jobs.jobs.running", "gauge", "running jobs, as of the activity monitor's last check"),
     ("couch_jobs.jobs.pending", "gauge", "pending jobs, as of the activity monitor's last check"),
 )

@@ -108,8 +108,7 @@ def _check_type(value: Any, where: str) -> Any:
     if isinstance(value, tuple):
         return [_check_type(item, f"{where}[{i}]") for i, item in enumerate(value)]
     raise TypeError(
-        f"{where}: a job type must be a str, an int or a tuple of those, "
-        f"got {type(value).__name__} {value!r}"
+        f"{where}: a job type must be a str, an int or a tuple of those, got {type(value).__name__} {value!r}"
     )
 
 
@@ -136,9 +135,7 @@ def encode_data(data: Any) -> str:
     seed's jiffy encoding requires (``#{1 => 1}`` fails there too).
     """
     if not isinstance(data, dict):
-        raise JsonEncodingError(
-            f"job data must be a JSON object (dict), got {type(data).__name__}"
-        )
+        raise JsonEncodingError(f"job data must be a JSON object (dict), got {type(data).__name__}")
     try:
         return orjson.dumps(data).decode()
     except TypeError as exc:

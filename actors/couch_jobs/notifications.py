@@ -60,9 +60,7 @@ class NotifierLogic:
     unsubscribed as they are notified.
     """
 
-    def __init__(
-        self, job_type: JobType, store: Store, new_ref: Callable[[], str] = _new_ref
-    ) -> None:
+    def __init__(self, job_type: JobType, store: Store, new_ref: Callable[[], str] = _new_ref) -> None:
         self.type = job_type
         self.type_key = encode_type(job_type)
         self.store = store
@@ -132,11 +130,7 @@ class NotifierLogic:
         if not self._subs:
             return []
         with self.store.transaction(write=False) as tx:
-            active = (
-                {}
-                if activity_seq is None
-                else db.get_active_since(tx, self.type_key, activity_seq)
-            )
+            active = {} if activity_seq is None else db.get_active_since(tx, self.type_key, activity_seq)
             jobs: dict[str, tuple[int | None, str, dict[str, Any] | None]] = {}
             for job_id in self._subs:
                 record = active.get(job_id) or db.get_job(tx, self.type_key, job_id)
@@ -146,9 +140,7 @@ class NotifierLogic:
                     jobs[job_id] = (record.seq, record.state, decode_data(record.data))
         return self.notify_job_ids(jobs)
 
-    def notify_job_ids(
-        self, jobs: dict[str, tuple[int | None, str, dict[str, Any] | None]]
-    ) -> list[Notification]:
+    def notify_job_ids(self, jobs: dict[str, tuple[int | None, str, dict[str, Any] | None]]) -> list[Notification]:
         """Pure part of `type_updated`: ``{job_id: (seq, state, data)}`` -> notifications.
 
         Running jobs are reported every time their sequence advances (so

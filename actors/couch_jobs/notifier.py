@@ -25,11 +25,11 @@ from typing import Any
 from actors import ActorRef, GenServer, Stop
 
 from . import db, settings
-from .errors import StoreUnavailable
 from .actor_subscriptions import event_message
+from .attachment import attachment, local_jobs
+from .errors import StoreUnavailable
 from .model import JobType, decode_data
 from .notifications import Notification, NotifierLogic, TypeMonitorLogic
-from .attachment import attachment, local_jobs
 
 __all__ = ["Notifier", "TypeMonitor"]
 
@@ -58,9 +58,7 @@ class Notifier(GenServer):
         holdoff = settings.type_monitor_holdoff_msec() / 1000.0
         timeout = settings.type_monitor_timeout_msec() / 1000.0
         interval = min(timeout, jobs.waker.recheck_interval)
-        self.type_monitor = self.spawn_link(
-            TypeMonitor, self.logic.type_key, seq, holdoff, interval, self.ref
-        )
+        self.type_monitor = self.spawn_link(TypeMonitor, self.logic.type_key, seq, holdoff, interval, self.ref)
 
     # -- calls -------------------------------------------------------------
 
@@ -80,9 +78,7 @@ class Notifier(GenServer):
             return len(self.logic)
         return Stop(("bad_call", request), reply=("bad_call", request))
 
-    def subscribe(
-        self, job_id: str, state: str, seq: int | None, subscriber: Any, deliver_to: ActorRef
-    ) -> str:
+    def subscribe(self, job_id: str, state: str, seq: int | None, subscriber: Any, deliver_to: ActorRef) -> str:
         ref = self.logic.subscribe(job_id, state, seq, subscriber)
         if ref not in self.sub_mrefs:
             mref = self.monitor(deliver_to)
@@ -93,11 +89,7 @@ class Notifier(GenServer):
         # subscription; check it once now rather than at the type's next change.
         with self.logic.store.transaction(write=False) as tx:
             record = db.get_job(tx, self.logic.type_key, job_id)
-        current = (
-            (None, "not_found", None)
-            if record is None
-            else (record.seq, record.state, decode_data(record.data))
-        )
+        current = (None, "not_found", None) if record is None else (record.seq, record.state, decode_data(record.data))
         self.send_all(self.logic.notify_job_ids({job_id: current}))
         return ref
 
@@ -148,9 +140,7 @@ class Notifier(GenServer):
 class TypeMonitor(GenServer):
     """Watches one type's activity sequence for its (linked) notifier."""
 
-    def init(
-        self, type_key: str, seq: int | None, holdoff: float, interval: float, notifier: ActorRef
-    ) -> None:
+    def init(self, type_key: str, seq: int | None, holdoff: float, interval: float, notifier: ActorRef) -> None:
         self.type_key = type_key
         self.logic = TypeMonitorLogic(seq, holdoff)
         self.store = local_jobs().store

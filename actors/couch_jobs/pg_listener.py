@@ -77,9 +77,7 @@ class PgListener:
                 return
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
-                self._thread = threading.Thread(
-                    target=self._loop, name="couch_jobs-pg-listen", daemon=True
-                )
+                self._thread = threading.Thread(target=self._loop, name="couch_jobs-pg-listen", daemon=True)
                 self._thread.start()
 
     def remove(self, listener: CommitListener) -> None:
@@ -127,8 +125,11 @@ class PgListener:
                 if self._stop.is_set():
                     return
                 if not warned:
-                    _log.warning("couch_jobs store %s: listener lost its connection (%s); "
-                                 "reconnecting", self.location, self._scrub(str(exc)))
+                    _log.warning(
+                        "couch_jobs store %s: listener lost its connection (%s); reconnecting",
+                        self.location,
+                        self._scrub(str(exc)),
+                    )
                     warned = True
                 self._stop.wait(delay)
                 delay = min(2.0, delay * 2)

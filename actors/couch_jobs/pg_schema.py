@@ -70,9 +70,7 @@ def migrate(conn: Any, location: str) -> None:
     """Bring the schema on ``conn`` (a psycopg connection) to `SCHEMA_VERSION`, in one transaction."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS couch_jobs_schema (version INTEGER NOT NULL)"
-        )
+        conn.execute("CREATE TABLE IF NOT EXISTS couch_jobs_schema (version INTEGER NOT NULL)")
         row = conn.execute("SELECT max(version) FROM couch_jobs_schema").fetchone()
         current = 0 if row is None or row[0] is None else int(row[0])
         if current > SCHEMA_VERSION:

@@ -127,7 +127,7 @@ def _check_same(jobs: CouchJobs, path: str | os.PathLike[str] | None) -> None:
 def _same_store(a: str, b: str) -> bool:
     def norm(x: str) -> str:
         if x.startswith("sqlite://"):
-            x = x[len("sqlite://"):]
+            x = x[len("sqlite://") :]
         return os.path.abspath(x) if "://" not in x else x
 
     return norm(a) == norm(b)

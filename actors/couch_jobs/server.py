@@ -24,8 +24,8 @@ import supervision
 from actors import ActorRef, Exit, GenServer, Stop
 
 from .attachment import local_jobs
-from .errors import StoreUnavailable
 from .client import CALL_TIMEOUT, force_check_types, get_notifier_server
+from .errors import StoreUnavailable
 from .model import JobType, encode_type
 from .naming import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP, SERVER_NAME, register_self
 from .type_discovery import TypeDiscovery, diff_types
@@ -121,9 +121,7 @@ class JobsServer(GenServer):
             raise Exit(("failed_to_start_notifier", job_type, repr(exc))) from None
         if mon is None or notifier is None:
             raise Exit(("failed_to_start_monitors", job_type, "ignore"))
-        self.types[key] = _TypeActors(
-            job_type, mon, self.monitor(mon), notifier, self.monitor(notifier)
-        )
+        self.types[key] = _TypeActors(job_type, mon, self.monitor(mon), notifier, self.monitor(notifier))
 
     def stop_type(self, key: str) -> None:
         entry = self.types.pop(key)

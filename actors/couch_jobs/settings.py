@@ -40,9 +40,7 @@ def _cfg(config: Config | None) -> Config:
 
 def activity_monitor_max_jitter_msec(config: Config | None = None) -> int:
     """Maximum jitter added to the activity monitor's check period."""
-    return _cfg(config).get_integer(
-        SECTION, "activity_monitor_max_jitter_msec", ACTIVITY_MONITOR_MAX_JITTER_DEFAULT
-    )
+    return _cfg(config).get_integer(SECTION, "activity_monitor_max_jitter_msec", ACTIVITY_MONITOR_MAX_JITTER_DEFAULT)
 
 
 def type_monitor_holdoff_msec(config: Config | None = None) -> int:
@@ -59,9 +57,7 @@ def type_monitor_timeout_msec(config: Config | None = None) -> float:
     try:
         return int(text)
     except ValueError:
-        raise ConfigError(
-            f"[{SECTION}] type_monitor_timeout_msec = {raw!r} is not an integer or infinity"
-        ) from None
+        raise ConfigError(f"[{SECTION}] type_monitor_timeout_msec = {raw!r} is not an integer or infinity") from None
 
 
 def type_check_period_msec(config: Config | None = None) -> int:
@@ -70,9 +66,7 @@ def type_check_period_msec(config: Config | None = None) -> int:
 
 
 def type_check_max_jitter_msec(config: Config | None = None) -> int:
-    return _cfg(config).get_integer(
-        SECTION, "type_check_max_jitter_msec", TYPE_CHECK_MAX_JITTER_DEFAULT
-    )
+    return _cfg(config).get_integer(SECTION, "type_check_max_jitter_msec", TYPE_CHECK_MAX_JITTER_DEFAULT)
 
 
 def wakeup_recheck_msec(config: Config | None = None) -> int:
@@ -122,7 +116,5 @@ def pg_idle_in_transaction_timeout_msec(config: Config | None = None) -> int:
         SECTION, "pg_idle_in_transaction_timeout_msec", PG_IDLE_IN_TRANSACTION_TIMEOUT_DEFAULT
     )
     if value < 0:
-        raise ConfigError(
-            f"[{SECTION}] pg_idle_in_transaction_timeout_msec = {value} must be 0 or positive"
-        )
+        raise ConfigError(f"[{SECTION}] pg_idle_in_transaction_timeout_msec = {value} must be 0 or positive")
     return value

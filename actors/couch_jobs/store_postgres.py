@@ -110,7 +110,7 @@ def redact(url: str) -> str:
             host = f"{host}:{parts.port}"
     except ValueError:
         match = _USERINFO.match(url)
-        return f"{match.group(1)}:***@{url[match.end():]}" if match else url
+        return f"{match.group(1)}:***@{url[match.end() :]}" if match else url
     user = parts.username or ""
     netloc = f"{user}:***@{host}" if user else f":***@{host}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
@@ -209,8 +209,9 @@ class PostgresStore(SQLStore):
         if not connect_timeout > 0:
             raise ValueError(f"connect_timeout must be positive seconds, got {connect_timeout!r}")
         if idle_in_transaction_timeout is not None and not idle_in_transaction_timeout > 0:
-            raise ValueError("idle_in_transaction_timeout must be None or positive seconds, "
-                             f"got {idle_in_transaction_timeout!r}")
+            raise ValueError(
+                f"idle_in_transaction_timeout must be None or positive seconds, got {idle_in_transaction_timeout!r}"
+            )
         super().__init__(redact(url), read_only)
         self.url = url
         self.pool_size = pool_size
@@ -225,8 +226,7 @@ class PostgresStore(SQLStore):
             self._url_params = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
             raise StoreUnavailable(
-                f"couch_jobs store {self.location!r} is not a valid PostgreSQL URL: "
-                f"{self._scrub(str(exc))}"
+                f"couch_jobs store {self.location!r} is not a valid PostgreSQL URL: {self._scrub(str(exc))}"
             ) from None
         if read_only:
             self._check_schema()
@@ -241,9 +241,7 @@ class PostgresStore(SQLStore):
         return first.replace(password, "***") if password else first
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
-        return StoreUnavailable(
-            f"couch_jobs store {self.location!r} is unavailable: {self._scrub(str(exc))}"
-        )
+        return StoreUnavailable(f"couch_jobs store {self.location!r} is unavailable: {self._scrub(str(exc))}")
 
     # -- connections -------------------------------------------------------
 
@@ -312,8 +310,7 @@ class PostgresStore(SQLStore):
 
     def _migrate(self) -> None:
         try:
-            with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout)),
-                                 autocommit=False) as conn:
+            with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout)), autocommit=False) as conn:
                 migrate(conn, self.location)
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
@@ -401,4 +398,3 @@ class PostgresStore(SQLStore):
             pool.close(timeout=timeout)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=max(timeout, 1.0))
-

@@ -134,9 +134,7 @@ class SQLTransaction(abc.ABC):
         if type_key is None:
             cursor = self._run(f"SELECT {_JOB_COLUMNS} FROM couch_jobs ORDER BY type, id")
         else:
-            cursor = self._run(
-                f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = ? ORDER BY id", (type_key,)
-            )
+            cursor = self._run(f"SELECT {_JOB_COLUMNS} FROM couch_jobs WHERE type = ? ORDER BY id", (type_key,))
         return [_record(row) for row in cursor.fetchall()]
 
     def count_jobs(self) -> list[tuple[str, str, int]]:
@@ -145,9 +143,7 @@ class SQLTransaction(abc.ABC):
         ).fetchall()
         return [(t, state, int(n)) for t, state, n in rows]
 
-    def running_jobs(
-        self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None
-    ) -> list[JobRecord]:
+    def running_jobs(self, type_key: str, *, min_seq: int | None = None, max_seq: int | None = None) -> list[JobRecord]:
         lo = -1 if min_seq is None else min_seq
         hi = _LAST_SEQ if max_seq is None else max_seq
         rows = self._run(
@@ -161,8 +157,7 @@ class SQLTransaction(abc.ABC):
 
     def add_pending(self, type_key: str, sched_time: int, job_id: str) -> None:
         self._run(
-            "INSERT INTO couch_jobs_pending (type, sched_time, id) VALUES (?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
+            "INSERT INTO couch_jobs_pending (type, sched_time, id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             (type_key, sched_time, job_id),
         )
 
@@ -186,9 +181,7 @@ class SQLTransaction(abc.ABC):
 
     def get_type_activity(self, type_key: str) -> int | None:
         """The type's activity: its one row on SQLite, the sum of its per-backend rows on PostgreSQL."""
-        (value,) = self._run(
-            "SELECT sum(seq) FROM couch_jobs_type_activity WHERE type = ?", (type_key,)
-        ).fetchone()
+        (value,) = self._run("SELECT sum(seq) FROM couch_jobs_type_activity WHERE type = ?", (type_key,)).fetchone()
         return None if value is None else int(value)
 
     # -- type timeouts -----------------------------------------------------
@@ -198,9 +191,7 @@ class SQLTransaction(abc.ABC):
         return stored
 
     def get_type_timeout(self, type_key: str) -> float | None:
-        row = self._run(
-            "SELECT timeout FROM couch_jobs_type_timeouts WHERE type = ?", (type_key,)
-        ).fetchone()
+        row = self._run("SELECT timeout FROM couch_jobs_type_timeouts WHERE type = ?", (type_key,)).fetchone()
         return None if row is None else self._seconds(row[0])
 
     def set_type_timeout(self, type_key: str, timeout: float) -> None:

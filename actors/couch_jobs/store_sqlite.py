@@ -84,8 +84,7 @@ class SQLiteTransaction(SQLTransaction):
 
     def next_sequence(self) -> int:
         (value,) = self.connection.execute(
-            "UPDATE couch_jobs_counters SET value = value + 1 "
-            "WHERE name = 'activity_seq' RETURNING value"
+            "UPDATE couch_jobs_counters SET value = value + 1 WHERE name = 'activity_seq' RETURNING value"
         ).fetchone()
         return int(value)
 

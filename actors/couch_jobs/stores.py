@@ -15,8 +15,8 @@ from typing import Any
 
 from .errors import StoreUnavailable
 from .store import Store
-from .store_sqlite import SQLiteStore
 from .store_postgres import PostgresStore, redact
+from .store_sqlite import SQLiteStore
 
 __all__ = ["is_url", "open_store", "redact"]
 
@@ -45,18 +45,15 @@ def open_store(location: str | os.PathLike[str], **options: Any) -> Store:
         pg = {k: v for k, v in options.items() if k in pg_keys}
         return PostgresStore(text, **pg)
     if text.startswith(_SQLITE):
-        path = text[len(_SQLITE):]
+        path = text[len(_SQLITE) :]
         if not path.startswith("/"):
             raise StoreUnavailable(
-                f"couch_jobs store {redact(text)!r}: a sqlite URL needs an absolute path "
-                "(sqlite:///abs/path/jobs.db)"
+                f"couch_jobs store {redact(text)!r}: a sqlite URL needs an absolute path (sqlite:///abs/path/jobs.db)"
             )
         text = path
     elif is_url(text):
         raise StoreUnavailable(
-            f"couch_jobs store {redact(text)!r}: unknown scheme (use sqlite:///path or "
-            "postgresql://user@host:5432/db)"
+            f"couch_jobs store {redact(text)!r}: unknown scheme (use sqlite:///path or postgresql://user@host:5432/db)"
         )
-    lite = {k: v for k, v in options.items()
-            if k in ("busy_timeout", "synchronous", "read_only", "idle_connections")}
+    lite = {k: v for k, v in options.items() if k in ("busy_timeout", "synchronous", "read_only", "idle_connections")}
     return SQLiteStore(text, **lite)

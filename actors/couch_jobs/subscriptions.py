@@ -118,4 +118,3 @@ class LocalSubscriptions:
     def pending_events(self, ref: str) -> int:
         with self._lock:
             return len(self._mailboxes.get(ref, ()))
-

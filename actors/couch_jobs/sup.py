@@ -22,7 +22,7 @@ from typing import Any
 
 import supervision
 from actors import ActorRef, GenServer, ignore
-from supervision import ChildSpec, SupFlags, Supervisor
+from supervision import ChildSpec, Supervisor, SupFlags
 
 from .activity_monitor import ActivityMonitor
 from .model import JobType
@@ -85,8 +85,7 @@ class CouchJobsSup(Supervisor):
         children = [
             ChildSpec("couch_jobs_fdb", (StoreInit, (path,)), restart="transient"),
             ChildSpec(HUB_NAME, (WakeupHub, ()), shutdown="brutal_kill"),
-            ChildSpec(ACTIVITY_MONITOR_SUP, (ActivityMonitorSup, ()), shutdown="brutal_kill",
-                      type="supervisor"),
+            ChildSpec(ACTIVITY_MONITOR_SUP, (ActivityMonitorSup, ()), shutdown="brutal_kill", type="supervisor"),
             ChildSpec(NOTIFIER_SUP, (NotifierSup, ()), shutdown="brutal_kill", type="supervisor"),
             ChildSpec("couch_jobs_server", (JobsServer, ()), shutdown="brutal_kill"),
         ]

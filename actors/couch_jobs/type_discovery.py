@@ -31,9 +31,7 @@ def diff_types(
 class TypeDiscovery:
     """Reads the store's types and schedules the next check."""
 
-    def __init__(
-        self, store: Store, *, config: Config | None = None, rng: random.Random | None = None
-    ) -> None:
+    def __init__(self, store: Store, *, config: Config | None = None, rng: random.Random | None = None) -> None:
         self.store = store
         self.config = config
         self.rng = rng if rng is not None else random.Random()
@@ -42,9 +40,7 @@ class TypeDiscovery:
         with self.store.transaction(write=False) as tx:
             return [decode_type(k) for k in db.get_types(tx)]
 
-    def check_types(
-        self, running_types: Collection[JobType]
-    ) -> tuple[list[JobType], list[JobType]]:
+    def check_types(self, running_types: Collection[JobType]) -> tuple[list[JobType], list[JobType]]:
         return diff_types(self.store_types(), running_types)
 
     def next_check_delay(self) -> float:

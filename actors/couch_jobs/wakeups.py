@@ -26,7 +26,6 @@ __all__ = ["HUB_NAME", "WakeupHub"]
 _log = logging.getLogger(__name__)
 
 
-
 class WakeupHub(GenServer):
     """Fan "these job types changed" out to every subscribed process agent.
 

@@ -21,6 +21,7 @@ from .file_server import FileServer, IoFailure
 from .file_target import FileTarget, FileTargetError
 from .hqueue import Empty, Full, HQueue, HQueueError, InvalidPriority
 from .ioq_config import Ioq2Settings, read_settings
+from .osq import OsqServer
 from .osq_state import OsqRequest, OsqState, OsqSubmission
 from .request import (
     BAD_MAGIC_NUM,
@@ -30,9 +31,8 @@ from .request import (
     add_request_dimensions,
     get_queue_depths,
 )
-from .server1_state import Ioq1Request, Ioq1Settings, Ioq1State, sort_queues
-from .osq import OsqServer
 from .server1 import Ioq1Server
+from .server1_state import Ioq1Request, Ioq1Settings, Ioq1State, sort_queues
 from .server2 import Ioq2Server
 from .server2_state import Ioq2State
 from .sup import IoqSup, start_ioq

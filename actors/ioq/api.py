@@ -58,8 +58,8 @@ from .ioq_config import (
 from .osq import OSQ_SERVER, RELEASE
 from .request import BAD_MAGIC_NUM, QueueDepths, error_queue_depths, request_dimensions, rw
 from .server1 import IOQ1_REQUEST, IOQ1_SERVER
-from .server2 import flat_dimensions, payload_with
 from .server1_state import IOQ1_BYPASS_SECTION, analyze_priority
+from .server2 import flat_dimensions, payload_with
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -111,9 +111,7 @@ class _Routing:
     def __init__(self, config: Config) -> None:
         self.enabled = ioq2_enabled(config)
         self.bypass2 = bypassed_classes(config)
-        self.bypass1 = frozenset(
-            k for k, v in config.section(IOQ1_BYPASS_SECTION).items() if v == "true"
-        )
+        self.bypass1 = frozenset(k for k, v in config.section(IOQ1_BYPASS_SECTION).items() if v == "true")
         self.strategy = dispatch_strategy(config)
         self.n = num_servers(config)
 

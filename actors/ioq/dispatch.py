@@ -72,9 +72,7 @@ def _check_count(num_servers: int) -> None:
         raise ValueError(f"num_servers must be an integer >= 1, got {num_servers!r}")
 
 
-def server_per_scheduler(
-    cpu: int, num_servers: int, cpu_to_server: Mapping[int, int] | None = None
-) -> int:
+def server_per_scheduler(cpu: int, num_servers: int, cpu_to_server: Mapping[int, int] | None = None) -> int:
     """The server id (from 1) for a caller running on ``cpu``.
 
     ``cpu_to_server`` maps the cores the servers are pinned to onto their ids;

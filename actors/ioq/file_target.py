@@ -95,9 +95,7 @@ class FileTarget:
             parts.append(chunk)
             got += len(chunk)
         if got < length:
-            raise EOFError(
-                f"{self._path}: wanted {length} bytes at {pos}, file ends after {got}"
-            )
+            raise EOFError(f"{self._path}: wanted {length} bytes at {pos}, file ends after {got}")
         return b"".join(parts)
 
     def append(self, data: bytes, fsync: bool = False) -> int:

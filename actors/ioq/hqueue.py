@@ -54,9 +54,7 @@ class InvalidPriority(HQueueError, ValueError):
 
 def _check_priority(priority: Any) -> float:
     if isinstance(priority, bool) or not isinstance(priority, (int, float)):
-        raise InvalidPriority(
-            f"priority must be a number >= 0, got {priority!r} ({type(priority).__name__})"
-        )
+        raise InvalidPriority(f"priority must be a number >= 0, got {priority!r} ({type(priority).__name__})")
     value = float(priority)
     if not 0.0 <= value <= _FLOAT_MAX:
         raise InvalidPriority(f"priority must be a finite number >= 0, got {priority!r}")
@@ -107,9 +105,7 @@ class HQueue(Generic[T]):
             raise ValueError(f"scale factor must be a finite number > 0, got {factor!r}")
         # Overflowing to infinity would tie every large key; cap at the largest
         # float instead, which keeps them ahead of everything finite.
-        self._heap = [
-            (max(key * f, -_FLOAT_MAX), seq, item) for key, seq, item in self._heap
-        ]
+        self._heap = [(max(key * f, -_FLOAT_MAX), seq, item) for key, seq, item in self._heap]
 
     # -- introspection -----------------------------------------------------
 
@@ -130,9 +126,7 @@ class HQueue(Generic[T]):
         """Change the bound; refuses to shrink below the current size."""
         value = self._check_max_size(max_size)
         if value < len(self._heap):
-            raise ValueError(
-                f"max_size {value} is below the current size {len(self._heap)}"
-            )
+            raise ValueError(f"max_size {value} is below the current size {len(self._heap)}")
         self._max_size = value
 
     def to_list(self) -> list[tuple[float, T]]:

@@ -298,8 +298,7 @@ def set_concurrency(config: Config, value: int, reason: str) -> None:
 def set_dispatch_strategy(config: Config, value: str, reason: str) -> None:
     if value not in DISPATCH_STRATEGIES:
         raise ValueError(
-            "Dispatch strategy must be one of random, fd_hash, server_per_scheduler, "
-            f"or single_server; got {value!r}"
+            f"Dispatch strategy must be one of random, fd_hash, server_per_scheduler, or single_server; got {value!r}"
         )
     _set(config, IOQ2_SECTION, "dispatch_strategy", value, reason)
 
@@ -328,9 +327,7 @@ def set_shard_config(config: Config, shard: str, class_: str, value: float, reas
     _set(config, SHARDS_SECTION, key, repr(f), reason)
 
 
-def set_shards_config(
-    config: Config, shards: Iterable[str], class_: str, value: float, reason: str
-) -> None:
+def set_shards_config(config: Config, shards: Iterable[str], class_: str, value: float, reason: str) -> None:
     _check_float_value(value, "priority")
     for shard in shards:
         set_shard_config(config, shard, class_, value, reason)

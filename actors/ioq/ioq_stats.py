@@ -163,8 +163,16 @@ class StatsBuffer:
     it is collected.
     """
 
-    __slots__ = ("target", "_records", "queued", "_submitted", "_completed", "increment", "update_histogram",
-                 "__weakref__")
+    __slots__ = (
+        "target",
+        "_records",
+        "queued",
+        "_submitted",
+        "_completed",
+        "increment",
+        "update_histogram",
+        "__weakref__",
+    )
 
     def __init__(self, target: Stats) -> None:
         self.target = target
@@ -220,8 +228,17 @@ FOLD_AT = 1024
 class _Records:
     """The columns of a `StatsBuffer`, apart from it so that its finalizer can fold them."""
 
-    __slots__ = ("lock", "queued_rw", "submitted_class", "submitted_rw", "submit_delay", "svctm", "iowait",
-                 "other", "folded")
+    __slots__ = (
+        "lock",
+        "queued_rw",
+        "submitted_class",
+        "submitted_rw",
+        "submit_delay",
+        "svctm",
+        "iowait",
+        "other",
+        "folded",
+    )
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -251,8 +268,15 @@ class _Records:
 
     def pending(self) -> int:
         folded = self.folded
-        return (len(self.queued_rw) - folded[0] + len(self.submitted_class) - folded[1]
-                + len(self.svctm) - folded[4] + len(self.other))
+        return (
+            len(self.queued_rw)
+            - folded[0]
+            + len(self.submitted_class)
+            - folded[1]
+            + len(self.svctm)
+            - folded[4]
+            + len(self.other)
+        )
 
     def fold(self, target: Stats, empty: bool = False) -> None:
         """Add what the columns hold past what was folded before to

@@ -227,7 +227,4 @@ class OsqState:
 
     def get_requests(self) -> list[tuple[str, Any, int]]:
         """``(channel, from_ or "notify", ref)`` of every running request."""
-        return [
-            (chan, "notify" if req.kind == "rlimit" else req.from_, ref)
-            for ref, (chan, req) in self.reqs.items()
-        ]
+        return [(chan, "notify" if req.kind == "rlimit" else req.from_, ref) for ref, (chan, req) in self.reqs.items()]

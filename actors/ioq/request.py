@@ -171,17 +171,14 @@ def request_dimensions(dimensions: Any) -> tuple[Any, Any, Any, Any, Any]:
 def _parse_dimensions(dimensions: Any) -> tuple[Any, Any, Any, Any, Any]:
     if type(dimensions) not in _SEQ or len(dimensions) not in (2, 3):
         raise ValueError(
-            "IO dimensions must be (class, shard) or (class, shard, group_id) or None, "
-            f"got {dimensions!r}"
+            f"IO dimensions must be (class, shard) or (class, shard, group_id) or None, got {dimensions!r}"
         )
     class_ = dimensions[0]
     if not isinstance(class_, str):
         raise ValueError(f"IO class must be a string, got {class_!r} in {dimensions!r}")
     shard0 = dimensions[1]
     group_id = dimensions[2] if len(dimensions) == 3 else None
-    if (class_ == "interactive" and shard0 == "dbcopy") or (
-        class_ == "db_meta" and shard0 == "security"
-    ):
+    if (class_ == "interactive" and shard0 == "dbcopy") or (class_ == "db_meta" and shard0 == "security"):
         shard = user = db = None
     elif isinstance(shard0, str):
         shard = rootname(shard0)

@@ -160,9 +160,7 @@ def channel_name(shard: Any, custom: Mapping[tuple[Any, Any], Any] | None = None
     return custom.get((parts[2], "/".join(parts[3:])), parts[2])
 
 
-def analyze_priority(
-    priority: Any, custom: Mapping[tuple[Any, Any], Any] | None = None
-) -> tuple[str, Any]:
+def analyze_priority(priority: Any, custom: Mapping[tuple[Any, Any], Any] | None = None) -> tuple[str, Any]:
     """``(class, channel)`` from IOQ1 dimensions; background classes have no channel."""
     if type(priority) in (tuple, list) and priority:
         class_ = priority[0]
@@ -171,9 +169,7 @@ def analyze_priority(
             return class_, channel_name(priority[1], custom)
         if n == 3 and class_ == "view_update":
             return class_, channel_name(priority[1], custom)
-        if (n == 2 and class_ in ("db_compact", "internal_repl", "low")) or (
-            n == 3 and class_ == "view_compact"
-        ):
+        if (n == 2 and class_ in ("db_compact", "internal_repl", "low")) or (n == 3 and class_ == "view_compact"):
             return class_, None
     return "other", "other"
 
@@ -181,9 +177,7 @@ def analyze_priority(
 # -- the lottery -------------------------------------------------------------
 
 
-def sort_queues(
-    queues_and_priorities: Sequence[tuple[Any, float]], normalization: float, choice: float
-) -> list[Any]:
+def sort_queues(queues_and_priorities: Sequence[tuple[Any, float]], normalization: float, choice: float) -> list[Any]:
     """Order queues for one draw: walk the cumulative priorities and take the
     first queue whose share reaches ``choice``; repeat on what remains with the
     same ``choice``.  Earlier queues get tried first, so a high-priority queue
@@ -251,9 +245,7 @@ def summarize_counters(counters: Mapping[tuple[Any, str, str], int]) -> dict[Any
             continue
         if class_ == "interactive" and kind == "reads":
             slot = 0
-        elif (class_ == "interactive" and kind == "writes") or (
-            class_ == "db_update" and kind in ("reads", "writes")
-        ):
+        elif (class_ == "interactive" and kind == "writes") or (class_ == "db_update" and kind in ("reads", "writes")):
             slot = 1
         elif class_ == "view_update" and kind in ("reads", "writes"):
             slot = 2
@@ -469,9 +461,7 @@ class Ioq1State:
             "compaction": len(self.qC),
             "replication": len(self.qR),
             "low": len(self.qL),
-            "channels": {
-                ch.name: [len(ch.qI), len(ch.qU), len(ch.qV)] for ch in self.channels.values()
-            },
+            "channels": {ch.name: [len(ch.qI), len(ch.qU), len(ch.qV)] for ch in self.channels.values()},
         }
 
     def get_counters(self) -> dict[tuple[Any, str, str], int]:

@@ -35,11 +35,11 @@ from typing import Any
 from actors.config import Config
 
 from . import ioq_stats
-from .ioq_stats import Recorder, StatsBuffer
 from .dispatch import server_name as _server_name
 from .hqueue import DEFAULT_MAX_SIZE, HQueue
 from .ioq_config import Ioq2Settings, check_concurrency, read_settings
 from .ioq_priorities import prioritize
+from .ioq_stats import Recorder, StatsBuffer
 from .request import (
     Completion,
     IoqRequest,
@@ -327,4 +327,3 @@ class Ioq2State:
 def total_concurrency(values: Iterable[int]) -> int:
     """The node's IOQ2 concurrency: the sum over servers (it is multiplicative)."""
     return sum(values)
-

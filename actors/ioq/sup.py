@@ -25,7 +25,7 @@ from typing import Any
 
 from actors import config as _config
 from actors.config import Config
-from supervision import ChildSpec, SupFlags, Supervisor, start_supervisor
+from supervision import ChildSpec, Supervisor, SupFlags, start_supervisor
 
 from .api import num_servers
 from .dispatch import server_name

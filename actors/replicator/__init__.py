@@ -27,11 +27,10 @@ from .clustering_server import CLUSTERING, ClusteringServer
 from .doc_processor import DOC_PROCESSOR, DocProcessor, cluster_status
 from .docstore import Change, Conflict, DatabaseNotFound, Doc, DocStore, DocStoreError, Fenced, StoreUnavailable
 from .docstore_pg import PgDocStore
-from .lease import LeaseConfig, LeaseHolder, read_runs
-from .lease_policy import Fence, LeaseTimes, Run, overlapping_runs
-from .stores import open_db
 from .fair_share import DEFAULT_SHARES, FairShare, owner_of
 from .job_table import JobTable
+from .lease import LeaseConfig, LeaseHolder, read_runs
+from .lease_policy import Fence, LeaseTimes, Run, overlapping_runs
 from .policy import (
     Decision,
     Selector,
@@ -58,6 +57,7 @@ from .replication import (
     SeqTracker,
     compare_replication_logs,
 )
+from .replicator_db import BadReplicationDoc, ReplicatorDb, delete_replication, put_replication, rep_from_doc
 from .scheduler import READER, SCHEDULER, SchedulerReader, SchedulerServer
 from .scheduler_job import ReplicationWorker, SchedulerJobServer
 from .scheduler_state import Effect, SchedulerState, StartJob, StopJob, rep_error_to_text
@@ -69,8 +69,8 @@ from .scheduler_sup import (
     start_job,
     terminate_job,
 )
-from .replicator_db import BadReplicationDoc, ReplicatorDb, delete_replication, put_replication, rep_from_doc
 from .settings import InvalidSetting, Settings
+from .stores import open_db
 from .sup import REPLICATOR_SUP, ReplicatorSup, start_replicator
 
 __all__ = [

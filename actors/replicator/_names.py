@@ -16,7 +16,6 @@ from actors import whereis as _whereis
 from actors.api import node_id
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
-
 __all__ = ["node_incarnation", "node_name", "register_self", "whereis"]
 
 

@@ -34,8 +34,11 @@ class ClusterOptions:
         if self.replicator_db is not None and (not isinstance(self.replicator_db, str) or not self.replicator_db):
             raise InvalidSetting("replicator_db", self.replicator_db, "must be a file path or a postgresql:// URL")
         if self.enabled and self.replicator_db is None:
-            raise InvalidSetting("replicator_db", None, "cluster = true needs the _replicator file every node "
-                                 "reads (or [replicator] store, a PostgreSQL URL)")
+            raise InvalidSetting(
+                "replicator_db",
+                None,
+                "cluster = true needs the _replicator file every node reads (or [replicator] store, a PostgreSQL URL)",
+            )
         poll = self.doc_poll_interval
         if isinstance(poll, bool) or not isinstance(poll, (int, float)) or not math.isfinite(poll) or poll <= 0:
             raise InvalidSetting("doc_poll_interval", poll, "must be a number of seconds > 0")

@@ -55,8 +55,13 @@ class ClusterView:
 class ClusterState:
     """Membership, stability and the members' reports, updated by events with ``now``."""
 
-    def __init__(self, me: str, now: float, quiet_period: float = DEFAULT_QUIET_PERIOD,
-                 start_period: float = DEFAULT_START_PERIOD) -> None:
+    def __init__(
+        self,
+        me: str,
+        now: float,
+        quiet_period: float = DEFAULT_QUIET_PERIOD,
+        start_period: float = DEFAULT_START_PERIOD,
+    ) -> None:
         self.me = me
         self.membership = Membership(me, now, quiet_period, start_period)
         self.reports: dict[str, PeerReport] = {}

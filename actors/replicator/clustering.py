@@ -93,8 +93,14 @@ class Membership:
     cluster stays stable until the next change.
     """
 
-    def __init__(self, me: str, now: float, quiet_period: float = DEFAULT_QUIET_PERIOD,
-                 start_period: float = DEFAULT_START_PERIOD, nodes: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        me: str,
+        now: float,
+        quiet_period: float = DEFAULT_QUIET_PERIOD,
+        start_period: float = DEFAULT_START_PERIOD,
+        nodes: Iterable[str] = (),
+    ) -> None:
         if not isinstance(me, str) or not me:
             raise ValueError(f"node name must be a non-empty string, got {me!r}")
         self.me = me
@@ -179,9 +185,14 @@ class OwnershipPlan:
     owned: frozenset[Hashable]
 
 
-def plan(jobs: Mapping[Hashable, str | bytes | None], running: Collection[Hashable], me: str,
-         live_nodes: Iterable[str], stable: bool,
-         running_elsewhere: Mapping[Hashable, str] | None = None) -> OwnershipPlan:
+def plan(
+    jobs: Mapping[Hashable, str | bytes | None],
+    running: Collection[Hashable],
+    me: str,
+    live_nodes: Iterable[str],
+    stable: bool,
+    running_elsewhere: Mapping[Hashable, str] | None = None,
+) -> OwnershipPlan:
     """Which of ``jobs`` (id -> ownership key, None for this node's transient jobs) to run here.
 
     Transient jobs are always this node's.  While unstable only they may be

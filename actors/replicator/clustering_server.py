@@ -62,8 +62,7 @@ class ClusteringServer(GenServer):
         self.clock = clock or MonotonicClock()
         cfg = config_module.current()
         settings = Settings.from_config(cfg)
-        self.state = ClusterState(me, self.clock.now(), settings.cluster_quiet_period,
-                                  settings.cluster_start_period)
+        self.state = ClusterState(me, self.clock.now(), settings.cluster_quiet_period, settings.cluster_start_period)
         self.peers: dict[str, ActorRef] = {}
         self.peer_monitors: dict[Any, str] = {}
         self.subscribers: dict[Any, ActorRef] = {}
@@ -72,8 +71,11 @@ class ClusteringServer(GenServer):
         self.last_view: ClusterView | None = None
         ref = self.ref
         self._config = cfg
-        self._listener = cfg.listen(lambda section, key, value, _persist: (
-            ref.cast(("config", key, value)) if section == SECTION and key == "cluster_quiet_period" else None))
+        self._listener = cfg.listen(
+            lambda section, key, value, _persist: (
+                ref.cast(("config", key, value)) if section == SECTION and key == "cluster_quiet_period" else None
+            )
+        )
         self.monitor_nodes()  # before listing the nodes: none can slip between the two
         for node in self.nodes():
             self._greet(node, reply=True)
@@ -125,8 +127,7 @@ class ClusteringServer(GenServer):
             self.state.peer_report(node, PeerReport(tuple(live), frozenset(running)))
         elif op == "withdraw":
             if self.state.node_down(request[1], now):
-                log.info("%s: %s cannot reach the store and withdrew; members %s", self.me, request[1],
-                         self.state.live)
+                log.info("%s: %s cannot reach the store and withdrew; members %s", self.me, request[1], self.state.live)
                 self._broadcast()
         elif op == "config":
             _, key, value = request
@@ -181,8 +182,13 @@ class ClusteringServer(GenServer):
                 ref.cast(("withdraw", self.me))
             else:
                 ref.cast(("hello", self.me, self.ref, self.state.live, tuple(self.state.running), True))
-        log.warning("%s: %s", self.me, "cannot reach the store: withdrew from the replicator's members"
-                    if self.withdrawn else "reaches the store again: rejoins")
+        log.warning(
+            "%s: %s",
+            self.me,
+            "cannot reach the store: withdrew from the replicator's members"
+            if self.withdrawn
+            else "reaches the store again: rejoins",
+        )
 
     def _greet(self, node: str, reply: bool) -> None:
         """Say hello to ``node``'s replicator, if it runs one (it greets us when it starts)."""

@@ -29,8 +29,17 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .docs_model import (LOCAL_PREFIX, Change, Conflict, DatabaseNotFound, Doc, DocStoreError, Fenced,
-                         StoreUnavailable, rev_rank)
+from .docs_model import (
+    LOCAL_PREFIX,
+    Change,
+    Conflict,
+    DatabaseNotFound,
+    Doc,
+    DocStoreError,
+    Fenced,
+    StoreUnavailable,
+    rev_rank,
+)
 from .docstore_sql import SCHEMA, SQLDocStore
 
 __all__ = [
@@ -59,21 +68,25 @@ def _adopt_first_layout(conn: sqlite3.Connection) -> None:
     forgotten.  The move is one transaction with the schema's creation, so a crash
     leaves the file in either layout, never half of each.
     """
-    tables = {row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('docs', 'local_docs', 'meta')")}
+    tables = {
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('docs', 'local_docs', 'meta')"
+        )
+    }
     if "docs" not in tables:
         return
     if conn.execute("SELECT 1 FROM repdb_meta WHERE db = ?", (_FILE_DB,)).fetchone() is not None:
         return  # both layouts present: the new one is the truth, as it was written last
-    seq_row = (conn.execute("SELECT value FROM meta WHERE key = 'update_seq'").fetchone()
-               if "meta" in tables else None)
+    seq_row = conn.execute("SELECT value FROM meta WHERE key = 'update_seq'").fetchone() if "meta" in tables else None
     if seq_row is None:
         seq_row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM docs").fetchone()
-    conn.execute("INSERT INTO repdb_docs (db, id, rev, body, deleted, seq) "
-                 "SELECT ?, id, rev, body, deleted, seq FROM docs", (_FILE_DB,))
+    conn.execute(
+        "INSERT INTO repdb_docs (db, id, rev, body, deleted, seq) SELECT ?, id, rev, body, deleted, seq FROM docs",
+        (_FILE_DB,),
+    )
     if "local_docs" in tables:
-        conn.execute("INSERT INTO repdb_local (db, id, rev, body) SELECT ?, id, rev, body FROM local_docs",
-                     (_FILE_DB,))
+        conn.execute("INSERT INTO repdb_local (db, id, rev, body) SELECT ?, id, rev, body FROM local_docs", (_FILE_DB,))
     conn.execute("INSERT INTO repdb_meta (db, update_seq) VALUES (?, ?)", (_FILE_DB, int(seq_row[0])))
     for table in sorted(tables):
         conn.execute(f"DROP TABLE {table}")

@@ -72,8 +72,15 @@ class PgDocStore(SQLDocStore):
     row_lock = " FOR UPDATE"
     share_lock = " FOR SHARE"
 
-    def __init__(self, url: str, name: str, *, create: bool = False, connect_timeout: float = 5.0,
-                 op_timeout: float | None = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        *,
+        create: bool = False,
+        connect_timeout: float = 5.0,
+        op_timeout: float | None = 10.0,
+    ) -> None:
         if psycopg is None:
             raise StoreUnavailable("the PostgreSQL store needs psycopg: pip install 'psycopg[binary]'")
         if not isinstance(name, str) or not DB_NAME_RE.match(name):
@@ -96,13 +103,20 @@ class PgDocStore(SQLDocStore):
             # locks (a lease row, a database's sequence row) for ever: the server ends a
             # session idle in a transaction after this long, freeing them for the next holder.
             idle = int(min(self.op_timeout, IDLE_IN_TRANSACTION) * 1000)
-            timeout = (f"-c statement_timeout={int(self.op_timeout * 1000)} "
-                       f"-c idle_in_transaction_session_timeout={max(1, idle)}")
+            timeout = (
+                f"-c statement_timeout={int(self.op_timeout * 1000)} "
+                f"-c idle_in_transaction_session_timeout={max(1, idle)}"
+            )
             params["options"] = f"{params['options']} {timeout}" if params.get("options") else timeout
             host = str(params.get("host") or "")
             if host and not host.startswith("/"):  # TCP, not a unix socket directory
-                params.update(keepalives=1, keepalives_idle=1, keepalives_interval=1, keepalives_count=3,
-                              tcp_user_timeout=int(self.op_timeout * 1000))
+                params.update(
+                    keepalives=1,
+                    keepalives_idle=1,
+                    keepalives_interval=1,
+                    keepalives_count=3,
+                    tcp_user_timeout=int(self.op_timeout * 1000),
+                )
         conn = psycopg.connect(psycopg.conninfo.make_conninfo("", **params), autocommit=True)
         try:
             self._ensure_schema(conn)
@@ -137,8 +151,12 @@ class PgDocStore(SQLDocStore):
         broken = conn is not None and (conn.closed or getattr(conn, "broken", False))
         # Unreachable: a failed connection, or one the server ended (operator intervention,
         # an idle-in-transaction timeout): the handle reconnects on its next call.
-        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) or broken \
-                or state.startswith(("08", "57")) or state == "25P03":
+        if (
+            isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+            or broken
+            or state.startswith(("08", "57"))
+            or state == "25P03"
+        ):
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return StoreUnavailable(f"{self.path}: {first}")
         return DocStoreError(f"{self.path}: {exc}")

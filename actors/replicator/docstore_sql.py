@@ -30,8 +30,17 @@ from typing import Any
 import orjson
 
 from . import lease_sql
-from .docs_model import (LOCAL_PREFIX, Change, Conflict, DatabaseNotFound, Doc, DocStoreError,
-                         StoreUnavailable, check_id, rev_rank)
+from .docs_model import (
+    LOCAL_PREFIX,
+    Change,
+    Conflict,
+    DatabaseNotFound,
+    Doc,
+    DocStoreError,
+    StoreUnavailable,
+    check_id,
+    rev_rank,
+)
 from .lease_policy import Fence
 
 __all__ = ["SCHEMA", "SQLDocStore", "SQLTx"]
@@ -47,9 +56,11 @@ SCHEMA = (
     *lease_sql.LEASE_SCHEMA,
 )
 
-_UPSERT_DOC = ("INSERT INTO repdb_docs (db, id, rev, body, deleted, seq) VALUES (?, ?, ?, ?, ?, ?) "
-               "ON CONFLICT (db, id) DO UPDATE SET rev = excluded.rev, body = excluded.body, "
-               "deleted = excluded.deleted, seq = excluded.seq")
+_UPSERT_DOC = (
+    "INSERT INTO repdb_docs (db, id, rev, body, deleted, seq) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (db, id) DO UPDATE SET rev = excluded.rev, body = excluded.body, "
+    "deleted = excluded.deleted, seq = excluded.seq"
+)
 
 
 def _new_rev(previous: str | None, body: dict, deleted: bool) -> str:
@@ -61,7 +72,7 @@ def _new_rev(previous: str | None, body: dict, deleted: bool) -> str:
 
 
 def _local_key(doc_id: str) -> str:
-    return doc_id[len(LOCAL_PREFIX):] if doc_id.startswith(LOCAL_PREFIX) else doc_id
+    return doc_id[len(LOCAL_PREFIX) :] if doc_id.startswith(LOCAL_PREFIX) else doc_id
 
 
 class SQLTx:
@@ -98,8 +109,9 @@ class SQLDocStore(abc.ABC):
         with self._guard():
             with self.transaction() as tx:
                 if create:
-                    tx.run("INSERT INTO repdb_meta (db, update_seq) VALUES (?, 0) ON CONFLICT (db) DO NOTHING",
-                           (self._db,))
+                    tx.run(
+                        "INSERT INTO repdb_meta (db, update_seq) VALUES (?, 0) ON CONFLICT (db) DO NOTHING", (self._db,)
+                    )
                 elif tx.run("SELECT 1 FROM repdb_meta WHERE db = ?", (self._db,)).fetchone() is None:
                     raise DatabaseNotFound(self.path)
         # A new value every time the database is opened, like CouchDB's
@@ -206,19 +218,31 @@ class SQLDocStore(abc.ABC):
 
     def info(self) -> dict[str, Any]:
         (count,) = self._read("SELECT COUNT(*) FROM repdb_docs WHERE db = ? AND deleted = 0", (self._db,))[0]
-        return {"db_name": self.name, "update_seq": self.update_seq, "doc_count": int(count),
-                "instance_start_time": self.instance_start_time}
+        return {
+            "db_name": self.name,
+            "update_seq": self.update_seq,
+            "doc_count": int(count),
+            "instance_start_time": self.instance_start_time,
+        }
 
     def get(self, doc_id: str, *, include_deleted: bool = False) -> Doc | None:
-        rows = self._read("SELECT id, rev, body, deleted FROM repdb_docs WHERE db = ? AND id = ?",
-                          (self._db, check_id(doc_id)))
+        rows = self._read(
+            "SELECT id, rev, body, deleted FROM repdb_docs WHERE db = ? AND id = ?", (self._db, check_id(doc_id))
+        )
         if not rows or (rows[0][3] and not include_deleted):
             return None
         row = rows[0]
         return Doc(row[0], row[1], orjson.loads(row[2]), bool(row[3]))
 
-    def put(self, doc_id: str, body: Mapping[str, Any], rev: str | None = None, *, deleted: bool = False,
-            fence: Fence | None = None) -> str:
+    def put(
+        self,
+        doc_id: str,
+        body: Mapping[str, Any],
+        rev: str | None = None,
+        *,
+        deleted: bool = False,
+        fence: Fence | None = None,
+    ) -> str:
         """Write a new revision (``new_edits=true``); ``rev`` must be the current one."""
         check_id(doc_id)
         if not isinstance(body, Mapping):
@@ -257,18 +281,22 @@ class SQLDocStore(abc.ABC):
     def _revs(self, run: Any, ids: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))
-            for doc_id, rev in run(f"SELECT id, rev FROM repdb_docs WHERE db = ? AND id IN ({marks})",
-                                   (self._db, *chunk)):
+            for doc_id, rev in run(
+                f"SELECT id, rev FROM repdb_docs WHERE db = ? AND id IN ({marks})", (self._db, *chunk)
+            ):
                 found[doc_id] = rev
         return found
 
     def revs_diff(self, revs: Mapping[str, str]) -> dict[str, str]:
         """Of ``{doc_id: rev}``, those this store lacks and would keep if written."""
         current = self._revs(self._read, list(revs))
-        return {doc_id: rev for doc_id, rev in revs.items()
-                if doc_id not in current or rev_rank(rev) > rev_rank(current[doc_id])}
+        return {
+            doc_id: rev
+            for doc_id, rev in revs.items()
+            if doc_id not in current or rev_rank(rev) > rev_rank(current[doc_id])
+        }
 
     def open_docs(self, doc_ids: Iterable[str]) -> list[Doc]:
         """Current revisions of the given documents, deleted ones included."""
@@ -326,9 +354,11 @@ class SQLDocStore(abc.ABC):
                 lease_sql.check_fence(tx, fence)
             row = tx.run("SELECT rev FROM repdb_local WHERE db = ? AND id = ?", (self._db, key)).fetchone()
             rev = 1 if row is None else int(row[0]) + 1
-            tx.run("INSERT INTO repdb_local (db, id, rev, body) VALUES (?, ?, ?, ?) "
-                   "ON CONFLICT (db, id) DO UPDATE SET rev = excluded.rev, body = excluded.body",
-                   (self._db, key, rev, orjson.dumps(dict(body))))
+            tx.run(
+                "INSERT INTO repdb_local (db, id, rev, body) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (db, id) DO UPDATE SET rev = excluded.rev, body = excluded.body",
+                (self._db, key, rev, orjson.dumps(dict(body))),
+            )
         return f"0-{rev}"
 
     def ensure_full_commit(self) -> str:

@@ -196,7 +196,5 @@ class FairShare:
         return {
             "interval": self.interval,
             "usage_coeff": self.usage_coeff,
-            "owners": {
-                str(owner): {"shares": self.shares(owner), "usage": self.usage(owner)} for owner in owners
-            },
+            "owners": {str(owner): {"shares": self.shares(owner), "usage": self.usage(owner)} for owner in owners},
         }

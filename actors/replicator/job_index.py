@@ -127,9 +127,7 @@ class JobIndex:
         return [j.id for j in list(self._jobs.values()) if j.rep.db_name == db_name]
 
     def find_jobs_by_doc(self, db_name: str, doc_id: str) -> list:
-        return [
-            j.id for j in list(self._jobs.values()) if j.rep.db_name == db_name and j.rep.doc_id == doc_id
-        ]
+        return [j.id for j in list(self._jobs.values()) if j.rep.db_name == db_name and j.rep.doc_id == doc_id]
 
     def running_job_count(self) -> int:
         return len(self._running)

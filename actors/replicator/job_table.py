@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .records import Job, Rep
 from .job_views import job_to_json, summarize_job
+from .records import Job, Rep
 
 __all__ = ["JobTable"]
 

@@ -52,8 +52,12 @@ class LeaseConfig:
             raise InvalidSetting("store", "(not shown)", "must be a postgresql:// or postgres:// URL")
         if self.enabled and self.store is None:
             raise InvalidSetting("lease", True, "leases live in the shared store: set [replicator] store")
-        if isinstance(self.ttl, bool) or not isinstance(self.ttl, (int, float)) or not math.isfinite(self.ttl) \
-                or self.ttl <= 0:
+        if (
+            isinstance(self.ttl, bool)
+            or not isinstance(self.ttl, (int, float))
+            or not math.isfinite(self.ttl)
+            or self.ttl <= 0
+        ):
             raise InvalidSetting("lease_ttl", self.ttl, "must be a number of seconds > 0")
 
     @property
@@ -84,8 +88,15 @@ class LeaseConfig:
 class LeaseHolder:
     """One job's lease as its holder (``node``, ``incarnation``) sees it."""
 
-    def __init__(self, store: SQLDocStore | Callable[[], SQLDocStore], job: str, node: str, incarnation: str,
-                 times: LeaseTimes, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        store: SQLDocStore | Callable[[], SQLDocStore],
+        job: str,
+        node: str,
+        incarnation: str,
+        times: LeaseTimes,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         # The store, or how to open it: a job may start while the store is away
         # (it then waits, as for a lease held elsewhere).
         self._store: SQLDocStore | None = store if isinstance(store, SQLDocStore) else None
@@ -101,13 +112,20 @@ class LeaseHolder:
         self._away = False  # the store did not answer last time (logged once per outage)
 
     @classmethod
-    def open(cls, config: LeaseConfig, job: str, node: str, incarnation: str,
-             clock: Callable[[], float] = time.monotonic) -> "LeaseHolder":
+    def open(
+        cls, config: LeaseConfig, job: str, node: str, incarnation: str, clock: Callable[[], float] = time.monotonic
+    ) -> "LeaseHolder":
         times = config.times
         url = config.store
         assert url is not None
-        return cls(lambda: open_replicator_db(url, connect_timeout=times.op_timeout, op_timeout=times.op_timeout),
-                   job, node, incarnation, times, clock)
+        return cls(
+            lambda: open_replicator_db(url, connect_timeout=times.op_timeout, op_timeout=times.op_timeout),
+            job,
+            node,
+            incarnation,
+            times,
+            clock,
+        )
 
     @property
     def store(self) -> SQLDocStore:
@@ -183,4 +201,3 @@ def read_runs(store: str, job: str | None = None) -> list[Run]:
     with open_replicator_db(store) as db:
         with db.transaction() as tx:
             return lease_sql.runs(tx, job)
-

@@ -94,8 +94,10 @@ class LeaseTimes:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ValueError(f"lease {name} must be a number of seconds > 0, got {value!r}")
         if self.renew_every + self.margin >= self.ttl:
-            raise ValueError(f"lease renew_every ({self.renew_every}) + margin ({self.margin}) must be "
-                             f"< ttl ({self.ttl}): a failed renewal needs a retry before the deadline")
+            raise ValueError(
+                f"lease renew_every ({self.renew_every}) + margin ({self.margin}) must be "
+                f"< ttl ({self.ttl}): a failed renewal needs a retry before the deadline"
+            )
 
     @classmethod
     def from_ttl(cls, ttl: float) -> "LeaseTimes":
@@ -116,8 +118,9 @@ def must_stop(now: float, deadline: float) -> bool:
     return now >= deadline
 
 
-def decide_acquire(row: LeaseRow | None, job: str, node: str, incarnation: str, now: float,
-                   ttl: float) -> LeaseRow | None:
+def decide_acquire(
+    row: LeaseRow | None, job: str, node: str, incarnation: str, now: float, ttl: float
+) -> LeaseRow | None:
     """The lease row after ``node``/``incarnation`` asks for ``job`` at store time ``now``,
     or None when another holder holds it still."""
     if row is not None and now < row.expires_at and not row.held_by(node, incarnation):
@@ -136,8 +139,12 @@ def decide_renew(row: LeaseRow | None, fence: Fence, now: float, ttl: float) -> 
 
 def fence_ok(row: LeaseRow | None, fence: Fence, now: float) -> bool:
     """A write carrying ``fence`` may land at store time ``now``."""
-    return (row is not None and row.token == fence.token and row.held_by(fence.node, fence.incarnation)
-            and now < row.expires_at)
+    return (
+        row is not None
+        and row.token == fence.token
+        and row.held_by(fence.node, fence.incarnation)
+        and now < row.expires_at
+    )
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,9 @@ class LeaseTx(Protocol):
 
 
 def _locked_row(tx: LeaseTx, job: str, lock: str) -> LeaseRow | None:
-    row = tx.run(f"SELECT job, node, incarnation, token, expires_at, run_id FROM repl_leases WHERE job = ?{lock}",
-                 (job,)).fetchone()
+    row = tx.run(
+        f"SELECT job, node, incarnation, token, expires_at, run_id FROM repl_leases WHERE job = ?{lock}", (job,)
+    ).fetchone()
     if row is None:
         return None
     return LeaseRow(row[0], row[1], row[2], int(row[3]), float(row[4]), None if row[5] is None else int(row[5]))
@@ -53,8 +54,10 @@ def _locked_row(tx: LeaseTx, job: str, lock: str) -> LeaseRow | None:
 
 def _end_run(tx: LeaseTx, row: LeaseRow, now: float, reason: str) -> None:
     if row.run_id is not None:
-        tx.run("UPDATE repl_runs SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
-               (min(now, row.expires_at), reason, row.run_id))
+        tx.run(
+            "UPDATE repl_runs SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+            (min(now, row.expires_at), reason, row.run_id),
+        )
 
 
 def acquire(tx: LeaseTx, job: str, node: str, incarnation: str, ttl: float) -> tuple[Fence | None, LeaseRow | None]:
@@ -62,8 +65,11 @@ def acquire(tx: LeaseTx, job: str, node: str, incarnation: str, ttl: float) -> t
     ``(None, the row that holds it)``.  A grant opens a run in the audit."""
     # The row exists before it is locked, so two first acquirers queue on it
     # instead of racing to insert (token 0, expired: free).
-    tx.run("INSERT INTO repl_leases (job, node, incarnation, token, expires_at) VALUES (?, '', '', 0, 0) "
-           "ON CONFLICT (job) DO NOTHING", (job,))
+    tx.run(
+        "INSERT INTO repl_leases (job, node, incarnation, token, expires_at) VALUES (?, '', '', 0, 0) "
+        "ON CONFLICT (job) DO NOTHING",
+        (job,),
+    )
     row = _locked_row(tx, job, tx.row_lock)
     now = tx.now()
     new = decide_acquire(row, job, node, incarnation, now, ttl)
@@ -71,11 +77,15 @@ def acquire(tx: LeaseTx, job: str, node: str, incarnation: str, ttl: float) -> t
         return None, row
     if row is not None and row.token > 0:
         _end_run(tx, row, now, "expired" if now >= row.expires_at else "superseded")
-    (run_id,) = tx.run("INSERT INTO repl_runs (job, node, incarnation, token, started_at, lease_until) "
-                       "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                       (job, node, incarnation, new.token, now, new.expires_at)).fetchone()
-    tx.run("UPDATE repl_leases SET node = ?, incarnation = ?, token = ?, expires_at = ?, run_id = ? WHERE job = ?",
-           (node, incarnation, new.token, new.expires_at, int(run_id), job))
+    (run_id,) = tx.run(
+        "INSERT INTO repl_runs (job, node, incarnation, token, started_at, lease_until) "
+        "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        (job, node, incarnation, new.token, now, new.expires_at),
+    ).fetchone()
+    tx.run(
+        "UPDATE repl_leases SET node = ?, incarnation = ?, token = ?, expires_at = ?, run_id = ? WHERE job = ?",
+        (node, incarnation, new.token, new.expires_at, int(run_id), job),
+    )
     return Fence(job, node, incarnation, new.token), None
 
 
@@ -107,8 +117,13 @@ def check_fence(tx: LeaseTx, fence: Fence) -> None:
     row = _locked_row(tx, fence.job, tx.share_lock)
     now = tx.now()
     if not fence_ok(row, fence, now):
-        why = ("no lease" if row is None else
-               f"lease now token {row.token} of {row.node}" if row.token != fence.token else "lease expired")
+        why = (
+            "no lease"
+            if row is None
+            else f"lease now token {row.token} of {row.node}"
+            if row.token != fence.token
+            else "lease expired"
+        )
         raise Fenced(fence.job, fence.token, why)
 
 

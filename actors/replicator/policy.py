@@ -205,9 +205,7 @@ def _healthy_pending(
     max_backoff_exponent: int,
 ) -> Iterable[Job]:
     for job in jobs:
-        if job.pid is None and not_recently_crashed(
-            job, now, health_threshold, backoff_interval, max_backoff_exponent
-        ):
+        if job.pid is None and not_recently_crashed(job, now, health_threshold, backoff_interval, max_backoff_exponent):
             yield job
 
 
@@ -368,4 +366,3 @@ def start_pending_jobs(
     if running < max_jobs and len(sim.table) - running > 0:
         sim.start_jobs(max_jobs - running)
     return sim.decision.start
-

@@ -196,8 +196,9 @@ class Batch:
     changes: tuple[Change, ...] = field(default_factory=tuple)
 
 
-def replicate_batch(source: SQLDocStore, target: SQLDocStore, changes: Iterable[Change],
-                    fence: Fence | None = None) -> BatchStats:
+def replicate_batch(
+    source: SQLDocStore, target: SQLDocStore, changes: Iterable[Change], fence: Fence | None = None
+) -> BatchStats:
     """Copy the revisions of ``changes`` the target lacks (``couch_replicator_worker``);
     with ``fence``, the write is refused (`Fenced`) once the job's lease moved on."""
     changes = list(changes)
@@ -243,12 +244,14 @@ class ReplicationJob:
     is refused there.
     """
 
-    def __init__(self, rep: Rep, *, opener: Callable[..., SQLDocStore] | None = None,
-                 store: str | None = None) -> None:
+    def __init__(self, rep: Rep, *, opener: Callable[..., SQLDocStore] | None = None, store: str | None = None) -> None:
         self.rep = rep
         self.store = store
-        self._opener = opener if opener is not None else (
-            DocStore if store is None else (lambda location, **kw: open_db(location, store=store, **kw)))
+        self._opener = (
+            opener
+            if opener is not None
+            else (DocStore if store is None else (lambda location, **kw: open_db(location, store=store, **kw)))
+        )
         self.fence: Fence | None = None
         self.fence_store: str | None = None
         options = rep.options

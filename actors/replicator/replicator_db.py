@@ -90,8 +90,15 @@ def rep_from_doc(doc_id: str, body: Mapping[str, Any], db_name: str = DB_NAME) -
     if owner is not None and not isinstance(owner, str):
         raise BadReplicationDoc(doc_id, f"owner must be a string, got {owner!r}")
     rep_id = replication_id(body["source"], body["target"], options)
-    return Rep(id=rep_id, source=body["source"], target=body["target"], options=options,
-               db_name=db_name, doc_id=doc_id, user=owner)
+    return Rep(
+        id=rep_id,
+        source=body["source"],
+        target=body["target"],
+        options=options,
+        db_name=db_name,
+        doc_id=doc_id,
+        user=owner,
+    )
 
 
 class ReplicatorDb:
@@ -139,8 +146,9 @@ class ReplicatorDb:
             self._store = None
 
 
-def put_replication(path: str | os.PathLike[str], doc_id: str, source: str, target: str, *,
-                    continuous: bool = False, **options: Any) -> str:
+def put_replication(
+    path: str | os.PathLike[str], doc_id: str, source: str, target: str, *, continuous: bool = False, **options: Any
+) -> str:
     """Write (or replace) a replication document in the ``_replicator`` database at ``path``
     (a SQLite file, or a PostgreSQL store URL); returns its new revision.  The document
     is checked first (`BadReplicationDoc`)."""

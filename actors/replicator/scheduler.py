@@ -113,15 +113,23 @@ class SchedulerReader(GenServer):
 # -- the scheduler ---------------------------------------------------------------------
 
 #: The scheduler's calls and how many arguments each takes; anything else is ignored.
-_ARITY = {"add_job": 1, "remove_job": 1, "reschedule": 0, "subscribe": 1,
-          "format_status": 0, "settings": 0, "backoffs": 0}
+_ARITY = {
+    "add_job": 1,
+    "remove_job": 1,
+    "reschedule": 0,
+    "subscribe": 1,
+    "format_status": 0,
+    "settings": 0,
+    "backoffs": 0,
+}
 
 
 class SchedulerServer(GenServer):
     """The scheduler gen_server.  Its job supervisor must already be running."""
 
-    def init(self, sup_name: str = scheduler_sup.SCHEDULER_SUP, node_name: str = "nonode@nohost",
-             clock: Any = None) -> None:
+    def init(
+        self, sup_name: str = scheduler_sup.SCHEDULER_SUP, node_name: str = "nonode@nohost", clock: Any = None
+    ) -> None:
         _names.register_self(self, SCHEDULER)
         self.clock = clock or WallClock()
         cfg = config_module.current()
@@ -130,12 +138,14 @@ class SchedulerServer(GenServer):
         if self.sup is None:
             raise Exit(("noproc", sup_name), f"job supervisor {sup_name!r} is not running")
         self.version = 1
-        self.reader = self.spawn_link(SchedulerReader, self.state.track_changes(), self.version, node_name,
-                                      name=READER)
+        self.reader = self.spawn_link(SchedulerReader, self.state.track_changes(), self.version, node_name, name=READER)
         self.subscribers: dict[Any, ActorRef] = {}
         ref = self.ref
-        self._listener = cfg.listen(lambda section, key, value, _persist: (
-            ref.cast(("config", section, key, value)) if section in (SECTION, SHARES_SECTION) else None))
+        self._listener = cfg.listen(
+            lambda section, key, value, _persist: (
+                ref.cast(("config", section, key, value)) if section in (SECTION, SHARES_SECTION) else None
+            )
+        )
         self._config = cfg
         self.timer = self.send_after(self.state.interval_seconds(), "reschedule")
 
@@ -359,8 +369,9 @@ def job(where: Node | GenServer | None, job_id: Any, timeout: float | None = 5.0
     return _read(where, ("job", job_id), timeout)
 
 
-def job_summary(where: Node | GenServer | None, job_id: Any, threshold: float | None = None,
-                timeout: float | None = 5.0) -> dict | None:
+def job_summary(
+    where: Node | GenServer | None, job_id: Any, threshold: float | None = None, timeout: float | None = 5.0
+) -> dict | None:
     """``running``/``pending``/``crashing``, error count and last error; None if unknown."""
     return _read(where, ("job_summary", job_id, threshold), timeout)
 

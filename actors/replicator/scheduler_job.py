@@ -165,12 +165,16 @@ class SchedulerJobServer(GenServer):
         self.lease_timer: Any = None
         self.deadline_timer: Any = None
         if leases.enabled:
-            self.lease = LeaseHolder.open(leases, str(rep.id), _names.node_name() or "nonode",
-                                          _names.node_incarnation() or "0")
+            self.lease = LeaseHolder.open(
+                leases, str(rep.id), _names.node_name() or "nonode", _names.node_incarnation() or "0"
+            )
             if not self.lease.try_acquire():
                 holder = self.lease.holder
-                log.info("replication %r waits for its lease (held by %s)", rep.id,
-                         holder.node if holder is not None else "an unreachable store")
+                log.info(
+                    "replication %r waits for its lease (held by %s)",
+                    rep.id,
+                    holder.node if holder is not None else "an unreachable store",
+                )
                 self.lease_timer = self.send_after(self.lease.times.renew_every, "lease_retry")
                 return None
         try:
@@ -225,8 +229,11 @@ class SchedulerJobServer(GenServer):
             if not lease.try_acquire():
                 self.lease_timer = self.send_after(lease.times.renew_every, "lease_retry")
                 return None
-            log.info("replication %r got its lease (token %s)", self.rep.id,
-                     lease.fence.token if lease.fence is not None else "?")
+            log.info(
+                "replication %r got its lease (token %s)",
+                self.rep.id,
+                lease.fence.token if lease.fence is not None else "?",
+            )
             try:
                 self._begin()
             except Exception as exc:
@@ -301,8 +308,9 @@ class SchedulerJobServer(GenServer):
             self.finished = True
             return Stop("normal")
         else:
-            raise ValueError(f"{type(self.job).__name__}.step returned {result!r}, "
-                             "expected 'progress', 'idle' or 'done'")
+            raise ValueError(
+                f"{type(self.job).__name__}.step returned {result!r}, expected 'progress', 'idle' or 'done'"
+            )
         return None
 
     def _finish(self) -> Any:

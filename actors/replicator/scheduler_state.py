@@ -414,8 +414,7 @@ class SchedulerState(JobIndex):
                 job, s.health_threshold, s.backoff_interval, s.max_backoff_exponent
             )
             if crashes:
-                out.append({"id": job_id_text(job.id),
-                            "crashes": crashes, "backoff": wait, "retry_at": retry_at})
+                out.append({"id": job_id_text(job.id), "crashes": crashes, "backoff": wait, "retry_at": retry_at})
         return out
 
     def format_status(self) -> dict:

@@ -28,8 +28,8 @@ from supervision import (
     ChildSpec,
     NotFound,
     StartError,
-    SupFlags,
     Supervisor,
+    SupFlags,
     start_child,
     terminate_child,
 )
@@ -72,8 +72,13 @@ class JobNotRunning(LookupError):
 class SchedulerSup(Supervisor):
     """``simple_one_for_one``, ``temporary`` children running `SchedulerJobServer`."""
 
-    def init(self, job_factory: JobFactory = ReplicationJob, job_host: str | None = "own",
-             shutdown: float = JOB_SHUTDOWN, name: str = SCHEDULER_SUP) -> tuple[SupFlags, list[ChildSpec]]:
+    def init(
+        self,
+        job_factory: JobFactory = ReplicationJob,
+        job_host: str | None = "own",
+        shutdown: float = JOB_SHUTDOWN,
+        name: str = SCHEDULER_SUP,
+    ) -> tuple[SupFlags, list[ChildSpec]]:
         register_self(self, name)
         spec = ChildSpec(
             "couch_replicator_scheduler_job",

@@ -29,13 +29,14 @@ def is_postgres(location: Any) -> bool:
     return isinstance(location, str) and location.startswith(_POSTGRES)
 
 
-def open_db(location: str | os.PathLike[str], *, store: str | None = None, create: bool = False,
-            **pg_options: Any) -> SQLDocStore:
+def open_db(
+    location: str | os.PathLike[str], *, store: str | None = None, create: bool = False, **pg_options: Any
+) -> SQLDocStore:
     """The database ``location`` names: a bare name is a database of the PostgreSQL
     ``store`` (when there is one), anything else a SQLite file path."""
     text = os.fspath(location)
     if text.startswith(_SQLITE):
-        return DocStore(text[len(_SQLITE):], create=create)
+        return DocStore(text[len(_SQLITE) :], create=create)
     if is_postgres(text):
         raise ValueError(f"{redact(text)!r}: name a database of the store by its name, not by a URL")
     if store is not None and is_postgres(store) and DB_NAME_RE.match(text):
@@ -48,4 +49,4 @@ def open_replicator_db(where: str | os.PathLike[str], **pg_options: Any) -> SQLD
     text = os.fspath(where)
     if is_postgres(text):
         return PgDocStore(text, REPLICATOR_DB, create=True, **pg_options)
-    return DocStore(text[len(_SQLITE):] if text.startswith(_SQLITE) else text, create=True)
+    return DocStore(text[len(_SQLITE) :] if text.startswith(_SQLITE) else text, create=True)

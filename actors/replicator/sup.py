@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from actors import ActorRef, GenServer, Node
 from actors import config as config_module
-from supervision import ChildSpec, SupFlags, Supervisor
+from supervision import ChildSpec, Supervisor, SupFlags
 
 from . import _names
 from ._names import register_self
@@ -42,44 +42,63 @@ __all__ = ["REPLICATOR_SUP", "ReplicatorSup", "replicator_children", "start_repl
 REPLICATOR_SUP = "couch_replicator_sup"
 
 
-def replicator_children(job_factory: JobFactory = ReplicationJob, job_host: str | None = "own",
-                        node_name: str = "nonode@nohost", cluster: ClusterOptions | None = None) -> list[ChildSpec]:
+def replicator_children(
+    job_factory: JobFactory = ReplicationJob,
+    job_host: str | None = "own",
+    node_name: str = "nonode@nohost",
+    cluster: ClusterOptions | None = None,
+) -> list[ChildSpec]:
     """The tree's children, in start order: the job supervisor, then the scheduler
     (and, clustered, the clustering server before them and the doc processor after)."""
     children = [
         ChildSpec(SCHEDULER_SUP, start=(SchedulerSup, (job_factory, job_host)), type="supervisor"),
-        ChildSpec("couch_replicator_scheduler", start=(SchedulerServer, (SCHEDULER_SUP, node_name)),
-                  shutdown=30.0),
+        ChildSpec("couch_replicator_scheduler", start=(SchedulerServer, (SCHEDULER_SUP, node_name)), shutdown=30.0),
     ]
     if cluster is None or not cluster.enabled:
         return children
     return [
         ChildSpec(CLUSTERING, start=(ClusteringServer, (node_name,)), shutdown=10.0),
         *children,
-        ChildSpec(DOC_PROCESSOR, start=(DocProcessor, (node_name, cluster.replicator_db, cluster.doc_poll_interval)),
-                  shutdown=30.0),
+        ChildSpec(
+            DOC_PROCESSOR,
+            start=(DocProcessor, (node_name, cluster.replicator_db, cluster.doc_poll_interval)),
+            shutdown=30.0,
+        ),
     ]
 
 
 class ReplicatorSup(Supervisor):
     """``couch_replicator_sup``: ``one_for_all`` over the job supervisor and the scheduler."""
 
-    def init(self, job_factory: JobFactory = ReplicationJob, job_host: str | None = "own",
-             node_name: str = "nonode@nohost",
-             cluster: ClusterOptions | None = None) -> tuple[SupFlags, list[ChildSpec]]:
+    def init(
+        self,
+        job_factory: JobFactory = ReplicationJob,
+        job_host: str | None = "own",
+        node_name: str = "nonode@nohost",
+        cluster: ClusterOptions | None = None,
+    ) -> tuple[SupFlags, list[ChildSpec]]:
         register_self(self, REPLICATOR_SUP)
         if cluster is None:  # started by a tree that passes no options (couch_sup): the config decides
             cluster = ClusterOptions.from_config(config_module.current())
         if cluster.enabled and node_name == "nonode@nohost":
             node_name = _names.node_name() or node_name
-        return (SupFlags("one_for_all", intensity=10, period=60),
-                replicator_children(job_factory, job_host, node_name, cluster))
+        return (
+            SupFlags("one_for_all", intensity=10, period=60),
+            replicator_children(job_factory, job_host, node_name, cluster),
+        )
 
 
-def start_replicator(node_or_actor: Node | GenServer, job_factory: JobFactory = ReplicationJob, *,
-                     job_host: str | None = "own", host: str | None = None,
-                     node_name: str | None = None, cluster: ClusterOptions | bool | None = None,
-                     replicator_db: str | None = None, doc_poll_interval: float | None = None) -> ActorRef:
+def start_replicator(
+    node_or_actor: Node | GenServer,
+    job_factory: JobFactory = ReplicationJob,
+    *,
+    job_host: str | None = "own",
+    host: str | None = None,
+    node_name: str | None = None,
+    cluster: ClusterOptions | bool | None = None,
+    replicator_db: str | None = None,
+    doc_poll_interval: float | None = None,
+) -> ActorRef:
     """Start the replicator tree; returns the ``couch_replicator_sup`` ref.
 
     ``host`` places the tree (scheduler, job supervisor, reader) as `Node.spawn`
@@ -106,8 +125,7 @@ def start_replicator(node_or_actor: Node | GenServer, job_factory: JobFactory = 
     if node_name is None:
         node_name = (node_or_actor.name if isinstance(node_or_actor, Node) else None) or "nonode@nohost"
     if options.enabled and node_name == "nonode@nohost":
-        raise ValueError("the clustered replicator needs a distributed node (Node(name=..., listen=...)) "
-                         "or node_name=")
+        raise ValueError("the clustered replicator needs a distributed node (Node(name=..., listen=...)) or node_name=")
     args = (job_factory, job_host, node_name, options)
     if isinstance(node_or_actor, Node):
         return node_or_actor.spawn(ReplicatorSup, *args, name=REPLICATOR_SUP, host=host)

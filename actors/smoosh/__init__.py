@@ -15,6 +15,7 @@ Layers (see docs/smoosh.md):
 """
 
 from actors.smoosh.access import AccessTable
+from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, changed_dbs
 from actors.smoosh.api import (
     channel_ref,
     enqueue,
@@ -26,8 +27,7 @@ from actors.smoosh.api import (
     suspend,
     sync_enqueue,
 )
-from actors.smoosh.adapter import CompactionJob, SmooshAdapter, SQLiteAdapter, changed_dbs
-from actors.smoosh.worker_job import WorkerJob
+from actors.smoosh.channel import SmooshChannel
 from actors.smoosh.channel_state import ChannelState
 from actors.smoosh.effects import (
     AdoptJob,
@@ -40,6 +40,7 @@ from actors.smoosh.effects import (
     SuspendJob,
     WriteCheckpoint,
 )
+from actors.smoosh.helpers import AccessCleaner, EventListener
 from actors.smoosh.policy import (
     INDEX_CLEANUP,
     PriorityQueue,
@@ -50,13 +51,12 @@ from actors.smoosh.policy import (
     utc_minutes,
     validate_key,
 )
+from actors.smoosh.server import SmooshServer
 from actors.smoosh.server_state import ObjectInfo, ServerState, compute_priority, db_event_keys
 from actors.smoosh.settings import ChannelSettings, ServerSettings, all_channels, channel_list
-from actors.smoosh.channel import SmooshChannel
-from actors.smoosh.helpers import AccessCleaner, EventListener
-from actors.smoosh.server import SmooshServer
 from actors.smoosh.sup import SmooshSup, start_smoosh
 from actors.smoosh.watcher import DirWatcher
+from actors.smoosh.worker_job import WorkerJob
 
 __all__ = [
     "INDEX_CLEANUP",

@@ -13,7 +13,6 @@ from typing import Any
 from actors import whereis as _whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
 
-
 __all__ = [
     "ACCESS_CLEANER",
     "DIR_WATCHER",

@@ -185,8 +185,9 @@ class SQLiteAdapter:
         auto_vacuum: int | None = None,
     ) -> None:
         self.data_dir = os.path.abspath(os.fspath(data_dir))
-        self.index_dir = (os.path.abspath(os.fspath(index_dir)) if index_dir is not None
-                          else os.path.join(self.data_dir, ".indexes"))
+        self.index_dir = (
+            os.path.abspath(os.fspath(index_dir)) if index_dir is not None else os.path.join(self.data_dir, ".indexes")
+        )
         self.suffix = suffix
         if page_size is not None and (page_size < 512 or page_size > 65536 or page_size & (page_size - 1)):
             raise ValueError(f"page_size {page_size!r} is not a power of two between 512 and 65536")

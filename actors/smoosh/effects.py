@@ -104,6 +104,13 @@ class EnqueueToChannel:
 
 
 Effect = (
-    StartJob | AdoptJob | SuspendJob | ResumeJob | EnqueueLater | WriteCheckpoint
-    | StartChannel | CloseChannel | EnqueueToChannel
+    StartJob
+    | AdoptJob
+    | SuspendJob
+    | ResumeJob
+    | EnqueueLater
+    | WriteCheckpoint
+    | StartChannel
+    | CloseChannel
+    | EnqueueToChannel
 )

@@ -26,10 +26,16 @@ STATS_DESCRIPTIONS: tuple[tuple[str, str, str], ...] = (
     ("smoosh.channel.active", "gauge", "compactions running in the channel (status: active)"),
     ("smoosh.channel.starting", "gauge", "compactions being started in the channel (status: starting)"),
     ("smoosh.channel.waiting", "gauge", "databases and views waiting in the channel's queue (status: waiting size)"),
-    ("smoosh.channel.waiting.min", "gauge", "the lowest priority in the queue (status: waiting min; absent while "
-                                            "the queue is empty)"),
-    ("smoosh.channel.waiting.max", "gauge", "the highest priority in the queue (status: waiting max; absent while "
-                                            "the queue is empty)"),
+    (
+        "smoosh.channel.waiting.min",
+        "gauge",
+        "the lowest priority in the queue (status: waiting min; absent while the queue is empty)",
+    ),
+    (
+        "smoosh.channel.waiting.max",
+        "gauge",
+        "the highest priority in the queue (status: waiting max; absent while the queue is empty)",
+    ),
     ("smoosh.channel.started", "counter", "compactions the channel started"),
     ("smoosh.channel.finished", "counter", "compactions that ended normally"),
     ("smoosh.channel.failed", "counter", "compactions that ended abnormally (re-enqueued or adopted)"),

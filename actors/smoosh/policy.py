@@ -67,10 +67,7 @@ def validate_key(obj: Any) -> Key:
         first, second = (x.decode("utf-8") if isinstance(x, bytes) else x for x in obj)
         if isinstance(first, str) and isinstance(second, str) and first and second:
             return (first, second)
-    raise ValueError(
-        f"smoosh key {obj!r} is not a database name, a (db, index) pair "
-        f"or ({INDEX_CLEANUP!r}, db)"
-    )
+    raise ValueError(f"smoosh key {obj!r} is not a database name, a (db, index) pair or ({INDEX_CLEANUP!r}, db)")
 
 
 def is_cleanup_key(key: Key) -> bool:

@@ -228,7 +228,7 @@ class SmooshServer(GenServer):
 
     def _config_changed(self, section: str) -> None:
         if section.startswith("smoosh.") and section != "smoosh.ignore":
-            self._channel_settings.pop(section[len("smoosh."):], None)
+            self._channel_settings.pop(section[len("smoosh.") :], None)
             return
         settings = self._server_settings()
         self.settings = settings

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from supervision import ChildSpec, SupFlags, Supervisor, start_supervisor
-
 from actors.smoosh._names import SERVER, SUP
 from actors.smoosh.server import SmooshServer
+from supervision import ChildSpec, Supervisor, SupFlags, start_supervisor
 
 __all__ = ["DEFAULT_HOST", "SERVER_SHUTDOWN", "SmooshSup", "smoosh_children", "smoosh_flags", "start_smoosh"]
 

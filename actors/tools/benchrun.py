@@ -48,8 +48,7 @@ def flatten(data: Any, prefix: str = "") -> dict[str, float]:
 def _progress(done: int, total: int, label: str) -> None:
     width = 30
     filled = int(width * done / max(total, 1))
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}", end="",
-          file=sys.stderr, flush=True)
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}", end="", file=sys.stderr, flush=True)
 
 
 class BenchError(Exception):
@@ -62,10 +61,11 @@ def find_root(cwd: Path) -> Path:
         return cwd
     source = Path(__file__).resolve().parents[2]  # actors/tools/benchrun.py -> the checkout
     if (source / "bench").is_dir():
-        raise BenchError(f"no bench/ folder in {cwd}: run it from the repository root, "
-                         f"e.g. cd {source} && otpy bench")
-    raise BenchError(f"no bench/ folder in {cwd}: the harnesses live in a source checkout of otpy; "
-                     f"run 'otpy bench' from the root of that checkout")
+        raise BenchError(f"no bench/ folder in {cwd}: run it from the repository root, e.g. cd {source} && otpy bench")
+    raise BenchError(
+        f"no bench/ folder in {cwd}: the harnesses live in a source checkout of otpy; "
+        f"run 'otpy bench' from the root of that checkout"
+    )
 
 
 def run_benches(args: Any, root: Path | None = None) -> int:
@@ -78,8 +78,10 @@ def run_benches(args: Any, root: Path | None = None) -> int:
         harnesses = [h for h in harnesses if h.stem in wanted]
         missing = wanted - {h.stem for h in harnesses}
         if missing:
-            raise BenchError(f"--only: no harness named {', '.join(sorted(missing))} in {bench_dir} "
-                             f"(there are: {', '.join(h.stem for h in discover(bench_dir))})")
+            raise BenchError(
+                f"--only: no harness named {', '.join(sorted(missing))} in {bench_dir} "
+                f"(there are: {', '.join(h.stem for h in discover(bench_dir))})"
+            )
     available = sorted(os.sched_getaffinity(0))
     if args.cores:
         try:
@@ -104,9 +106,15 @@ def run_benches(args: Any, root: Path | None = None) -> int:
             _progress(done, total, f"{harness.stem} on {count} core(s)")
             cmd = [sys.executable, str(harness)] + (["--quick"] if args.quick else [])
             t0 = time.monotonic()
-            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True,
-                                  preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c), timeout=3600,
-                                  env=dict(os.environ, PYTHONPATH=str(root), OTPY_BENCH_RESULTS=str(out_dir)))
+            proc = subprocess.run(
+                cmd,
+                cwd=root,
+                capture_output=True,
+                text=True,
+                preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c),
+                timeout=3600,
+                env=dict(os.environ, PYTHONPATH=str(root), OTPY_BENCH_RESULTS=str(out_dir)),
+            )
             elapsed = time.monotonic() - t0
             result_file = out_dir / f"{harness.stem}.json"
             entry: dict[str, Any] = {"returncode": proc.returncode, "seconds": round(elapsed, 1)}

@@ -17,11 +17,33 @@ from dataclasses import dataclass, field
 __all__ = ["FD_KINDS", "ProcessCensus", "census", "census_tree", "descendants", "fd_kind"]
 
 #: Every kind `fd_kind` returns.
-FD_KINDS = ("socket", "pipe", "eventfd", "pidfd", "eventpoll", "timerfd", "signalfd", "inotify",
-            "anon", "sqlite", "dev", "file")
+FD_KINDS = (
+    "socket",
+    "pipe",
+    "eventfd",
+    "pidfd",
+    "eventpoll",
+    "timerfd",
+    "signalfd",
+    "inotify",
+    "anon",
+    "sqlite",
+    "dev",
+    "file",
+)
 
-_SQLITE_SUFFIXES = (".sqlite", ".db", ".sqlite-wal", ".sqlite-shm", ".db-wal", ".db-shm",
-                    "-journal", ".couch", ".couch-wal", ".couch-shm")
+_SQLITE_SUFFIXES = (
+    ".sqlite",
+    ".db",
+    ".sqlite-wal",
+    ".sqlite-shm",
+    ".db-wal",
+    ".db-shm",
+    "-journal",
+    ".couch",
+    ".couch-wal",
+    ".couch-shm",
+)
 
 
 def fd_kind(target: str) -> str:
@@ -33,7 +55,7 @@ def fd_kind(target: str) -> str:
     if target.startswith("pipe:"):
         return "pipe"
     if target.startswith("anon_inode:"):
-        name = target[len("anon_inode:"):].strip("[]")
+        name = target[len("anon_inode:") :].strip("[]")
         return name if name in FD_KINDS else "anon"
     if target.startswith("/dev/"):
         return "dev"

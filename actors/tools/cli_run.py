@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["CliError", "cmd_bench", "cmd_chaos", "cmd_demo", "cmd_keygen", "cmd_node", "cmd_observe",
-           "start_failure"]
+__all__ = ["CliError", "cmd_bench", "cmd_chaos", "cmd_demo", "cmd_keygen", "cmd_node", "cmd_observe", "start_failure"]
 
 
 class CliError(Exception):
@@ -28,9 +27,14 @@ def start_failure(exc: Any) -> CliError:
     path = [exc.child_id]
     reason = exc.reason
     for _ in range(64):  # OTP nests {shutdown, {failed_to_start_child, Id, Reason}} per level
-        if not (isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "shutdown"
-                and isinstance(reason[1], tuple) and len(reason[1]) == 3
-                and reason[1][0] == "failed_to_start_child"):
+        if not (
+            isinstance(reason, tuple)
+            and len(reason) == 2
+            and reason[0] == "shutdown"
+            and isinstance(reason[1], tuple)
+            and len(reason[1]) == 3
+            and reason[1][0] == "failed_to_start_child"
+        ):
             break
         path.append(reason[1][1])
         reason = reason[1][2]
@@ -58,9 +62,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
-    from actors.cluster_key import KeyFileError
     from actors import NetError
     from actors.app.nodecmd import run_node
+    from actors.cluster_key import KeyFileError
     from supervision.errors import StartError
 
     try:
@@ -78,8 +82,17 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     if args.tree == "couch":
         # The full application under the demo's workload: its report counts
         # restarts, escalations, and IO calls answered, failed and hung.
-        return run_demo(argparse.Namespace(duration=args.duration, kill_rate=args.rate, state_dir=None,
-                                           config=None, short=False, no_live=True, seed=args.seed))
+        return run_demo(
+            argparse.Namespace(
+                duration=args.duration,
+                kill_rate=args.rate,
+                state_dir=None,
+                config=None,
+                short=False,
+                no_live=True,
+                seed=args.seed,
+            )
+        )
     return run_chaos_command(args)
 
 

@@ -35,8 +35,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             if args.watch and sys.stdout.isatty():
                 print("\x1b[2J\x1b[H", end="")
             width = shutil.get_terminal_size((120, 40)).columns if sys.stdout.isatty() else None
-            print(status_text(view.node_id, view.node_pid, actors, hosts, counters, width=width, peers=peers,
-                              now=time.time()), flush=True)
+            print(
+                status_text(
+                    view.node_id, view.node_pid, actors, hosts, counters, width=width, peers=peers, now=time.time()
+                ),
+                flush=True,
+            )
             shown += 1
             if not args.watch or (args.count and shown >= args.count):
                 return 0
@@ -48,9 +52,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         view.close()
 
 
-def status_text(node_id: str, node_pid: int, actors: list[dict[str, Any]], hosts: list[dict[str, Any]],
-                counters: dict[str, Any], width: int | None = None, peers: list[dict[str, Any]] | None = None,
-                now: float | None = None) -> str:
+def status_text(
+    node_id: str,
+    node_pid: int,
+    actors: list[dict[str, Any]],
+    hosts: list[dict[str, Any]],
+    counters: dict[str, Any],
+    width: int | None = None,
+    peers: list[dict[str, Any]] | None = None,
+    now: float | None = None,
+) -> str:
     """The status report; with ``width`` (a terminal) tree lines are cut to fit, else kept whole.
     ``peers`` (`Node.peers`) are listed for a distributed node, with how long each has been up at ``now``."""
     from actors.tree import render_tree
@@ -61,8 +72,9 @@ def status_text(node_id: str, node_pid: int, actors: list[dict[str, Any]], hosts
         lines.append(f"  host {h['label'] or h['proc']}: pid {h['pid']} cpus {h['cpus'] or 'any'}")
     if "@" in node_id:  # a distributed node: its id is name@incarnation
         lines.extend(peer_lines(peers or [], time.time() if now is None else now))
-    restarts = {k[len('supervision.restarts.'):]: v for k, v in counters.items()
-                if k.startswith("supervision.restarts.")}
+    restarts = {
+        k[len("supervision.restarts.") :]: v for k, v in counters.items() if k.startswith("supervision.restarts.")
+    }
     if restarts:
         lines.append("restarts: " + ", ".join(f"{k} {v}" for k, v in sorted(restarts.items())))
     dropped = counters.get("actors.mailbox.dropped", 0)
@@ -82,8 +94,10 @@ def peer_lines(peers: list[dict[str, Any]], now: float) -> list[str]:
     lines = [f"peers: {len(peers)}" if peers else "peers: none connected"]
     for p in peers:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(p["up_since"]))
-        lines.append(f"  {p['name']}  {p['address']}  incarnation {p['incarnation']}  up since {since} UTC "
-                     f"({_duration(now - p['up_since'])})")
+        lines.append(
+            f"  {p['name']}  {p['address']}  incarnation {p['incarnation']}  up since {since} UTC "
+            f"({_duration(now - p['up_since'])})"
+        )
     return lines
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import actors
 from actors import ActorRef, GenServer, Stop, noreply
-
 from tests.kernel.probes import call_in_thread
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from actors import ActorRef, GenServer, noreply
-from actors import global_names, pg
+from actors import ActorRef, GenServer, global_names, noreply, pg
 
 
 class Member(GenServer):

@@ -14,7 +14,6 @@ import sys
 
 from actors._core.net.keys import load
 from actors._core.net.net import ConnectError, NetError, NetLink
-
 from tests.cluster.peer_loop import connect_command, say, serve
 
 
@@ -34,8 +33,15 @@ def main() -> int:
         except NetError:
             pass
 
-    link = NetLink(args.name, "tcp://127.0.0.1:0", key, on_frame=on_frame, net_ticktime=args.ticktime,
-                   on_up=lambda n, i: say(f"UP {n} {i}"), on_down=lambda n, i, r: say(f"DOWN {n} {i} {r}"))
+    link = NetLink(
+        args.name,
+        "tcp://127.0.0.1:0",
+        key,
+        on_frame=on_frame,
+        net_ticktime=args.ticktime,
+        on_up=lambda n, i: say(f"UP {n} {i}"),
+        on_down=lambda n, i, r: say(f"DOWN {n} {i} {r}"),
+    )
     with link:
         say(f"ADDR {link.address} {link.incarnation}")
         connect = connect_command(link.connect, 5.0, ConnectError)

@@ -13,7 +13,6 @@ from typing import Any
 
 from actors._core.net.keys import ClusterKey
 from actors._core.net.net import NetLink
-
 from tests.polling import take_first
 
 ENV = dict(os.environ, PYTHONPATH=os.getcwd())
@@ -47,8 +46,7 @@ class Recorder:
 
 
 def make_link(name: str, key: ClusterKey | None, rec: Recorder, **kw: Any) -> NetLink:
-    link = NetLink(name, "tcp://127.0.0.1:0", key, on_frame=rec.on_frame, on_up=rec.on_up,
-                   on_down=rec.on_down, **kw)
+    link = NetLink(name, "tcp://127.0.0.1:0", key, on_frame=rec.on_frame, on_up=rec.on_up, on_down=rec.on_down, **kw)
     link.start()
     return link
 
@@ -139,8 +137,9 @@ class NodeProcess(LineProcess):
 
     what = "node process"
 
-    def __init__(self, name: str, key: str | None, ticktime: float = 15.0, port: int = 0,
-                 seeds: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, name: str, key: str | None, ticktime: float = 15.0, port: int = 0, seeds: tuple[str, ...] = ()
+    ) -> None:
         cmd = [sys.executable, NODE_PEER, "--name", name, "--ticktime", str(ticktime), "--port", str(port)]
         if key:
             cmd += ["--key", key]
@@ -156,4 +155,4 @@ class NodeProcess(LineProcess):
     def ask(self, line: str, answer: str, timeout: float = 20.0) -> str:
         """Send a command and return the rest of the line starting with ``answer``."""
         self.command(line)
-        return self.expect(answer, timeout)[len(answer):].strip()
+        return self.expect(answer, timeout)[len(answer) :].strip()

@@ -22,11 +22,9 @@ import argparse
 import sys
 import threading
 
-from actors import Node
-from actors import global_names, pg
+from actors import Node, global_names, pg
 from actors._core.net.net import NetError
 from actors.couch_jobs import app
-
 from tests.cluster.dist_actors import Worker
 from tests.cluster.group_actors import Member
 from tests.cluster.peer_loop import connect_command, say, serve
@@ -41,8 +39,13 @@ def main() -> int:
     parser.add_argument("--seed", action="append", default=[])
     args = parser.parse_args()
     couch_jobs_started = False
-    with Node(name=args.name, listen=f"tcp://127.0.0.1:{args.port}", cluster_key=args.key,
-              net_ticktime=args.ticktime, seeds=args.seed) as node:
+    with Node(
+        name=args.name,
+        listen=f"tcp://127.0.0.1:{args.port}",
+        cluster_key=args.key,
+        net_ticktime=args.ticktime,
+        seeds=args.seed,
+    ) as node:
 
         def spawn(words: list[str]) -> None:
             node.spawn(Worker, words[0], name=words[0], host="own")
@@ -88,17 +91,19 @@ def main() -> int:
 
         say(f"ADDR {node.address}")
         try:
-            serve({
-                "connect": connect_command(node.connect, 5.0, NetError),
-                "spawn": spawn,
-                "wait_for": lambda words: say(f"WAITED {node.wait_for_node(words[0], timeout=10.0)}"),
-                "wait_down": wait_down,
-                "nodes": lambda words: say(f"NODES {','.join(node.nodes())}"),
-                "couch_jobs": start_couch_jobs,
-                "groups_start": groups_start,
-                "gregister": gregister,
-                "gwhereis": gwhereis,
-            })
+            serve(
+                {
+                    "connect": connect_command(node.connect, 5.0, NetError),
+                    "spawn": spawn,
+                    "wait_for": lambda words: say(f"WAITED {node.wait_for_node(words[0], timeout=10.0)}"),
+                    "wait_down": wait_down,
+                    "nodes": lambda words: say(f"NODES {','.join(node.nodes())}"),
+                    "couch_jobs": start_couch_jobs,
+                    "groups_start": groups_start,
+                    "gregister": gregister,
+                    "gwhereis": gwhereis,
+                }
+            )
         finally:
             if couch_jobs_started:
                 app.stop(node)

@@ -31,8 +31,9 @@ def serve(handlers: Mapping[str, Handler]) -> None:
             handlers[words[0]](words[1:])
 
 
-def connect_command(connect: Callable[..., str], timeout: float,
-                    errors: type[BaseException] | tuple[type[BaseException], ...]) -> Handler:
+def connect_command(
+    connect: Callable[..., str], timeout: float, errors: type[BaseException] | tuple[type[BaseException], ...]
+) -> Handler:
     """``connect ADDR``: says ``CONNECTED <name>``, or ``CONNECT_FAILED <error>``
     when ``connect(ADDR, timeout=...)`` raises one of ``errors``."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from actors import Node
-
 from tests.cluster.dist_actors import Watcher, Worker, watched
 from tests.cluster.netkit import NodeProcess
 
@@ -21,8 +20,7 @@ def test_an_actors_own_monitor_of_a_remote_actor_gets_noconnection_on_sigkill(no
     peer = NodeProcess("b", key)
     try:
         assert node_a.connect(peer.address) == "b"
-        targets = [node_a.spawn(Worker, "in-host", node="b", host="own"),
-                   node_a.spawn(Worker, "in-node", node="b")]
+        targets = [node_a.spawn(Worker, "in-host", node="b", host="own"), node_a.spawn(Worker, "in-node", node="b")]
         watchers = [node_a.spawn(Watcher), node_a.spawn(Watcher, host="own")]
         mrefs: dict[Any, dict[Any, Any]] = {}
         for watcher in watchers:

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from actors import Node
-
 from tests.cluster.bulk_actors import Pinger, Streamer, Taker
 from tests.cluster.netkit import NodeProcess
 

@@ -18,8 +18,9 @@ ENV = dict(os.environ, PYTHONPATH=os.getcwd())
 
 def test_keygen_command_writes_a_0600_key_that_loads(tmp_path):
     path = tmp_path / "cluster.key"
-    out = subprocess.run([sys.executable, "-m", "actors", "keygen", str(path)],
-                         capture_output=True, text=True, timeout=30, env=ENV)
+    out = subprocess.run(
+        [sys.executable, "-m", "actors", "keygen", str(path)], capture_output=True, text=True, timeout=30, env=ENV
+    )
     assert out.returncode == 0, out.stderr
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     key = load(path)

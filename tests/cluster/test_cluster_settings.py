@@ -31,8 +31,9 @@ def test_full_section_from_an_ini_file(tmp_path):
         "net_ticktime = 2.5\n"
     )
     s = ClusterSettings.from_config(Config.from_ini(ini))
-    assert s == ClusterSettings("a", "tcp://0.0.0.0:7100", str(key),
-                                ("tcp://10.0.0.2:7100", "tcp://10.0.0.3:7100", "tcp://10.0.0.4:7100"), 2.5)
+    assert s == ClusterSettings(
+        "a", "tcp://0.0.0.0:7100", str(key), ("tcp://10.0.0.2:7100", "tcp://10.0.0.3:7100", "tcp://10.0.0.4:7100"), 2.5
+    )
     assert s.distributed and s.load_key() == written
 
 
@@ -49,8 +50,9 @@ def test_loopback_needs_no_key_and_port_zero_is_allowed():
 def test_overrides_complete_and_replace_the_section_before_it_is_checked():
     """``Node(config, name=...)``: a section shared by every node leaves the name
     out; each keyword replaces only its own key."""
-    shared = Config({"cluster": {"listen": "tcp://127.0.0.1:7100", "seeds": "tcp://127.0.0.1:7101",
-                                 "net_ticktime": "4"}})
+    shared = Config(
+        {"cluster": {"listen": "tcp://127.0.0.1:7100", "seeds": "tcp://127.0.0.1:7101", "net_ticktime": "4"}}
+    )
     s = ClusterSettings.from_config(shared, name="b")
     assert s == ClusterSettings("b", "tcp://127.0.0.1:7100", None, ("tcp://127.0.0.1:7101",), 4.0)
     s = ClusterSettings.from_config(shared, name="b", net_ticktime=2.0, listen="tcp://127.0.0.1:0")
@@ -59,26 +61,35 @@ def test_overrides_complete_and_replace_the_section_before_it_is_checked():
         ClusterSettings.from_config(shared)
     # seeds as the ini writes them, or a list
     assert parse_seeds("tcp://127.0.0.1:1, tcp://127.0.0.1:2\n tcp://127.0.0.1:3") == (
-        "tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3")
+        "tcp://127.0.0.1:1",
+        "tcp://127.0.0.1:2",
+        "tcp://127.0.0.1:3",
+    )
     assert parse_seeds(["tcp://127.0.0.1:1"]) == ("tcp://127.0.0.1:1",) and parse_seeds("") == ()
     with pytest.raises(ConfigError, match="net_ticktime = 0"):
         ClusterSettings.from_config(shared, name="b", net_ticktime=0)
 
 
-@pytest.mark.parametrize("values, why", [
-    ({"name": "a", "listen": "tcp://0.0.0.0:7100"}, "not a loopback address and no cluster_key"),
-    ({"name": "a"}, "listen is not set"),
-    ({"listen": "tcp://127.0.0.1:0"}, "name is not set"),
-    ({"name": "a b", "listen": "tcp://127.0.0.1:0"}, "name = 'a b'"),
-    ({"name": "a", "listen": "ipc:///tmp/x"}, "listen = 'ipc:///tmp/x' is not tcp"),
-    ({"name": "a", "listen": "tcp://127.0.0.1:0", "seeds": "tcp://b:1 nonsense"}, "seeds = 'nonsense'"),
-    ({"seeds": "tcp://b:1"}, "no name and listen"),
-    ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "0"}, "net_ticktime = 0.0"),
-    ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "soon"}, "not a number"),
-    ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "inf"}, "must be a number of seconds"),
-    ({"name": "a", "listen": "tcp://127.0.0.1:0", "ticktime": "1"}, "unknown key 'ticktime'"),
-    ({"name": "a", "listen": "tcp://127.0.0.1:0", "connect_all": "maybe"}, "connect_all = 'maybe' is not a boolean"),
-])
+@pytest.mark.parametrize(
+    "values, why",
+    [
+        ({"name": "a", "listen": "tcp://0.0.0.0:7100"}, "not a loopback address and no cluster_key"),
+        ({"name": "a"}, "listen is not set"),
+        ({"listen": "tcp://127.0.0.1:0"}, "name is not set"),
+        ({"name": "a b", "listen": "tcp://127.0.0.1:0"}, "name = 'a b'"),
+        ({"name": "a", "listen": "ipc:///tmp/x"}, "listen = 'ipc:///tmp/x' is not tcp"),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "seeds": "tcp://b:1 nonsense"}, "seeds = 'nonsense'"),
+        ({"seeds": "tcp://b:1"}, "no name and listen"),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "0"}, "net_ticktime = 0.0"),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "soon"}, "not a number"),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "net_ticktime": "inf"}, "must be a number of seconds"),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "ticktime": "1"}, "unknown key 'ticktime'"),
+        (
+            {"name": "a", "listen": "tcp://127.0.0.1:0", "connect_all": "maybe"},
+            "connect_all = 'maybe' is not a boolean",
+        ),
+    ],
+)
 def test_bad_values_name_the_key_and_the_value(values, why):
     with pytest.raises(ConfigError, match="\\[cluster\\]") as err:
         settings(**values)

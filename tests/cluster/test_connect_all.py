@@ -48,8 +48,9 @@ def test_a_peers_list_is_acted_on_for_at_most_1000_entries(node_a, monkeypatch):
     unbounded number of connections.  The dials are recorded, not made."""
     assert node_a._dist.net is not None
     dialed = []
-    monkeypatch.setattr(node_a._dist.net, "connect_soon",
-                        lambda address, expect, timeout=10.0: dialed.append((expect, address)))
+    monkeypatch.setattr(
+        node_a._dist.net, "connect_soon", lambda address, expect, timeout=10.0: dialed.append((expect, address))
+    )
     known = [[f"n{i:04d}", f"tcp://127.0.0.1:{20000 + i}"] for i in range(1500)]
     rt = node_a._rt
     # As a connected peer's list arrives; handled in place (a system message to

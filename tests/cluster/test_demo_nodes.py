@@ -24,9 +24,9 @@ import pytest
 
 from actors import Node
 from actors._core.net.keys import write_new
-from actors.config import Config
 from actors.app.demo_cluster import _descends_from, node_config
 from actors.app.nodecmd import parse_ready
+from actors.config import Config
 from tests.pg import HOW_TO_GET
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)
@@ -89,8 +89,15 @@ def _gone(pids: set[int], timeout: float = 20.0) -> set[int]:
 
 
 def _start_node(tmp_path: Path, name: str, key: str, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([*CLI, "node", "--name", name, "--cluster-key", key, *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "node", "--name", name, "--cluster-key", key, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the ready line, or EOF if it failed (then stderr says why)
     if parse_ready(line) is None:
@@ -182,8 +189,10 @@ def _threads_of(pid: int) -> str:
                 wchan = fh.read().strip()
         except OSError:
             continue
-        rows.append(f"{task} {fields['State'].strip()} wchan={wchan} pending={fields['SigPnd'].strip()} "
-                    f"blocked={fields['SigBlk'].strip()}")
+        rows.append(
+            f"{task} {fields['State'].strip()} wchan={wchan} pending={fields['SigPnd'].strip()} "
+            f"blocked={fields['SigBlk'].strip()}"
+        )
     return "\n".join(rows)
 
 
@@ -219,10 +228,13 @@ def test_node_command_keeps_a_given_state_dir_and_stops_with_its_parent(tmp_path
     state = tmp_path / "state"
     # The starter is a shell that starts the node in the background (sharing our stdout pipe), says its
     # pid and waits for a line on stdin: closing stdin makes it exit, orphaning the node.
-    shell = (f"{sys.executable} -m actors node --name n2 --cluster-key {key} --state-dir {state} "
-             f"--stop-with-parent & echo PID $!; read line")
-    starter = subprocess.Popen(["bash", "-c", shell], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env=ENV, cwd=ROOT)
+    shell = (
+        f"{sys.executable} -m actors node --name n2 --cluster-key {key} --state-dir {state} "
+        f"--stop-with-parent & echo PID $!; read line"
+    )
+    starter = subprocess.Popen(
+        ["bash", "-c", shell], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT
+    )
     assert starter.stdout is not None and starter.stdin is not None
     pid = ready = None
     try:
@@ -273,8 +285,14 @@ def test_node_command_refuses_an_unsafe_key_in_one_line(tmp_path):
     key = tmp_path / "cluster.key"
     write_new(str(key))
     key.chmod(0o644)
-    out = subprocess.run([*CLI, "node", "--name", "n1", "--cluster-key", str(key)], capture_output=True, text=True,
-                         timeout=50, env=ENV, cwd=ROOT)
+    out = subprocess.run(
+        [*CLI, "node", "--name", "n1", "--cluster-key", str(key)],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=ENV,
+        cwd=ROOT,
+    )
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and "mode 0644" in out.stderr, out.stderr
 
@@ -322,13 +340,22 @@ def _pids_in(text: str) -> set[int]:
 
 @pytest.mark.timeout(120)
 def test_demo_on_three_nodes_survives_a_node_kill_and_loses_nothing():
-    out = subprocess.run([*CLI, "demo", "--nodes", "3", "--short", "--no-live", "--seed", "5"], capture_output=True,
-                         text=True, timeout=110, env=ENV, cwd=ROOT)
+    out = subprocess.run(
+        [*CLI, "demo", "--nodes", "3", "--short", "--no-live", "--seed", "5"],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env=ENV,
+        cwd=ROOT,
+    )
     text = out.stdout
     assert out.returncode == 0, text + out.stderr
     assert re.search(r"controller and 3 nodes up .*n1 up pid \d+; n2 up pid \d+; n3 up pid \d+", text)
-    m = re.search(r"nodes: 3 node processes over tcp; (\d+) SIGKILLed whole, (\d+) of them restarted and "
-                  r"reconnected as a new incarnation", text)
+    m = re.search(
+        r"nodes: 3 node processes over tcp; (\d+) SIGKILLed whole, (\d+) of them restarted and "
+        r"reconnected as a new incarnation",
+        text,
+    )
     assert m and int(m.group(1)) >= 1 and m.group(1) == m.group(2), text
     assert re.search(r"restarts per supervisor on the nodes \(current incarnations\): n1: .*; n2: .*; n3: ", text)
     per_node = re.search(r"finishes per node: (.*)", text).group(1)
@@ -359,9 +386,15 @@ def test_demo_on_three_nodes_survives_a_node_kill_and_loses_nothing():
 
 @pytest.mark.timeout(120)
 def test_demo_on_nodes_interrupted_stops_its_nodes_and_prints_a_partial_summary():
-    proc = subprocess.Popen([*CLI, "demo", "--nodes", "2", "--no-live", "--duration", "60", "--seed", "6"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "demo", "--nodes", "2", "--no-live", "--duration", "60", "--seed", "6"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     lines = []
     for _ in range(60):
@@ -400,16 +433,25 @@ def test_demo_on_nodes_with_postgres_shares_one_store_and_no_job_runs_twice():
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip(HOW_TO_GET)
-    out = subprocess.run([*CLI, "demo", "--nodes", "3", "--short", "--no-live", "--seed", "8", "--store", "postgres"],
-                         capture_output=True, text=True, timeout=190, env=ENV, cwd=ROOT)
+    out = subprocess.run(
+        [*CLI, "demo", "--nodes", "3", "--short", "--no-live", "--seed", "8", "--store", "postgres"],
+        capture_output=True,
+        text=True,
+        timeout=190,
+        env=ENV,
+        cwd=ROOT,
+    )
     text = out.stdout
     assert out.returncode == 0, text + out.stderr
     assert "couch_jobs store: PostgreSQL at" in text
     per_node = re.search(r"finishes per node: (.*)", text).group(1)
     assert re.search(r"n\d [1-9]", per_node), per_node
     assert "jobs from the _replicator database of the PostgreSQL store" in text
-    leases = re.search(r"leases \(audit in the store\): (\d+) runs of (\d+) jobs .*overlapping runs of one job: (\d+) "
-                       r"-- no replication job ran on two nodes at once", text)
+    leases = re.search(
+        r"leases \(audit in the store\): (\d+) runs of (\d+) jobs .*overlapping runs of one job: (\d+) "
+        r"-- no replication job ran on two nodes at once",
+        text,
+    )
     assert leases, text
     assert int(leases.group(1)) >= int(leases.group(2)) == 6 and leases.group(3) == "0"
     assert re.search(r"^RESULT: nothing lost -- checked 3 nodes up \(\d+ node kills\)", text, re.M), text
@@ -455,9 +497,16 @@ def test_node_command_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
     stopped with SIGTERM), as in every program; the handler that stops the node takes SIGTERM alone."""
     key = str(tmp_path / "cluster.key")
     write_new(key)
-    proc = subprocess.Popen([*CLI, "node", "--name", "n5", "--cluster-key", key], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    proc = subprocess.Popen(
+        [*CLI, "node", "--name", "n5", "--cluster-key", key],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         assert proc.stdout is not None
         assert parse_ready(proc.stdout.readline()) is not None

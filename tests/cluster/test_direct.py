@@ -14,12 +14,11 @@ import pytest
 import zmq
 
 from actors import Exit, GenServer, Node
+from actors._core.net.direct import DirectLinks
 from actors._core.net.keys import load, write_new
 from actors._core.net.net import NetError
-from actors._core.net.direct import DirectLinks
 from tests.cluster.dist_actors import Worker
-from tests.cluster.netkit import Recorder, make_link
-from tests.cluster.netkit import NodeProcess
+from tests.cluster.netkit import NodeProcess, Recorder, make_link
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +127,8 @@ def test_a_reply_then_an_exit_reach_a_host_in_that_order(node_a: Node, peer_b: N
 
 
 def test_frames_for_the_other_nodes_process_keep_their_order_around_system_requests(
-        node_a: Node, peer_b: NodeProcess) -> None:
+    node_a: Node, peer_b: NodeProcess
+) -> None:
     """b's link thread delivers to actors of b's node process in place, and a
     system request (run on b's I/O thread) holds back what follows it."""
     node_a.connect(peer_b.address)

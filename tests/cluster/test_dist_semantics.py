@@ -15,7 +15,6 @@ import pytest
 import actors
 from actors import CallTimeout, ConnectError, Exit, Node
 from actors._core.net.keys import write_new
-
 from tests.cluster.dist_actors import WatchedWorker, Watcher, Worker, watched
 from tests.cluster.netkit import NodeProcess
 

@@ -13,9 +13,9 @@ import actors
 from actors import CallTimeout, Crash, Exit, Node
 from actors._core.net.keys import write_new
 from actors._core.net.net import ConnectError, NetError
-
 from tests.cluster.dist_actors import WatchedWorker, Watcher, Worker, watched
 from tests.cluster.netkit import NodeProcess
+
 
 def test_connect_and_nodes(node_a: Node, peer_b: NodeProcess) -> None:
     assert node_a.address is not None and node_a.address.startswith("tcp://127.0.0.1:")

@@ -14,7 +14,6 @@ import pytest
 from actors import ActorRef, ConnectError, Node
 from actors import global_names as gn
 from supervision import ChildSpec, SupFlags, start_supervisor, which_children
-
 from tests.cluster.group_actors import Member
 from tests.cluster.netkit import NodeProcess
 from tests.polling import poll_until
@@ -43,8 +42,11 @@ def test_concurrent_registrations_from_three_nodes_have_exactly_one_winner(node_
     try:
         mesh(node_a, b, c)
         start_servers(node_a, "b", "c")
-        racers = [node_a.spawn(Member, "ra", host="own"), node_a.spawn(Member, "rb", node="b", host="own"),
-                  node_a.spawn(Member, "rc", node="c", host="own")]
+        racers = [
+            node_a.spawn(Member, "ra", host="own"),
+            node_a.spawn(Member, "rb", node="b", host="own"),
+            node_a.spawn(Member, "rc", node="c", host="own"),
+        ]
         names = [f"trial{i}" for i in range(100)]
         results: dict[ActorRef, list[bool]] = {}
         go = threading.Barrier(len(racers))
@@ -150,7 +152,7 @@ def test_two_sides_that_registered_one_name_meet_and_one_holder_survives(node_a:
             before = seen[:first]
             assert set(before) <= {loser, None}, (name, set(before))
             if None in before:
-                assert all(h is None for h in before[before.index(None):]), name
+                assert all(h is None for h in before[before.index(None) :]), name
         assert c.ask("gwhereis x", "GWHEREIS") == "x a"
         assert b.ask("gregister x", "GREGISTERED") == "x False"  # the survivor holds it
     finally:
@@ -176,8 +178,9 @@ def test_a_supervised_singleton_is_found_from_every_node_and_fails_over(node_a: 
             node_a.spawn(gn.named(Member, "solo"), node="c")
         assert "already_started" in repr(info.value)
         b.kill()  # its node is lost: the child exits noconnection and restarts on c
-        moved = poll_until(lambda: (r := gn.whereis("solo")) is not None and r != first and r,
-                           "the singleton restarted on c")
+        moved = poll_until(
+            lambda: (r := gn.whereis("solo")) is not None and r != first and r, "the singleton restarted on c"
+        )
         assert moved.node_id.startswith("c@")
         # each copy is written in turn (a's, then c's): c's may be a moment behind a's
         poll_until(lambda: answers(asker, "solo") == moved, "c's copy naming the moved singleton")
@@ -246,8 +249,10 @@ def test_a_supervised_holder_that_loses_a_clash_is_an_ordinary_exit_to_its_super
             watch = z.monitor(child)
             z.connect(b.address)
             assert watch.wait(20.0) == (child, ("global_name_conflict", "x"))
-            report = poll_until(lambda: [r for r in _reports(z, sup) if r["report"] == "child_terminated"],
-                                "the supervisor's report of its child's exit")[0]
+            report = poll_until(
+                lambda: [r for r in _reports(z, sup) if r["report"] == "child_terminated"],
+                "the supervisor's report of its child's exit",
+            )[0]
             assert report["child"] == "x" and report["action"] == "not restarted", report
             assert report["reason"] == "('global_name_conflict', 'x')", report
             assert which_children(sup) == []  # temporary: not restarted

@@ -10,7 +10,6 @@ import threading
 import pytest
 
 from actors import MailboxFull, Node
-
 from tests.cluster.netkit import NodeProcess
 from tests.kernel.mailbox_actors import Gate, Held
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from actors import Node
-
 from tests.cluster.dist_actors import NodesWatcher
 from tests.cluster.netkit import NodeProcess
 
@@ -48,8 +47,6 @@ def test_a_dead_subscriber_is_forgotten_and_a_ref_is_required(node_a: Node) -> N
     assert node_a._dist.events.subscribers() == []
     with pytest.raises(TypeError):
         node_a.monitor_nodes("not a ref")  # type: ignore[arg-type]
-
-
 
 
 def test_an_actor_lists_nodes_and_finds_names_on_them(node_a: Node, key: str) -> None:

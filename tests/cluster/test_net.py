@@ -200,8 +200,11 @@ def test_raw_garbage_on_the_tcp_port_neither_crashes_nor_delivers(key_path, no_t
     rec = Recorder()
     with make_link("a", key, rec) as a:
         host, port = parse_tcp(a.address)
-        blobs = [os.urandom(4096), b"GET / HTTP/1.0\r\n\r\n",
-                 b"\xff" + b"\x00" * 8 + b"\x7f\x03\x00CURVE" + b"\x00" * 15 + os.urandom(300)]
+        blobs = [
+            os.urandom(4096),
+            b"GET / HTTP/1.0\r\n\r\n",
+            b"\xff" + b"\x00" * 8 + b"\x7f\x03\x00CURVE" + b"\x00" * 15 + os.urandom(300),
+        ]
         for blob in blobs:
             with socket.create_connection((host, port), timeout=10) as s:
                 try:
@@ -231,9 +234,9 @@ def test_malformed_frames_from_a_member_are_dropped_and_counted(key_path, no_thr
     try:
         with make_link("a", key, rec) as a:
             sock = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
-            sock.send_multipart([b"D", b"before hello"])           # no session yet
+            sock.send_multipart([b"D", b"before hello"])  # no session yet
             assert sock.poll(10_000) and sock.recv_multipart()[0] == b"R"
-            sock.send_multipart([b"H", b"{not json"])               # bad hello
+            sock.send_multipart([b"H", b"{not json"])  # bad hello
             assert sock.poll(10_000) and sock.recv_multipart()[0] == b"R"
             sock.send_multipart([b"H", b'{"v":1,"name":"m","inc":"x","port":1}'])
             assert sock.poll(10_000) and sock.recv_multipart()[0] == b"R"
@@ -348,7 +351,11 @@ def test_connect_to_nothing_times_out_and_a_closed_link_leaves_nothing(no_thread
     with pytest.raises(NetError, match="not started"):
         NetLink("n", "tcp://127.0.0.1:0", None, on_frame=rec.on_frame).connect("tcp://127.0.0.1:1")
     with pytest.raises(NetError, match="cannot listen"):
-        with make_link("x", None, rec, ) as x:
+        with make_link(
+            "x",
+            None,
+            rec,
+        ) as x:
             NetLink("y", x.address, None, on_frame=rec.on_frame).start()
 
 
@@ -363,8 +370,10 @@ def test_simultaneous_connects_give_one_session_each_way(key_path, no_threads_le
             go.wait(5)
             results[link.name] = link.connect(address)
 
-        threads = [threading.Thread(target=join, args=(a, c.address)),
-                   threading.Thread(target=join, args=(c, a.address))]
+        threads = [
+            threading.Thread(target=join, args=(a, c.address)),
+            threading.Thread(target=join, args=(c, a.address)),
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -414,7 +423,7 @@ def test_frames_queued_before_the_welcome_keep_their_order_with_direct_sends(key
             dd = _raw_dealer(ctx, a.address, key.public, key.secret, key.public)
             dd.send_multipart([b"H", b'{"v":1,"name":"m","inc":7,"port":%d}' % port])
             assert dd.poll(10_000) and dd.recv_multipart()[0] == b"W"
-            a.send("m", [b"q1"])                       # a's DEALER to m is not welcomed yet
+            a.send("m", [b"q1"])  # a's DEALER to m is not welcomed yet
             assert rr.poll(10_000)
             rid, kind, _hello = rr.recv_multipart()
             assert kind == b"H"
@@ -423,7 +432,7 @@ def test_frames_queued_before_the_welcome_keep_their_order_with_direct_sends(key
             rr.send_multipart([rid, b"W", b'{"v":1,"name":"m","inc":7}'])
             assert rec.expect("up")[1:3] == ("m", 7)
             for i in range(100):
-                a.send("m", [b"d%d" % i])              # direct, from this thread
+                a.send("m", [b"d%d" % i])  # direct, from this thread
             got = []
             while len(got) < 102 and rr.poll(10_000):
                 frames = rr.recv_multipart()
@@ -541,10 +550,15 @@ def test_a_greeting_rides_in_the_welcome_and_is_handed_over_before_the_peer_is_u
 
     def link(name: str) -> NetLink:
         log = events[name]
-        return NetLink(name, "tcp://127.0.0.1:0", None, on_frame=lambda p, f: None,
-                       on_up=lambda p, i: log.append(("up", p)),
-                       greeting=lambda p: f"{name} greets {p}".encode(),
-                       on_greeting=lambda p, i, data: log.append(("greeting", p, data)))
+        return NetLink(
+            name,
+            "tcp://127.0.0.1:0",
+            None,
+            on_frame=lambda p, f: None,
+            on_up=lambda p, i: log.append(("up", p)),
+            greeting=lambda p: f"{name} greets {p}".encode(),
+            on_greeting=lambda p, i, data: log.append(("greeting", p, data)),
+        )
 
     a, b = link("a"), link("b")
     try:

@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from actors import ActorRef, Node
-from actors import pg
-
+from actors import ActorRef, Node, pg
 from tests.cluster.group_actors import Member, Spawner, ViewWatcher
 from tests.cluster.netkit import NodeProcess
 from tests.polling import poll_until
@@ -78,8 +76,9 @@ def test_joins_and_leaves_from_every_node_and_a_killed_member(node_a: Node, key:
         await_views(ws, {"g": [ma]})
         for w in ws:  # in order: three joins (any node's first), then b's leave, then c's death
             events = w.call(("events",))
-            assert Counter(ref for kind, _, refs in events[:3] for ref in refs if kind == "join") == \
-                Counter([ma, mb, mc])
+            assert Counter(ref for kind, _, refs in events[:3] for ref in refs if kind == "join") == Counter(
+                [ma, mb, mc]
+            )
             assert events[3:] == [("leave", "g", [mb]), ("leave", "g", [mc])]
         with pytest.raises(ValueError):
             pg.join("g", mb)  # a member joins on its own node
@@ -113,15 +112,18 @@ def test_a_killed_node_leaves_and_a_restarted_one_never_brings_its_old_members_b
         new = node_a.spawn(Member, "b-new", node="b")
         new.call(("join", "g"))
         await_views(ws, {"g": [ma, new], "h": []})
-        poll_until(lambda: Counter(new.call(("members", "g"))) == Counter([ma, new]),
-                   "b learning the others' members in its sync")
+        poll_until(
+            lambda: Counter(new.call(("members", "g"))) == Counter([ma, new]),
+            "b learning the others' members in its sync",
+        )
         assert all(new.node_id != m.node_id for m in old)
         for w in ws:  # the old members left once and never joined again
             events = w.call(("events",))
             left_at = max(i for i, (kind, _, refs) in enumerate(events) if kind == "leave")
             assert not [e for e in events[left_at:] if e[0] == "join" and set(e[2]) & set(old)]
-            assert Counter(r for kind, _, refs in events if kind == "leave" for r in refs) == \
-                Counter(old + old)  # each left g and h, once
+            assert Counter(r for kind, _, refs in events if kind == "leave" for r in refs) == Counter(
+                old + old
+            )  # each left g and h, once
     finally:
         if b2 is not None:
             b2.close()
@@ -143,8 +145,9 @@ def test_a_thousand_members_in_a_hundred_groups_converge(node_a: Node, key: str)
         members: list[ActorRef] = []
         for spawner, count in zip(spawners, counts):
             offset = len(members)
-            members += spawner.call(("spawn_members", count, [[groups[(offset + i) % 100]] for i in range(count)]),
-                                    timeout=120.0)
+            members += spawner.call(
+                ("spawn_members", count, [[groups[(offset + i) % 100]] for i in range(count)]), timeout=120.0
+            )
         joined = time.monotonic()
         expected: dict[Any, list[ActorRef]] = {g: [] for g in groups}
         for i, ref in enumerate(members):
@@ -152,8 +155,10 @@ def test_a_thousand_members_in_a_hundred_groups_converge(node_a: Node, key: str)
         assert len(members) == 1000 and all(len(v) == 10 for v in expected.values())
         await_views(ws, expected, timeout=CONVERGE_BOUND)
         converged = time.monotonic() - joined
-        print(f"\n1,000 members in 100 groups on 3 nodes: joins took {joined - started:.2f} s, "
-              f"every node's view complete {converged:.3f} s after the last join returned")
+        print(
+            f"\n1,000 members in 100 groups on 3 nodes: joins took {joined - started:.2f} s, "
+            f"every node's view complete {converged:.3f} s after the last join returned"
+        )
         assert converged < CONVERGE_BOUND
         assert Counter(members) == Counter(r for g in groups for r in pg.members(g))
     finally:

@@ -7,9 +7,7 @@ from typing import Iterator
 
 import pytest
 
-from actors import Node, SpawnError
-from actors import pg
-
+from actors import Node, SpawnError, pg
 from tests.cluster.group_actors import Member, ViewWatcher
 
 

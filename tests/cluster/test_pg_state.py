@@ -31,12 +31,10 @@ def test_peer_sync_replaces_and_reports_only_the_difference() -> None:
     s = PgState()
     s.join_local("g", ["l1"])
     assert s.add_peer("p1") and not s.add_peer("p1")
-    assert s.sync_peer("p1", {"g": ["r1", "r2"], "h": ["r3"]}) == [
-        ("join", "g", ["r1", "r2"]), ("join", "h", ["r3"])]
+    assert s.sync_peer("p1", {"g": ["r1", "r2"], "h": ["r3"]}) == [("join", "g", ["r1", "r2"]), ("join", "h", ["r3"])]
     assert s.members("g") == ["l1", "r1", "r2"]
     # a second sync (the peer reconnected): r2 gone, r4 new, h unchanged
-    assert s.sync_peer("p1", {"g": ["r1", "r4"], "h": ["r3"]}) == [
-        ("join", "g", ["r4"]), ("leave", "g", ["r2"])]
+    assert s.sync_peer("p1", {"g": ["r1", "r4"], "h": ["r3"]}) == [("join", "g", ["r4"]), ("leave", "g", ["r2"])]
     assert s.sync_peer("p1", {"g": ["r1", "r4"], "h": ["r3"]}) == []
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from actors import GenServer, Node
-
 from tests.cluster.dist_actors import Watcher, Worker
 from tests.cluster.netkit import NodeProcess
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from actors import ConnectError, Node
 from actors._core.net.seeds import MAX_DELAY, SeedDialer, backoff
-
 from tests.cluster.netkit import NodeProcess
 
 
@@ -52,8 +51,14 @@ class FakeCluster:
 
 def test_a_seed_is_retried_until_it_answers_then_redialed_when_lost() -> None:
     cluster = FakeCluster(fail_first=4)
-    dialer = SeedDialer(["tcp://127.0.0.1:1", "tcp://127.0.0.1:1"], cluster.connect, cluster.is_up,
-                        attempt_timeout=0.1, initial=0.001, cap=0.01)
+    dialer = SeedDialer(
+        ["tcp://127.0.0.1:1", "tcp://127.0.0.1:1"],
+        cluster.connect,
+        cluster.is_up,
+        attempt_timeout=0.1,
+        initial=0.001,
+        cap=0.01,
+    )
     assert dialer.seeds == ["tcp://127.0.0.1:1"]  # one dialer per address
     dialer.start()
     try:
@@ -117,8 +122,7 @@ def test_a_seed_that_starts_late_is_connected_and_redialed_after_a_restart(key: 
 def test_seeds_from_the_cluster_section(key: str) -> None:
     b = NodeProcess("b", key)
     try:
-        config = {"cluster": {"name": "cfg", "listen": "tcp://127.0.0.1:0", "cluster_key": key,
-                              "seeds": b.address}}
+        config = {"cluster": {"name": "cfg", "listen": "tcp://127.0.0.1:0", "cluster_key": key, "seeds": b.address}}
         with Node(config) as node:
             assert node.wait_for_node("b", timeout=10.0)
             assert b.ask("wait_for cfg", "WAITED") == "True"

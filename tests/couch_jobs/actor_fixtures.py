@@ -10,8 +10,7 @@ import supervision
 from actors import ActorRef, Exit, Node
 from actors.couch_jobs import app, process, set_default
 from actors.couch_jobs.client import force_check_types
-from actors.couch_jobs.naming import SERVER_NAME
-from actors.couch_jobs.naming import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP, TOP_SUP
+from actors.couch_jobs.naming import ACTIVITY_MONITOR_SUP, NOTIFIER_SUP, SERVER_NAME, TOP_SUP
 from actors.couch_jobs.sup import get_child_pids
 
 T1 = ("t1", 1024)  # a complex type should work

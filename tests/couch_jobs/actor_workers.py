@@ -15,7 +15,6 @@ from typing import Any
 import actors.couch_jobs as couch_jobs
 from actors import ActorRef, GenServer
 from actors.couch_jobs import process
-
 from tests.couch_jobs.finished_log import finish_logged
 from tests.polling import take_first
 
@@ -112,9 +111,7 @@ class Worker(GenServer):
             collector.send(("finished", self.no, job.id))
         collector.send(("done", self.no, done))
 
-    def run_resilient(
-        self, collector: ActorRef, max_jobs: int, idle_timeout: float, max_errors: int
-    ) -> None:
+    def run_resilient(self, collector: ActorRef, max_jobs: int, idle_timeout: float, max_errors: int) -> None:
         """Like `run`, but a lost lock (`Halt`) or an absent store is reported, not fatal."""
         done = errors = 0
         collector.send(("running", self.no))

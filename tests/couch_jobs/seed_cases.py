@@ -21,9 +21,12 @@ TX = None
 _markers = itertools.count()
 
 
-def nothing_more(subs: Subscription | Sequence[Subscription], state: str | None = None,
-                 subscribe: Callable[[str], Subscription] | None = None,
-                 wait: Callable[[list[Subscription]], Any] | None = None) -> list[Any]:
+def nothing_more(
+    subs: Subscription | Sequence[Subscription],
+    state: str | None = None,
+    subscribe: Callable[[str], Subscription] | None = None,
+    wait: Callable[[list[Subscription]], Any] | None = None,
+) -> list[Any]:
     """Assert that no event (none in ``state``, when given) comes for ``subs``
     by waiting on a marker, not on a short window: a marker job of the same
     type is added, subscribed to and removed, and its ``not_found`` event is

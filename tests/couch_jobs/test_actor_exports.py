@@ -3,9 +3,20 @@
 import actors.couch_jobs as couch_jobs
 
 ACTOR_LAYER = {
-    "start", "stop", "use", "force_check_types", "get_notifier_server",
-    "CouchJobsSup", "ActivityMonitorSup", "NotifierSup", "JobsServer", "ActivityMonitor",
-    "Notifier", "TypeMonitor", "WakeupHub", "ProcessAgent",
+    "start",
+    "stop",
+    "use",
+    "force_check_types",
+    "get_notifier_server",
+    "CouchJobsSup",
+    "ActivityMonitorSup",
+    "NotifierSup",
+    "JobsServer",
+    "ActivityMonitor",
+    "Notifier",
+    "TypeMonitor",
+    "WakeupHub",
+    "ProcessAgent",
 }
 
 
@@ -19,5 +30,8 @@ def test_registered_names_are_the_seeds():
 
     assert server.SERVER_NAME == "couch_jobs_server"
     assert (sup.TOP_SUP, sup.ACTIVITY_MONITOR_SUP, sup.NOTIFIER_SUP) == (
-        "couch_jobs_sup", "couch_jobs_activity_monitor_sup", "couch_jobs_notifier_sup")
+        "couch_jobs_sup",
+        "couch_jobs_activity_monitor_sup",
+        "couch_jobs_notifier_sup",
+    )
     assert wakeups.HUB_NAME == "couch_jobs_wakeups"

@@ -153,8 +153,11 @@ def test_subscribe_and_wait_from_another_process(ctx):
     assert watcher.call(("wait", [sub], "running", 5), timeout=10) == (t, j, "running", {"v": 1})
     couch_jobs.finish(None, job, {"v": 2})
     assert watcher.call(("wait", sub, "finished", 5), timeout=10) == (t, j, "finished", {"v": 2})
-    nothing_more(sub, subscribe=lambda marker: watcher.call(("subscribe", marker), timeout=30),
-                 wait=lambda subs: watcher.call(("wait", subs, None, 10), timeout=20))
+    nothing_more(
+        sub,
+        subscribe=lambda marker: watcher.call(("subscribe", marker), timeout=30),
+        wait=lambda subs: watcher.call(("wait", subs, None, 10), timeout=20),
+    )
 
     # and the other way round: the host program waits on a job worked elsewhere
     couch_jobs.add(None, t, "j2", {})

@@ -21,11 +21,10 @@ from actors.couch_jobs import (
     ActivityMonitorLogic,
     Halt,
     JsonEncodingError,
-    NoTypeTimeout,
     NotFound,
+    NoTypeTimeout,
     TypeDiscovery,
 )
-
 from tests.couch_jobs.seed_cases import TX, subscribe_case, subscribe_wait_multiple_case
 
 pytestmark = pytest.mark.timeout(30)

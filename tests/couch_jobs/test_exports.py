@@ -3,9 +3,23 @@
 import actors.couch_jobs as couch_jobs
 
 SEED_API = {
-    "add", "remove", "get_job_data", "get_job_state", "accept", "finish", "resubmit",
-    "is_resubmitted", "update", "subscribe", "unsubscribe", "wait", "set_type_timeout",
-    "clear_type_timeout", "get_type_timeout", "get_job", "get_jobs",
+    "add",
+    "remove",
+    "get_job_data",
+    "get_job_state",
+    "accept",
+    "finish",
+    "resubmit",
+    "is_resubmitted",
+    "update",
+    "subscribe",
+    "unsubscribe",
+    "wait",
+    "set_type_timeout",
+    "clear_type_timeout",
+    "get_type_timeout",
+    "get_job",
+    "get_jobs",
 }
 ERRORS = {"CouchJobsError", "NoTypeTimeout", "JsonEncodingError", "NotFound", "Halt"}
 

@@ -15,9 +15,9 @@ from actors.couch_jobs import (
     NotifierLogic,
     TypeDiscovery,
     TypeMonitorLogic,
+    db,
     diff_types,
 )
-from actors.couch_jobs import db
 from actors.couch_jobs.activity import MISSING_TIMEOUT_CHECK_MSEC
 from actors.couch_jobs.model import encode_type
 
@@ -77,9 +77,7 @@ def test_notifier_type_updated_reads_store_and_reports_removal(ctx):
     n = NotifierLogic(t, store, new_ref=_refs())
     ref = n.subscribe(j, "pending", 0, "me")
     job, _ = couch_jobs.accept(t, timeout=5)
-    assert n.type_updated(n.activity_seq()) == [
-        Notification("me", ref, t, j, "running", {"k": 1})
-    ]
+    assert n.type_updated(n.activity_seq()) == [Notification("me", ref, t, j, "running", {"k": 1})]
     couch_jobs.update(None, job, {"k": 2})
     assert [x.data for x in n.type_updated(n.activity_seq())] == [{"k": 2}]
     couch_jobs.remove(None, t, j)
@@ -139,7 +137,6 @@ def test_activity_monitor_spares_updated_jobs(ctx):
     assert m.check_activity() == [a.id]
 
 
-
 def test_re_enqueue_spares_a_job_updated_after_the_monitor_read(ctx):
     """The monitor's read and its re-enqueue are apart: an update in between keeps the job."""
     t, j = ctx["t1"], ctx["j1"]
@@ -157,6 +154,7 @@ def test_re_enqueue_spares_a_job_updated_after_the_monitor_read(ctx):
         seen = db.get_running_seqs(tx, encode_type(t))
     with store.transaction() as tx:
         assert db.re_enqueue_inactive(tx, encode_type(t), seen) == [j]
+
 
 def test_activity_monitor_timeout_change_resets_sequence(ctx):
     t, j = ctx["t1"], ctx["j1"]

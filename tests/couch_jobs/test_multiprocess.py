@@ -9,7 +9,6 @@ import multiprocess
 import pytest
 
 from actors.couch_jobs import ActivityMonitorLogic, CouchJobs, Halt, NotFound
-
 from tests.couch_jobs.finished_log import create_finished_log, finish_counts, finish_logged
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -31,8 +31,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 TYPE = "nodejob"
 N_JOBS = 60
 IDLE = 8.0  # a worker stops after this long without a job: well past the 1 s type timeout
-SETTINGS = ("activity_monitor_max_jitter_msec=100 type_check_period_msec=500 type_check_max_jitter_msec=100 "
-            "pg_connect_timeout_msec=2000")
+SETTINGS = (
+    "activity_monitor_max_jitter_msec=100 type_check_period_msec=500 type_check_max_jitter_msec=100 "
+    "pg_connect_timeout_msec=2000"
+)
 
 
 def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_url: str, key: str) -> None:
@@ -62,9 +64,11 @@ def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_u
             _, _, held_job, _ = collected(q, "held", 30)
             assert held_job.id == "held-job"
 
-            workers = {1: node_a.spawn(Worker, TYPE, 1, node="b", host="own"),
-                       2: node_a.spawn(Worker, TYPE, 2, node="b", host="own"),
-                       3: node_a.spawn(Worker, TYPE, 3, node="c", host="own")}
+            workers = {
+                1: node_a.spawn(Worker, TYPE, 1, node="b", host="own"),
+                2: node_a.spawn(Worker, TYPE, 2, node="b", host="own"),
+                3: node_a.spawn(Worker, TYPE, 3, node="c", host="own"),
+            }
             assert workers[1].node_id.startswith("b@") and workers[3].node_id.startswith("c@")
             for w in workers.values():
                 w.cast(("run_resilient", collector, N_JOBS + 1, IDLE, 0))

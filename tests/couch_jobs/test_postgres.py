@@ -24,8 +24,14 @@ pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
 pytest.importorskip("pgserver", reason=HOW_TO_GET)
 
 import actors.couch_jobs as couch_jobs  # noqa: E402
-from actors.couch_jobs import db  # noqa: E402
-from actors.couch_jobs import CouchJobs, PostgresStore, StoreUnavailable, app, open_store  # noqa: E402
+from actors.couch_jobs import (  # noqa: E402
+    CouchJobs,
+    PostgresStore,
+    StoreUnavailable,
+    app,
+    db,  # noqa: E402
+    open_store,
+)
 from actors.couch_jobs.naming import SERVER_NAME, TOP_SUP  # noqa: E402
 from actors.couch_jobs.pg_schema import _MIGRATIONS, SCHEMA_VERSION  # noqa: E402
 from actors.couch_jobs.store_postgres import redact  # noqa: E402
@@ -64,9 +70,7 @@ def test_a_schema_1_database_is_migrated_without_losing_activity(pg_url):
         conn.execute("INSERT INTO couch_jobs_schema (version) VALUES (1)")
         conn.execute("INSERT INTO couch_jobs_type_timeouts VALUES ('\"t\"', 5)")
         conn.execute("INSERT INTO couch_jobs_type_activity VALUES ('\"t\"', 40)")
-        conn.execute(
-            "INSERT INTO couch_jobs VALUES ('\"t\"', 'old', 'running', 40, 'lock', 0, false, '{}')"
-        )
+        conn.execute("INSERT INTO couch_jobs VALUES ('\"t\"', 'old', 'running', 40, 'lock', 0, false, '{}')")
     with CouchJobs(pg_url) as jobs:
         assert jobs.store.schema_version() == SCHEMA_VERSION
         with jobs.transaction(write=False) as tx:
@@ -77,6 +81,7 @@ def test_a_schema_1_database_is_migrated_without_losing_activity(pg_url):
         with jobs.transaction(write=False) as tx:
             assert db.get_activity_seq(tx, '"t"') > 40  # never goes back
             assert db.get_running_seqs(tx, '"t"')["new"] > 40  # never reuses a sequence
+
 
 def test_the_url_chooses_the_store(pg_url, tmp_path):
     pg = open_store(pg_url)
@@ -97,6 +102,7 @@ def test_the_url_chooses_the_store(pg_url, tmp_path):
 
 def test_a_closed_store_starts_no_listener_thread(pg_url):
     """A change listener added after close must not start a LISTEN thread nobody stops."""
+
     def listeners() -> set[threading.Thread]:
         return {t for t in threading.enumerate() if t.name == "couch_jobs-pg-listen"}
 
@@ -108,9 +114,7 @@ def test_a_closed_store_starts_no_listener_thread(pg_url):
 
 
 def test_redact_hides_only_the_password():
-    assert redact("postgresql://bob:s3cret@db.example:5432/jobs") == (
-        "postgresql://bob:***@db.example:5432/jobs"
-    )
+    assert redact("postgresql://bob:s3cret@db.example:5432/jobs") == ("postgresql://bob:***@db.example:5432/jobs")
     assert redact("postgresql://bob@db.example/jobs") == "postgresql://bob@db.example/jobs"
     # URLs urllib refuses (a bad port, an unclosed "[") are named too, without the password
     assert redact("postgresql://bob:s3cret@db.example:5x/jobs") == "postgresql://bob:***@db.example:5x/jobs"
@@ -208,16 +212,15 @@ def test_commits_of_one_type_do_not_wait_for_each_other(pg_url):
             jobs.finish(tx, progressed, {"by": "held"})
         worker.join(10)
         assert finished == ["b"]
-        assert {j[1]: j[3] for j in jobs.get_jobs("t")} == {
-            "a": {"by": "held"}, "b": {"by": "other"}}
+        assert {j[1]: j[3] for j in jobs.get_jobs("t")} == {"a": {"by": "held"}, "b": {"by": "other"}}
+
 
 # -- many worker processes --------------------------------------------------------
 
 
 @pytest.fixture
 def pg_tree(node, pg_url):
-    yield from start_tree(node, pg_url, {"activity_monitor_max_jitter_msec": "100",
-                                         "pg_connect_timeout_msec": "500"})
+    yield from start_tree(node, pg_url, {"activity_monitor_max_jitter_msec": "100", "pg_connect_timeout_msec": "500"})
 
 
 def test_exactly_once_with_worker_processes_killed(pg_tree):
@@ -332,9 +335,22 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
 def _demo(tmp_path, store: str) -> "subprocess.CompletedProcess[str]":
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     return subprocess.run(
-        [sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--store", store,
-         "--state-dir", str(tmp_path / "state")],
-        capture_output=True, text=True, timeout=110, env=env,
+        [
+            sys.executable,
+            "-m",
+            "actors",
+            "demo",
+            "--short",
+            "--no-live",
+            "--store",
+            store,
+            "--state-dir",
+            str(tmp_path / "state"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env=env,
     )
 
 

@@ -56,10 +56,11 @@ def _wait_until_blocked_on_a_lock(pg_url: str, thread: threading.Thread) -> None
     """Until a backend of this database waits for a lock (or the thread is
     done: then the assertions after the commit say what went wrong)."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
+
         def blocked() -> bool:
             (waiting,) = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'").fetchone()
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchone()
             return waiting > 0 or not thread.is_alive()
 
         poll_until(blocked, "the second writer to wait for the first one's row lock", 30.0)
@@ -151,7 +152,8 @@ def test_a_session_left_idle_in_a_transaction_is_ended_and_its_row_lock_freed(pg
             assert kind == "raised" and isinstance(value, StoreUnavailable), (kind, value)
             with psycopg.connect(pg_url, autocommit=True) as conn:
                 (alive,) = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (backend[0],)).fetchone()
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (backend[0],)
+                ).fetchone()
             assert alive == 0
             # The frozen client's store goes on with a fresh connection.
             frozen.add(None, TYPE, "after", {})

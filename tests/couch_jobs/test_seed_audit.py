@@ -19,7 +19,6 @@ from actors.clock import FakeClock
 from actors.couch_jobs import CouchJobs, NotFound
 from actors.couch_jobs.model import UNDEFINED_MAX_SCHEDULED_TIME
 from actors.couch_jobs.pending import MIN_ACCEPT_WAIT, accept_wait_limit
-
 from tests.couch_jobs.seed_cases import TX
 
 pytestmark = pytest.mark.timeout(30)

@@ -141,9 +141,7 @@ def test_wait_is_woken_by_a_commit_not_by_polling(store_url):
 
 def test_writes_from_outside_are_seen_by_the_bounded_recheck(tmp_path):
     path = tmp_path / "x.db"
-    with CouchJobs(path, waker=ConditionWaker(recheck_interval=0.05)) as worker, CouchJobs(
-        path
-    ) as outsider:
+    with CouchJobs(path, waker=ConditionWaker(recheck_interval=0.05)) as worker, CouchJobs(path) as outsider:
         outsider.set_type_timeout("t", 5)
         thread, out = _background(lambda: worker.accept("t", timeout=60))
         outsider.add(None, "t", "j", {})

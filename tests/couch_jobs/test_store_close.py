@@ -50,8 +50,7 @@ def test_a_transaction_open_at_close_finishes_and_its_connection_closes(tmp_path
     reopened.close()
 
 
-def _hammer(store: SQLiteStore, started: threading.Event, errors: list[BaseException],
-            rounds: int) -> None:
+def _hammer(store: SQLiteStore, started: threading.Event, errors: list[BaseException], rounds: int) -> None:
     try:
         for i in range(rounds):
             with store.transaction(write=i % 2 == 0) as tx:
@@ -73,10 +72,7 @@ def test_closing_under_load_many_times_never_crashes(tmp_path):
         store = SQLiteStore(tmp_path / f"load{n}.db")
         errors: list[BaseException] = []
         events = [threading.Event() for _ in range(4)]
-        threads = [
-            threading.Thread(target=_hammer, args=(store, ev, errors, 1_000_000), daemon=True)
-            for ev in events
-        ]
+        threads = [threading.Thread(target=_hammer, args=(store, ev, errors, 1_000_000), daemon=True) for ev in events]
         for th in threads:
             th.start()
         for ev in events:
@@ -94,8 +90,9 @@ def test_stopping_the_tree_and_closing_under_subscriptions_many_times(node, tmp_
     deadline = time.monotonic() + 40
     for n in range(8):
         assert time.monotonic() < deadline
-        tree = start_tree(node, tmp_path / f"tree{n}.db",
-                          {"type_monitor_timeout_msec": "1", "wakeup_recheck_msec": "1"})
+        tree = start_tree(
+            node, tmp_path / f"tree{n}.db", {"type_monitor_timeout_msec": "1", "wakeup_recheck_msec": "1"}
+        )
         ctx = next(tree)
         jobs, t = ctx["jobs"], ctx["t1"]
         for k in range(5):

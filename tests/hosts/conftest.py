@@ -24,8 +24,8 @@ To use them elsewhere::
 from __future__ import annotations
 
 import os
-import tempfile
 import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest

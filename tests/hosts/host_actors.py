@@ -7,7 +7,6 @@ from typing import Any
 
 from actors import Exit, GenServer
 from supervision import ChildSpec, Supervisor, SupFlags
-
 from tests.cluster.dist_actors import Worker
 
 __all__ = ["Caller", "Singleton", "SingletonSup", "Worker"]
@@ -35,5 +34,6 @@ class SingletonSup(Supervisor):
     the next one when its node is lost: the child that must never run twice."""
 
     def init(self, nodes: list[str]) -> Any:
-        return SupFlags(intensity=20, period=10), [ChildSpec("singleton", (Singleton, ("singleton",)), node=nodes,
-                                                             host="own")]
+        return SupFlags(intensity=20, period=10), [
+            ChildSpec("singleton", (Singleton, ("singleton",)), node=nodes, host="own")
+        ]

@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from actors import ActorRef, GenServer, global_names
-
 from tests.cluster.dist_actors import Worker
 
 __all__ = ["NameAgent", "NameHolder"]

@@ -27,9 +27,8 @@ from typing import Any
 import cloudpickle
 
 from actors import ActorRef
-from actors.attach import Attached
 from actors.app.nodecmd import Ready, parse_ready
-
+from actors.attach import Attached
 from tests.hosts.host_actors import Caller
 from tests.hosts.topology import Host, Topology
 from tests.polling import take_first
@@ -43,23 +42,51 @@ ENV = dict(os.environ, PYTHONPATH=os.getcwd())
 def make_key(directory: str) -> str:
     """A cluster key file made as an operator makes one (``python -m actors keygen``)."""
     path = os.path.join(directory, "cluster.key")
-    subprocess.run([sys.executable, "-m", "actors", "keygen", path], check=True, timeout=60, capture_output=True,
-                   env=ENV)
+    subprocess.run(
+        [sys.executable, "-m", "actors", "keygen", path], check=True, timeout=60, capture_output=True, env=ENV
+    )
     return path
 
 
 class HostNode:
     """One ``otpy node`` on one host; see the module's docstring."""
 
-    def __init__(self, host: Host, name: str, key: str, seeds: Iterable[str], workdir: str,
-                 net_ticktime: float = 2.0, config: str | None = None, extra: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        host: Host,
+        name: str,
+        key: str,
+        seeds: Iterable[str],
+        workdir: str,
+        net_ticktime: float = 2.0,
+        config: str | None = None,
+        extra: Sequence[str] = (),
+    ) -> None:
         self.host = host
         self.name = name
         self.address = f"tcp://{host.address}:{PORT}"
         self.state_dir = os.path.join(workdir, f"state-{name}")
-        cmd = [*host.exec_prefix(), sys.executable, "-m", "actors", "node", "--name", name, "--listen", self.address,
-               "--cluster-key", key, "--net-ticktime", str(net_ticktime), "--log-level", "info",
-               "--state-dir", self.state_dir, "--stop-with-parent", *extra]
+        cmd = [
+            *host.exec_prefix(),
+            sys.executable,
+            "-m",
+            "actors",
+            "node",
+            "--name",
+            name,
+            "--listen",
+            self.address,
+            "--cluster-key",
+            key,
+            "--net-ticktime",
+            str(net_ticktime),
+            "--log-level",
+            "info",
+            "--state-dir",
+            self.state_dir,
+            "--stop-with-parent",
+            *extra,
+        ]
         seeds = [s for s in seeds if s != self.address]
         if seeds:
             cmd += ["--seeds", *seeds]
@@ -71,10 +98,19 @@ class HostNode:
         self._attached: Attached | None = None
         self._attached_for: str | None = None
         self._caller: tuple[str, ActorRef] | None = None
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=ENV, start_new_session=True)
-        self._threads = [threading.Thread(target=self._read_out, daemon=True, name=f"{name}-stdout"),
-                         threading.Thread(target=self._read_err, daemon=True, name=f"{name}-stderr")]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            start_new_session=True,
+        )
+        self._threads = [
+            threading.Thread(target=self._read_out, daemon=True, name=f"{name}-stdout"),
+            threading.Thread(target=self._read_err, daemon=True, name=f"{name}-stderr"),
+        ]
         for t in self._threads:
             t.start()
 
@@ -101,11 +137,14 @@ class HostNode:
         while len(self.readies) < count:
             event = take_first(self._events, lambda e: True, max(0.0, deadline - time.monotonic()))
             if event is None:
-                raise AssertionError(f"{self}: no ready line #{count} within {timeout} s; log tail:\n"
-                                     + "\n".join(self.log[-30:]))
+                raise AssertionError(
+                    f"{self}: no ready line #{count} within {timeout} s; log tail:\n" + "\n".join(self.log[-30:])
+                )
             if event[0] == "exit":
-                raise AssertionError(f"{self} exited ({self.proc.wait()}) before ready line #{count}; log tail:\n"
-                                     + "\n".join(self.log[-30:]))
+                raise AssertionError(
+                    f"{self} exited ({self.proc.wait()}) before ready line #{count}; log tail:\n"
+                    + "\n".join(self.log[-30:])
+                )
         return self.readies[count - 1]
 
     @property
@@ -127,8 +166,15 @@ class HostNode:
         """A sys request to the node process through its runtime directory (never over the network)."""
         return self._view().ask(op, *args, timeout=timeout)
 
-    def spawn(self, cls: type, *args: Any, on: str | None = None, name: str | None = None,
-              host: str | None = None, timeout: float = 30.0) -> ActorRef:
+    def spawn(
+        self,
+        cls: type,
+        *args: Any,
+        on: str | None = None,
+        name: str | None = None,
+        host: str | None = None,
+        timeout: float = 30.0,
+    ) -> ActorRef:
         """``Node.spawn(cls, *args, node=on)`` carried out by this node (``on``: another node, or this one)."""
         payload = cloudpickle.dumps((cls, tuple(args), {}, name, None, False))
         kind, detail = self.ask("spawn_on", [on or self.name], host, None, payload, timeout=timeout)
@@ -181,8 +227,15 @@ class HostNode:
 class Cluster:
     """One `HostNode` per named host, all seeded with each other's addresses, started together."""
 
-    def __init__(self, topo: Topology, names: Sequence[str], key: str, net_ticktime: float = 2.0,
-                 config: str | None = None, workdir: str | None = None) -> None:
+    def __init__(
+        self,
+        topo: Topology,
+        names: Sequence[str],
+        key: str,
+        net_ticktime: float = 2.0,
+        config: str | None = None,
+        workdir: str | None = None,
+    ) -> None:
         self.topo = topo
         self.net_ticktime = net_ticktime
         self._own_workdir = workdir is None

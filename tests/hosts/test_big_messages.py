@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from actors.attach import Attached
-
 from tests.cluster.bulk_actors import Pinger, Streamer, Taker
 from tests.hosts.nodes import Cluster
 
@@ -48,8 +47,9 @@ def test_a_bulk_stream_over_a_slow_link_stalls_neither_ticks_nor_small_calls(clu
     streaming, pinging = Attached(h1.ready.rundir, timeout=30.0), Attached(h1.ready.rundir, timeout=30.0)
     taking = Attached(h2.ready.rundir, timeout=30.0)
     samples: list[Any] = []
-    pings = threading.Thread(target=lambda: samples.extend(pinging.call(pinger, ("pings", echo, 12.0),
-                                                                        timeout=90.0)), daemon=True)
+    pings = threading.Thread(
+        target=lambda: samples.extend(pinging.call(pinger, ("pings", echo, 12.0), timeout=90.0)), daemon=True
+    )
     try:
         # Both paths warm, and the small calls timed on the slowed link alone (for the failure message).
         quiet = sorted(latency for _sent, latency in pinging.call(pinger, ("pings", echo, 2.0), timeout=60.0))
@@ -75,8 +75,10 @@ def test_a_bulk_stream_over_a_slow_link_stalls_neither_ticks_nor_small_calls(clu
     what = f"{len(during)} small calls during a {took:.2f} s stream of {COUNT} x 1 MB"
     assert len(during) >= 20, what
     p50, p99 = _percentile(during, 0.5), _percentile(during, 0.99)
-    what += (f": p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, max {during[-1] * 1000:.1f} ms; alone "
-             f"p50 {_percentile(quiet, 0.5) * 1000:.1f} ms, p99 {_percentile(quiet, 0.99) * 1000:.1f} ms")
+    what += (
+        f": p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, max {during[-1] * 1000:.1f} ms; alone "
+        f"p50 {_percentile(quiet, 0.5) * 1000:.1f} ms, p99 {_percentile(quiet, 0.99) * 1000:.1f} ms"
+    )
     print(what)
     # Behind the stream on one connection a small call would wait for the
     # megabytes queued ahead of it: 84 ms for each at this rate, seconds for

@@ -43,7 +43,6 @@ import pytest
 
 from actors.attach import Attached
 from actors.global_names import CONFLICT
-
 from tests.hosts.conftest import NET_TICKTIME
 from tests.hosts.name_actors import NameAgent, NameHolder
 from tests.hosts.nodes import Cluster, HostNode
@@ -118,7 +117,7 @@ def clashes(samples: list[Sample]) -> list[tuple[Sample, Sample]]:
     found = []
     ordered = sorted(samples, key=lambda s: s[1])
     for i, a in enumerate(ordered):
-        for b in ordered[i + 1:]:
+        for b in ordered[i + 1 :]:
             if b[1] > a[5]:
                 break  # b starts after a ended, and so do all later ones
             if a[0] == b[0] or a[3] is None or b[3] is None or a[3] == b[3]:
@@ -158,8 +157,12 @@ class Agents:
 
 def _name_logs(cluster: Cluster) -> list[str]:
     """What the nodes logged about their name servers (a crash, a stop): for failure messages."""
-    return [f"{name}: {line[:600]}" for name, node in cluster.nodes.items() for line in node.log
-            if "global" in line or "NameServer" in line][-20:]
+    return [
+        f"{name}: {line[:600]}"
+        for name, node in cluster.nodes.items()
+        for line in node.log
+        if "global" in line or "NameServer" in line
+    ][-20:]
 
 
 def _sampled(samples: list[Sample], lock: threading.Lock, node: str, holder: Any) -> bool:
@@ -177,8 +180,10 @@ def _holders(cluster: Cluster) -> dict[str, int]:
 def _errors(samplers: list[Sampler]) -> str:
     """The samplers' failed samples and what each is doing now, for a failure message."""
     now = time.monotonic()
-    return "; ".join(f"{s.node.name}: {len(s.errors)} failed, last {s.errors[-3:]}, now {s.phase[0]} for "
-                     f"{now - s.phase[1]:.1f} s" for s in samplers)
+    return "; ".join(
+        f"{s.node.name}: {len(s.errors)} failed, last {s.errors[-3:]}, now {s.phase[0]} for {now - s.phase[1]:.1f} s"
+        for s in samplers
+    )
 
 
 def _heal_case(cluster: Cluster, cut: Any, cut_off: str, both_register: bool = True) -> None:
@@ -194,17 +199,21 @@ def _heal_case(cluster: Cluster, cut: Any, cut_off: str, both_register: bool = T
     try:
         second = _cut_register_heal(cluster, cut, cut_off, both_register, agents, samplers, samples, lock, first)
     except Exception as exc:
-        raise AssertionError(f"{exc}\nsamplers' failed samples: {_errors(samplers)}\n"
-                             f"the nodes' log lines about names: {_name_logs(cluster)}") from exc
+        raise AssertionError(
+            f"{exc}\nsamplers' failed samples: {_errors(samplers)}\n"
+            f"the nodes' log lines about names: {_name_logs(cluster)}"
+        ) from exc
     finally:
         for s in samplers:
             s.stop()
     with lock:
         history = list(samples)
     seen = {n: sum(1 for s in history if s[0] == n) for n in cluster.nodes}
-    print(f"{len(history)} samples {seen}; both holders answered: "
-          f"{sum(1 for s in history if s[3] == first)} first, {sum(1 for s in history if s[3] == second)} second; "
-          f"failed samples: {_errors(samplers) or 'none'}")
+    print(
+        f"{len(history)} samples {seen}; both holders answered: "
+        f"{sum(1 for s in history if s[3] == first)} first, {sum(1 for s in history if s[3] == second)} second; "
+        f"failed samples: {_errors(samplers) or 'none'}"
+    )
     if not both_register:
         assert not clashes(history) and not any(s[3] == second for s in history)
         return
@@ -215,8 +224,17 @@ def _heal_case(cluster: Cluster, cut: Any, cut_off: str, both_register: bool = T
     assert not bad, f"{len(bad)} pairs of connected nodes answered two holders at once, e.g. {bad[:3]}"
 
 
-def _cut_register_heal(cluster: Cluster, cut: Any, cut_off: str, both_register: bool, agents: Agents,
-                       samplers: list[Sampler], samples: list[Sample], lock: threading.Lock, first: Any) -> Any:
+def _cut_register_heal(
+    cluster: Cluster,
+    cut: Any,
+    cut_off: str,
+    both_register: bool,
+    agents: Agents,
+    samplers: list[Sampler],
+    samples: list[Sample],
+    lock: threading.Lock,
+    first: Any,
+) -> Any:
     """The cut, the cut-off side's registration and the heal, samplers running throughout;
     returns the cut-off side's holder."""
     poll_until(lambda: all(s.count >= 3 for s in samplers), "samples from every node", 30.0)
@@ -230,8 +248,7 @@ def _cut_register_heal(cluster: Cluster, cut: Any, cut_off: str, both_register: 
         poll_until(lambda: _sampled(samples, lock, cut_off, second), f"a sample of {cut_off}'s holder", 30.0)
     cluster.topo.heal()
     cluster.wait_mesh(HEAL_WITHIN)
-    poll_until(lambda: all(agents.whereis(n) == first for n in cluster.nodes),
-               "every node answers h1's holder", 20.0)
+    poll_until(lambda: all(agents.whereis(n) == first for n in cluster.nodes), "every node answers h1's holder", 20.0)
     assert cluster["h1"].call(first, "ping")[0] == "ok"
     if both_register:
         poll_until(lambda: agents.call(cut_off, ("down", second)) is not None, "the second holder ended", 20.0)
@@ -256,6 +273,7 @@ def test_both_sides_of_a_cut_register_and_one_holder_survives_the_heal(cluster: 
 def test_a_pair_cut_leaves_the_name_with_h1_and_the_cut_off_side_cannot_take_it(cluster: Cluster):
     """h1 and h3 lose each other; h2 reaches both and still holds h1's holder, so h3's registration
     is refused (False) although h3 itself sees the name free, and the heal leaves h1's holder."""
+
     def cut() -> None:
         cluster.topo.cut_pair("h1", "h3")
         cluster.wait_views({"h1": ["h2"], "h2": ["h1", "h3"], "h3": ["h2"]}, 20.0, "the pair cut")

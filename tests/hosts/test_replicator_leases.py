@@ -29,13 +29,20 @@ import pytest
 
 from actors.replicator import put_replication
 from actors.replicator.lease import read_runs
-
 from tests.hosts.conftest import HOSTS, NET_TICKTIME
 from tests.hosts.nodes import PORT, Cluster, HostNode
 from tests.hosts.pg_host import PgHost
 from tests.hosts.topology import Topology
-from tests.replicator.pg_fault_kit import (LIVENESS, QUIET, TTL, Writer, assert_all_replicated, assert_no_overlap,
-                                           running_jobs, wait_until)
+from tests.replicator.pg_fault_kit import (
+    LIVENESS,
+    QUIET,
+    TTL,
+    Writer,
+    assert_all_replicated,
+    assert_no_overlap,
+    running_jobs,
+    wait_until,
+)
 from tests.replicator.pg_kit import make_pg_sources
 
 JOBS = 6
@@ -58,10 +65,12 @@ def _config(tmp_path, node_url: str) -> str:
     """The nodes' ini file: the clustered replicator on the database host's PostgreSQL, short periods."""
     path = os.path.join(str(tmp_path), "node.ini")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write("[couch]\nreplicator_job_host = none\n"  # jobs run in the node process: a freeze stops them
-                 f"[replicator]\ncluster = true\ncluster_quiet_period = {QUIET:g}\ncluster_start_period = 0.5\n"
-                 f"doc_poll_interval = 0.2\nbackoff_interval = 0.5\nreplicator_db = {node_url}\n"
-                 f"store = {node_url}\nlease_ttl = {TTL:g}\n")
+        fh.write(
+            "[couch]\nreplicator_job_host = none\n"  # jobs run in the node process: a freeze stops them
+            f"[replicator]\ncluster = true\ncluster_quiet_period = {QUIET:g}\ncluster_start_period = 0.5\n"
+            f"doc_poll_interval = 0.2\nbackoff_interval = 0.5\nreplicator_db = {node_url}\n"
+            f"store = {node_url}\nlease_ttl = {TTL:g}\n"
+        )
     return path
 
 
@@ -78,13 +87,23 @@ def env(topo: Topology, pg: PgHost, cluster_key: str, tmp_path) -> Iterator[Env]
     try:
         reps = make_pg_sources(url, JOBS, 10)
         for doc_id, source, target in reps:
-            put_replication(url, doc_id, source, target, continuous=True, create_target=True,
-                            checkpoint_interval=300, worker_batch_size=5, worker_processes=1)
+            put_replication(
+                url,
+                doc_id,
+                source,
+                target,
+                continuous=True,
+                create_target=True,
+                checkpoint_interval=300,
+                worker_batch_size=5,
+                worker_processes=1,
+            )
         config = _config(tmp_path, node_url)
         cluster = Cluster(topo, HOSTS, cluster_key, NET_TICKTIME, config=config, workdir=str(tmp_path))
         cluster.wait_mesh(60.0)
-        running = wait_until(f"all {JOBS} jobs run", lambda: (lambda r: r if len(r) == JOBS else None)(
-            running_jobs(url)), timeout=90.0)
+        running = wait_until(
+            f"all {JOBS} jobs run", lambda: (lambda r: r if len(r) == JOBS else None)(running_jobs(url)), timeout=90.0
+        )
         writer = Writer(url, [s for _d, s, _t in reps])
         yield Env(url, cluster, config, cluster_key, [(s, t) for _d, s, t in reps], sorted(running), writer)
     finally:
@@ -111,6 +130,7 @@ def busiest(env: Env) -> str:
 
 def all_running_again(env: Env, since: float, on: set[str] | None = None) -> float:
     """Waits until every job has a live run (on one of ``on``); the seconds it took after ``since``."""
+
     def check() -> dict | None:
         live = running_jobs(env.url)
         return live if len(live) == JOBS and (on is None or set(live.values()) <= on) else None
@@ -140,8 +160,9 @@ def test_a_node_sigkilled_then_started_again(env: Env) -> None:
     env.cluster[victim].proc.wait(timeout=30)
     all_running_again(env, t0, on=others)
     seeds = [f"tcp://{env.cluster.topo[h].address}:{PORT}" for h in HOSTS]
-    env.cluster.nodes[victim] = HostNode(env.cluster.topo[victim], victim, env.key, seeds, env.cluster.workdir,
-                                         NET_TICKTIME, env.config)
+    env.cluster.nodes[victim] = HostNode(
+        env.cluster.topo[victim], victim, env.key, seeds, env.cluster.workdir, NET_TICKTIME, env.config
+    )
     env.cluster[victim].wait_ready(timeout=120.0)
     env.cluster.wait_mesh(60.0)
     finish(env)

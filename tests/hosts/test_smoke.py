@@ -25,8 +25,12 @@ def test_nodes_share_the_database_host_and_one_can_be_cut_off_from_it(topo, pg, 
     try:
         c.wait_mesh(timeout=60.0)
         with psycopg.connect(pg.local_url()) as conn:
-            clients = {row[0] for row in conn.execute(
-                "SELECT host(client_addr) FROM pg_stat_activity WHERE datname = 'otpy' AND client_addr IS NOT NULL")}
+            clients = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT host(client_addr) FROM pg_stat_activity WHERE datname = 'otpy' AND client_addr IS NOT NULL"
+                )
+            }
         assert {topo[h].address for h in HOSTS} <= clients
         topo.cut_pair("h3", "db")
         assert not topo["h3"].reaches(topo["db"]) and topo["h3"].reaches(topo["h1"])

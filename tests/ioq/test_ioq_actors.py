@@ -83,8 +83,9 @@ def held_backlog(node, *streams: list[tuple[Any, str]], workers: int = 24) -> It
     with ThreadPoolExecutor(workers) as pool:
         first = pool.submit(api.call, target, ("first",), ("interactive", SHARD))
         _wait_for(lambda: target.call("stats")["held"] == 1, "the first request in flight")
-        futures = [pool.submit(api.call, target, msg, (io_class, SHARD))
-                   for turn in zip(*streams) for msg, io_class in turn]
+        futures = [
+            pool.submit(api.call, target, msg, (io_class, SHARD)) for turn in zip(*streams) for msg, io_class in turn
+        ]
         _wait_for(lambda: _queued() == len(futures), f"a backlog of {len(futures)}")
         try:
             yield target
@@ -113,7 +114,9 @@ def ioq2(node, tmp_path):
 
 def test_read_and_append_through_ioq2(node, ioq2):
     _sup, f = ioq2
-    positions = [api.call(f, ("append_bin", f"doc{i}".encode() * (i + 1), True), ("db_update", SHARD)) for i in range(20)]
+    positions = [
+        api.call(f, ("append_bin", f"doc{i}".encode() * (i + 1), True), ("db_update", SHARD)) for i in range(20)
+    ]
     for i, pos in enumerate(positions):
         assert api.call(f, ("pread_iolist", pos), ("interactive", SHARD)) == f"doc{i}".encode() * (i + 1)
     raw = api.call(f, ("append", b"0123456789"), ("db_update", SHARD))
@@ -190,9 +193,7 @@ def test_instantiate(node, ioq2, enabled):
     target = node.spawn(FakeTarget)
     with ThreadPoolExecutor(8) as pool:
         futures = {
-            pool.submit(api.call, target, ("ref", c, s), priority(c, s)): (c, s)
-            for c in IO_CLASSES
-            for s in SHARDS
+            pool.submit(api.call, target, ("ref", c, s), priority(c, s)): (c, s) for c in IO_CLASSES for s in SHARDS
         }
         for fut, (c, s) in futures.items():
             assert fut.result(timeout=30) == ("reply", ("ref", c, s))
@@ -232,8 +233,10 @@ def test_concurrent_reads_of_one_block_are_one_io(node, ioq2):
         held = pool.submit(api.call, blocker, ("pread_iolist", 0), ("interactive", SHARD))
         _wait_for(lambda: blocker.call("stats")["held"] == 1, "the blocker to hold the only slot")
         reads = [pool.submit(api.call, target, ("pread_iolist", 4096), ("interactive", SHARD)) for _ in range(10)]
-        _wait_for(lambda: api.get_state()["waiters"] and sum(
-            len(w) for _k, w in api.get_state()["waiters"]) == 11, "10 merged readers")
+        _wait_for(
+            lambda: api.get_state()["waiters"] and sum(len(w) for _k, w in api.get_state()["waiters"]) == 11,
+            "10 merged readers",
+        )
         assert _queued() == 1
         blocker.call("open")
         assert held.result(timeout=10) == ("reply", ("pread_iolist", 0))
@@ -246,8 +249,10 @@ def test_a_dying_file_fails_its_waiters_with_its_exit_reason(node, ioq2):
     node.config.set("ioq2", "dispatch_strategy", "single_server")
     target = node.spawn(FakeTarget, True)
     with ThreadPoolExecutor(4) as pool:
-        calls = [pool.submit(api.call, target, ("pread_iolist", 0), ("interactive", SHARD)),
-                 pool.submit(api.call, target, ("pread_iolist", 0), ("interactive", SHARD))]
+        calls = [
+            pool.submit(api.call, target, ("pread_iolist", 0), ("interactive", SHARD)),
+            pool.submit(api.call, target, ("pread_iolist", 0), ("interactive", SHARD)),
+        ]
         _wait_for(lambda: target.call("stats")["held"] == 1, "the request in flight")
         _wait_for(lambda: sum(len(w) for _k, w in api.get_state()["waiters"]) == 2, "both waiters")
         node.kill(target)
@@ -293,8 +298,9 @@ def test_a_killed_server_host_is_restarted_by_ioq_sup(node, ioq2):
 
 def test_interactive_is_served_before_compaction_under_backlog(node, ioq2):
     node.config.set("ioq2", "dispatch_strategy", "single_server")
-    with held_backlog(node, [(("compact", i), "db_compact") for i in range(10)],
-                      [(("read", i), "interactive") for i in range(10)]) as target:
+    with held_backlog(
+        node, [(("compact", i), "db_compact") for i in range(10)], [(("read", i), "interactive") for i in range(10)]
+    ) as target:
         pass
     served = target.call("stats")["served"]
     kinds = [m[0] for m in served[1:]]
@@ -304,10 +310,13 @@ def test_interactive_is_served_before_compaction_under_backlog(node, ioq2):
 def test_raising_compaction_priority_puts_it_first(node, ioq2):
     node.config.set("ioq2", "dispatch_strategy", "single_server")
     node.config.set("ioq2.classes", "db_compact", "10000")
-    _wait_for(lambda: api.get_state()["class_p"] and dict(api.get_state()["class_p"])["db_compact"] == 10000.0,
-              "the class priority to arrive")
-    with held_backlog(node, [(("read", i), "interactive") for i in range(5)],
-                      [(("compact", i), "db_compact") for i in range(5)]) as target:
+    _wait_for(
+        lambda: api.get_state()["class_p"] and dict(api.get_state()["class_p"])["db_compact"] == 10000.0,
+        "the class priority to arrive",
+    )
+    with held_backlog(
+        node, [(("read", i), "interactive") for i in range(5)], [(("compact", i), "db_compact") for i in range(5)]
+    ) as target:
         pass
     kinds = [m[0] for m in target.call("stats")["served"][1:]]
     assert kinds == ["compact"] * 5 + ["read"] * 5

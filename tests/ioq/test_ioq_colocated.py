@@ -141,10 +141,12 @@ def test_colocated_reads_keep_the_concurrency_limit_and_priority_order(one_serve
         _wait_for(lambda: gate.call("holding"), "the only slot held by the busy file")
         futures = []
         for i in range(10):
-            futures.append((f"b{i + 10}", pool.submit(api.call, idle, ("pread_iolist", positions[i + 10]),
-                                                      ("db_compact", SHARD))))
-            futures.append((f"b{i}", pool.submit(api.call, idle, ("pread_iolist", positions[i]),
-                                                 ("interactive", SHARD))))
+            futures.append(
+                (f"b{i + 10}", pool.submit(api.call, idle, ("pread_iolist", positions[i + 10]), ("db_compact", SHARD)))
+            )
+            futures.append(
+                (f"b{i}", pool.submit(api.call, idle, ("pread_iolist", positions[i]), ("interactive", SHARD)))
+            )
         # the idle file could serve them all inline at once; the limit keeps them queued
         _wait_for(lambda: len(api.get_state()["queue"]) == 20, "a backlog of 20")
         assert [entry for entry in idle.call("log") if entry[0][0] == "pread_iolist"] == []
@@ -192,8 +194,9 @@ def test_colocated_identical_reads_merge_and_are_counted_before_the_answers(one_
         held = pool.submit(api.call, busy, ("hold",), ("interactive", SHARD))
         _wait_for(lambda: gate.call("holding"), "the only slot held by the busy file")
         merged = [pool.submit(api.call, idle, ("pread_iolist", same), ("interactive", SHARD)) for _ in range(8)]
-        others = [pool.submit(api.call, idle, ("pread_iolist", pos), ("interactive", SHARD))
-                  for pos in (other1, other2)]
+        others = [
+            pool.submit(api.call, idle, ("pread_iolist", pos), ("interactive", SHARD)) for pos in (other1, other2)
+        ]
 
         def backlog() -> bool:
             state = api.get_state()

@@ -133,7 +133,7 @@ def test_check_simple_configs():
     reason = "ioq_config_tests"
     for fun, value, result in set_tests:
         getattr(ioq_config, fun)(cfg, value, reason)
-        key = fun[len("set_"):]
+        key = fun[len("set_") :]
         assert to_float(cfg.get("ioq2", key), cfg.get("ioq2", key)) == to_float(result, result)
     settings = read_settings(cfg)
     assert (settings.concurrency, settings.resize_limit, settings.dedupe) == (9, 8888, False)
@@ -207,18 +207,28 @@ def test_default_class_priorities():
     table = build_class_priorities(Config())
     assert table == dict(DEFAULT_CLASS_PRIORITIES)
     assert ioq_classes() == [
-        "customer", "internal_repl", "view_compact", "db_compact", "low",
-        "db_meta", "db_update", "view_update", "other", "interactive",
+        "customer",
+        "internal_repl",
+        "view_compact",
+        "db_compact",
+        "low",
+        "db_meta",
+        "db_update",
+        "view_update",
+        "other",
+        "interactive",
     ]
     assert is_valid_class("db_compact") and not is_valid_class("nope") and not is_valid_class(None)
 
 
 def test_bad_config_entries_are_logged_and_skipped(caplog):
-    cfg = Config({
-        "ioq2.shards": {"no-class-here": "2.0", "shards/0-1/foo||db_update": "2.0"},
-        "ioq2.classes": {"bogus": "5.0", "interactive": "junk"},
-        "ioq2": {"concurrency": "many", "resize_limit": "0", "scale_factor": "-1", "dedupe": "maybe"},
-    })
+    cfg = Config(
+        {
+            "ioq2.shards": {"no-class-here": "2.0", "shards/0-1/foo||db_update": "2.0"},
+            "ioq2.classes": {"bogus": "5.0", "interactive": "junk"},
+            "ioq2": {"concurrency": "many", "resize_limit": "0", "scale_factor": "-1", "dedupe": "maybe"},
+        }
+    )
     with caplog.at_level(logging.ERROR, logger="actors.ioq.ioq_config"):
         settings = read_settings(cfg)
     assert settings.shard_p == {("shards/0-1/foo", "db_update"): 2.0}
@@ -232,7 +242,11 @@ def test_bad_config_entries_are_logged_and_skipped(caplog):
 def test_settings_defaults_are_the_seed_defaults():
     s = Ioq2Settings()
     assert (s.concurrency, s.resize_limit, s.dedupe, s.scale_factor, s.max_priority) == (
-        1, 1000, True, 2.0, 10000.0,
+        1,
+        1000,
+        True,
+        2.0,
+        10000.0,
     )
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from actors.plain import PlainData
 from actors._core.wire.codec import decode_frame, encode_frame
 from actors.ioq import api
 from actors.ioq.server2 import IOQ2_FLAT, IOQ2_REQUEST, wire_payload
 from actors.ioq.sup import start_ioq
+from actors.plain import PlainData
 from tests.ioq.test_ioq_colocated import GatedFile
 from tests.polling import poll_until
 

@@ -21,8 +21,8 @@ from actors.ioq.server1_state import (
     timebin,
 )
 from actors.stats import Stats
-
-from tests.ioq.seed_requests import IO_CLASSES as ALL_IO_CLASSES, SHARDS, priority
+from tests.ioq.seed_requests import IO_CLASSES as ALL_IO_CLASSES
+from tests.ioq.seed_requests import SHARDS, priority
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -114,7 +114,10 @@ def test_queue_depths_and_round_robin_between_customer_channels():
     st.enqueue(st.make_request("fd", ("u",), ("db_update", "shards/0-1/a/db"), 0.0), "a")
     st.enqueue(st.make_request("fd", ("c",), ("db_compact", "s"), 0.0), "c")
     assert st.get_queue_depths() == {
-        "compaction": 1, "replication": 0, "low": 0, "channels": {"a": [3, 1, 0], "b": [2, 0, 0]},
+        "compaction": 1,
+        "replication": 0,
+        "low": 0,
+        "channels": {"a": [3, 1, 0], "b": [2, 0, 0]},
     }
 
     class Fixed:
@@ -211,7 +214,10 @@ def test_summarize_counters_skips_other_and_maps_classes():
 
 def test_make_key_and_timebin():
     assert [make_key(c, ("pread", 0, 1)) for c in ("db_compact", "view_compact", "internal_repl", "low")] == [
-        "compaction", "compaction", "replication", "low",
+        "compaction",
+        "compaction",
+        "replication",
+        "low",
     ]
     assert make_key("view_update", None) == "views" and make_key("db_update", None) == "writes"
     assert make_key("interactive", ("pread_iolist", 1)) == "reads"

@@ -12,7 +12,6 @@ from actors.ioq.ioq_config import DEFAULT_CLASS_PRIORITIES, DEFAULT_CONCURRENCY,
 from actors.ioq.request import IoqRequest, IoTargetDown, add_request_dimensions
 from actors.ioq.server2_state import Ioq2State, total_concurrency
 from actors.stats import Stats
-
 from tests.ioq.seed_requests import IO_CLASSES, SHARDS, priority
 
 pytestmark = pytest.mark.timeout(30)
@@ -24,9 +23,7 @@ def mock_server(sections=None, **kw):
 
 
 SIMPLE_CONFIG = {"ioq2.classes": {"db_compact": "0.9"}, "ioq2": {"resize_limit": "10"}}
-EXTREMES_CONFIG = {
-    "ioq2.classes": {"db_compact": "9999999.0", "interactive": "-0.00000000000000001"}
-}
+EXTREMES_CONFIG = {"ioq2.classes": {"db_compact": "9999999.0", "interactive": "-0.00000000000000001"}}
 
 
 # -- empty config tests --------------------------------------------------------
@@ -135,7 +132,10 @@ def test_queue_depths_of_a_server():
     ]:
         st.enqueue(add_request_dimensions(IoqRequest(fd="fd", msg=("x",)), (class_, shard)), "c")
     assert st.get_queue_depths() == {
-        "compaction": 1, "replication": 1, "low": 1, "channels": {"foo": [1, 0, 1]},
+        "compaction": 1,
+        "replication": 1,
+        "low": 1,
+        "channels": {"foo": [1, 0, 1]},
     }
 
 

@@ -56,11 +56,38 @@ def test_process_level_api_in_the_host_program(node):
 
 
 def test_exported_names_are_pinned():
-    assert sorted(actors.__all__) == sorted([
-        "ActorRef", "AlreadyRegistered", "CallTimeout", "Config", "ConnectError", "Continue", "Crash", "Exit", "From",
-        "GenServer", "MailboxFull", "Monitor", "NetError", "Node", "SpawnError", "Stop", "Timeout", "Timer", "UnexpectedMessage",
-        "call", "cast", "ignore", "is_normal_exit", "monitor", "noreply", "run_forever", "send", "whereis",
-    ])
+    assert sorted(actors.__all__) == sorted(
+        [
+            "ActorRef",
+            "AlreadyRegistered",
+            "CallTimeout",
+            "Config",
+            "ConnectError",
+            "Continue",
+            "Crash",
+            "Exit",
+            "From",
+            "GenServer",
+            "MailboxFull",
+            "Monitor",
+            "NetError",
+            "Node",
+            "SpawnError",
+            "Stop",
+            "Timeout",
+            "Timer",
+            "UnexpectedMessage",
+            "call",
+            "cast",
+            "ignore",
+            "is_normal_exit",
+            "monitor",
+            "noreply",
+            "run_forever",
+            "send",
+            "whereis",
+        ]
+    )
     for name in actors.__all__:
         assert hasattr(actors, name)
 

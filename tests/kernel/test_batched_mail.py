@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from actors._core.wire.codec import encode_frame
-from actors._core.wire.ref import From
 from actors._core.runtime.runtime import K_CALL, K_CAST, current_runtime
 from actors._core.runtime.waiters import Waiter
+from actors._core.wire.codec import encode_frame
+from actors._core.wire.ref import From
 from tests.kernel.probes import MailboxWatcher, Probe, Scripted
 
 pytestmark = pytest.mark.timeout(60)

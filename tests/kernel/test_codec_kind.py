@@ -13,6 +13,8 @@ def test_the_kind_of_every_encoding(kind: int, body: object) -> None:
     assert frame_kind(encode_frame(kind, "h1.1", ["x", "h1~r1"], 7, "h1", body)) == kind
 
 
-@pytest.mark.parametrize("frame", [b"", b"J", b"P", b"Jgarbage", b"J[x,1]", b"J[123456,", b"R\x00\x01n", b"P\x00\x05[ab,]"])
+@pytest.mark.parametrize(
+    "frame", [b"", b"J", b"P", b"Jgarbage", b"J[x,1]", b"J[123456,", b"R\x00\x01n", b"P\x00\x05[ab,]"]
+)
 def test_not_a_frame(frame: bytes) -> None:
     assert frame_kind(frame) is None

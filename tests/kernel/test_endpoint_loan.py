@@ -72,8 +72,10 @@ def test_a_busy_borrower_still_hears_system_requests_and_kill(node, tmp_path):
     assert b.call("ping") == "ping"  # idle now: it holds the endpoint
     b.cast("block")
     # Answered by the I/O thread, which takes the endpoint over.
-    assert poll_until(lambda: _counters(node, b.proc).get("actors.transport.endpoint_takeovers", 0) >= 1,
-                      "the I/O thread to take the endpoint over")
+    assert poll_until(
+        lambda: _counters(node, b.proc).get("actors.transport.endpoint_takeovers", 0) >= 1,
+        "the I/O thread to take the endpoint over",
+    )
     assert node.runtime.sys_request(b.proc, sysop.Alive(b.id)) is True
     down = node.monitor(b)
     node.kill(b)
@@ -134,4 +136,3 @@ def test_a_host_whose_borrower_is_idle_closes_cleanly():
             assert r.call("ping") == "ping"
         rundir = n.rundir
     assert not os.path.exists(rundir)
-

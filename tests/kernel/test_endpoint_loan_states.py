@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import select
 import threading
+
 import pytest
 import zmq
 
@@ -173,7 +174,6 @@ def test_a_stopping_process_refuses_the_loan(parts):
     transport.stopping = True
     assert loan.serve(None, lambda: False) == LENT_REFUSED
     assert loan.wait_released(1.0)
-
 
 
 def test_a_borrower_bound_before_it_serves_hands_over_for_a_request_in_init(ctx, request):

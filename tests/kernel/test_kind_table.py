@@ -53,6 +53,10 @@ def test_a_reply_resolves_its_pending_request_through_the_table(rt):
 
     rt.pending[5] = Waiter()
     rt.pending[6] = Waiter()
-    rt.handle_frames([encode_frame(kinds.K_REPLY, None, None, 5, "h2", "yes"),
-                      encode_frame(kinds.K_REPLY_EXIT, None, None, 6, "h2", "noproc")])
+    rt.handle_frames(
+        [
+            encode_frame(kinds.K_REPLY, None, None, 5, "h2", "yes"),
+            encode_frame(kinds.K_REPLY_EXIT, None, None, 6, "h2", "noproc"),
+        ]
+    )
     assert got == [(True, "yes"), (False, "noproc")] and not rt.pending

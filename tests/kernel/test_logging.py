@@ -111,8 +111,9 @@ def test_levels_of_the_embedding_program_apply(node, catch):
 
 
 def test_supervisor_report_in_a_host_reaches_supervision_logger(node, catch):
-    sup = sv.start_supervisor(node, SupFlags(intensity=5), [ChildSpec("w", (Logs, ()))],
-                              name="hosted_sup", host="logs_host")
+    sup = sv.start_supervisor(
+        node, SupFlags(intensity=5), [ChildSpec("w", (Logs, ()))], name="hosted_sup", host="logs_host"
+    )
     child = sv.which_children(sup)[0].child
     with pytest.raises(Exception):
         child.call("crash")
@@ -133,8 +134,7 @@ def test_records_sent_just_before_close_are_not_lost(tmp_path):
             forwarder.handle(logging.LogRecord(LOGGER, logging.WARNING, __file__, 1, "n=%d", (i,), None))
         forwarder.close()
         listener.close()
-        assert [handler.next(LOGGER, timeout=0.1).getMessage() for _ in range(50)] == [
-            f"n={i}" for i in range(50)]
+        assert [handler.next(LOGGER, timeout=0.1).getMessage() for _ in range(50)] == [f"n={i}" for i in range(50)]
         assert not os.path.exists(listener.path)
     finally:
         logging.getLogger(LOGGER).removeHandler(handler)
@@ -164,7 +164,13 @@ def test_record_codec_round_trip():
     frame = encode_record(record, host="h9")
     back = decode_record(frame[4:])
     assert (back.name, back.levelno, back.getMessage(), back.lineno, back.funcName, back.host) == (
-        LOGGER, logging.INFO, "a and 2", 7, "f", "h9")
+        LOGGER,
+        logging.INFO,
+        "a and 2",
+        7,
+        "f",
+        "h9",
+    )
     assert back.reason.startswith("('shutdown', <object object")
     with pytest.raises(ValueError):
         decode_record(b'{"name": 1}')
@@ -196,8 +202,9 @@ def test_library_adds_no_handler_when_embedded(tmp_path):
         print("HANDLERS", handlers(), logging.getLogger().level)
     """)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30,
-                         cwd=str(tmp_path), env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, cwd=str(tmp_path), env=env
+    )
     assert out.returncode == 0, out.stderr
     assert "HANDLERS {} 30" in out.stdout  # no handler anywhere, root level still WARNING
     # With no handler configured, Python's last resort shows the host's warning on stderr.
@@ -258,7 +265,11 @@ def test_library_loggers_are_named_under_actors_or_supervision():
 
 
 def test_only_the_cli_and_the_host_forwarder_configure_handlers():
-    configuring = {(path, call) for path, call, _ in _logging_calls()
-                   if call in ("basicConfig", "addHandler", "dictConfig", "fileConfig")}
-    assert configuring <= {("actors/tools/cli.py", "basicConfig"), ("actors/_core/host/logs.py", "addHandler")}, configuring
-
+    configuring = {
+        (path, call)
+        for path, call, _ in _logging_calls()
+        if call in ("basicConfig", "addHandler", "dictConfig", "fileConfig")
+    }
+    assert configuring <= {("actors/tools/cli.py", "basicConfig"), ("actors/_core/host/logs.py", "addHandler")}, (
+        configuring
+    )

@@ -11,7 +11,6 @@ import pytest
 from actors import Exit, GenServer, MailboxFull, Node
 from actors._core.runtime.mailbox import MailboxLimit, mailbox_limit
 from supervision import ChildSpec, InvalidChildSpec, SupFlags, start_supervisor, which_children
-
 from tests.kernel.mailbox_actors import Gate, Held
 
 PLACES = [None, "own"]
@@ -28,8 +27,13 @@ def _info(node: Node, ref) -> dict:
 def test_arguments_are_checked(node: Node) -> None:
     assert mailbox_limit(None, None) is None
     assert mailbox_limit(5, None) == MailboxLimit(5, "reject")
-    for mailbox, overflow, words in [(0, None, "positive int"), (True, None, "positive int"), ("3", None, "positive int"),
-                                     (3, "drop", "one of drop_newest"), (None, "block", "needs mailbox=N")]:
+    for mailbox, overflow, words in [
+        (0, None, "positive int"),
+        (True, None, "positive int"),
+        ("3", None, "positive int"),
+        (3, "drop", "one of drop_newest"),
+        (None, "block", "needs mailbox=N"),
+    ]:
         with pytest.raises(ValueError, match=words):
             node.spawn(Held, mailbox=mailbox, overflow=overflow)
     with pytest.raises(InvalidChildSpec, match="overflow"):
@@ -179,4 +183,3 @@ def test_a_child_spec_bounds_the_childs_mailbox(node: Node, tmp_path) -> None:
         assert (entry["mailbox_limit"], entry["overflow"]) == (2, "drop_newest")
     finally:
         node.stop(sup)
-

@@ -12,14 +12,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors import CallTimeout, GenServer, MailboxFull, Node
-from actors._core.runtime.mailbox import ACCEPTED, DROPPED, PARKED, OVERFLOW_POLICIES, BoundedInbox, MailboxLimit
+from actors._core.runtime.mailbox import ACCEPTED, DROPPED, OVERFLOW_POLICIES, PARKED, BoundedInbox, MailboxLimit
 
 K_CAST = 1
 
 
 @settings(max_examples=300, deadline=None)
-@given(size=st.integers(1, 6), policy=st.sampled_from(OVERFLOW_POLICIES),
-       ops=st.lists(st.sampled_from(["put", "put", "put_waiting", "take", "kernel"]), max_size=80))
+@given(
+    size=st.integers(1, 6),
+    policy=st.sampled_from(OVERFLOW_POLICIES),
+    ops=st.lists(st.sampled_from(["put", "put", "put_waiting", "take", "kernel"]), max_size=80),
+)
 def test_the_mailbox_keeps_order_and_accounts_for_every_drop(size, policy, ops) -> None:
     admitted: list[int] = []
     inbox = BoundedInbox(MailboxLimit(size, policy), lambda entries: admitted.extend(e[1] for e, _ in entries))
@@ -106,8 +109,13 @@ def _settle(ref, sent: int) -> tuple[list[int], int]:
 
 @pytest.mark.timeout(300)
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(size=st.integers(1, 16), policy=st.sampled_from(OVERFLOW_POLICIES), n=st.integers(0, 300),
-       work=st.sampled_from([0, 2000, 20000]), host=st.sampled_from([None, "own"]))
+@given(
+    size=st.integers(1, 16),
+    policy=st.sampled_from(OVERFLOW_POLICIES),
+    n=st.integers(0, 300),
+    work=st.sampled_from([0, 2000, 20000]),
+    host=st.sampled_from([None, "own"]),
+)
 def test_end_to_end_arrivals_are_sent_minus_drops(shared_node, size, policy, n, work, host) -> None:
     ref = shared_node.spawn(Keeper, work, mailbox=size, overflow=policy, host=host)
     try:

@@ -21,9 +21,8 @@ from typing import Any
 import pytest
 
 from actors import Node
-from actors._core.wire.codec import FrameError, decode_frame
 from actors._core.runtime.runtime import K_BATCH, K_CAST, K_EXIT, K_INFO, K_LINK, K_MONITOR, K_REPLY
-
+from actors._core.wire.codec import FrameError, decode_frame
 from tests.kernel.order_actors import Burst, Receiver
 
 pytestmark = pytest.mark.timeout(60)
@@ -55,8 +54,9 @@ def _spy_arrivals(node: Node, monkeypatch: pytest.MonkeyPatch, src_proc: str) ->
 
 
 @pytest.mark.parametrize("what", ["exit", "link", "monitor", "reply"])
-def test_casts_then_another_kind_arrive_in_the_order_sent(node: Node, monkeypatch: pytest.MonkeyPatch,
-                                                        what: str) -> None:
+def test_casts_then_another_kind_arrive_in_the_order_sent(
+    node: Node, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
     q: "queue.Queue[Any]" = queue.Queue()
     receiver = node.spawn(Receiver, q)
     sender = node.spawn(Burst, host="own")

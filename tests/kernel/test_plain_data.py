@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from actors import GenServer
-from actors.plain import PlainData
 from actors._core.wire.codec import decode_frame, encode_frame
+from actors.plain import PlainData
 
 pytestmark = pytest.mark.timeout(60)
 

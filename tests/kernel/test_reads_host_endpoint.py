@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from actors._core.wire import system as sysop
 from actors.ioq.server1 import Ioq1Server
 from actors.ioq.server2 import Ioq2Server
-from actors._core.wire import system as sysop
 from tests.kernel.probes import Echo
 
 pytestmark = pytest.mark.timeout(60)

@@ -118,8 +118,9 @@ def _wait_dead(pid: int, timeout: float = 10.0) -> bool:
 
 def test_sigkill_of_host_program_leaves_nothing_behind(tmp_path):
     script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent(
-        """
+    script.write_text(
+        textwrap.dedent(
+            """
         import sys, os
         from actors import Node
         from tests.kernel.probes import Echo
@@ -128,10 +129,17 @@ def test_sigkill_of_host_program_leaves_nothing_behind(tmp_path):
         print(node.rundir, node._pool.zygote.pid, *[r.os_pid for r in refs], flush=True)
         sys.stdin.read()
         """
-    ))
+        )
+    )
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env, cwd=os.getcwd())
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=os.getcwd(),
+    )
     line = proc.stdout.readline().split()
     rundir, pids = line[0], [int(p) for p in line[1:]]
     assert os.path.isdir(rundir)

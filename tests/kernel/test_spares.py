@@ -28,15 +28,19 @@ class Where(GenServer):
             tasks = os.listdir("/proc/self/task")
             return {tid: sorted(os.sched_getaffinity(int(tid))) for tid in tasks}
         if request == "priority":  # (policy, nice) of every thread of the host process
-            return {(os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
-                    for tid in os.listdir("/proc/self/task")}
+            return {
+                (os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
+                for tid in os.listdir("/proc/self/task")
+            }
         return os.getpid()
 
 
 def _priorities(pid: int) -> set[tuple[int, int]]:
     """(policy, nice) of every thread of process ``pid``, read from outside."""
-    return {(os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
-            for tid in os.listdir(f"/proc/{pid}/task")}
+    return {
+        (os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
+        for tid in os.listdir(f"/proc/{pid}/task")
+    }
 
 
 def _normal() -> set[tuple[int, int]]:
@@ -48,16 +52,18 @@ def _spare_up(node: Node, timeout: float = 45.0) -> Any:
     SCHED_IDLE: on a machine kept busy by other work they may wait long for
     the CPU, hence the long bound (the test's own timeout is 60 s)."""
     with node._pool.changed:
-        assert node._pool.changed.wait_for(
-            lambda: any(h.state == "up" for h in node._pool.spares), timeout=timeout), "no spare came up"
+        assert node._pool.changed.wait_for(lambda: any(h.state == "up" for h in node._pool.spares), timeout=timeout), (
+            "no spare came up"
+        )
         return next(h for h in node._pool.spares if h.state == "up")
 
 
 def _taken(node: Node, proc: str, timeout: float = 20.0) -> None:
     """Until ``proc`` is no longer a spare but a placed host."""
     with node._pool.changed:
-        assert node._pool.changed.wait_for(
-            lambda: any(h["proc"] == proc for h in node.hosts()), timeout=timeout), f"{proc} never placed"
+        assert node._pool.changed.wait_for(lambda: any(h["proc"] == proc for h in node.hosts()), timeout=timeout), (
+            f"{proc} never placed"
+        )
 
 
 def test_first_actor_on_a_spare_runs_on_its_warm_thread_with_the_placement_cpus(node):
@@ -144,7 +150,8 @@ def test_placements_faster_than_a_spare_boots_make_the_node_keep_two(node):
     assert outcome and outcome[0].call("pid") == outcome[0].os_pid
     with node._pool.changed:
         assert node._pool.changed.wait_for(
-            lambda: sum(h.state == "up" for h in node._pool.spares) == 2, timeout=20.0), "the pool never held two"
+            lambda: sum(h.state == "up" for h in node._pool.spares) == 2, timeout=20.0
+        ), "the pool never held two"
 
 
 def test_a_spare_boots_at_idle_priority_and_its_placed_actor_runs_at_the_normal_one(node):
@@ -172,7 +179,8 @@ def test_a_spare_taken_while_it_boots_gets_the_normal_priority_once_up(node):
         assert node.spawn(Where, host="own").os_pid == first.pid
         with node._pool.changed:
             assert node._pool.changed.wait_for(
-                lambda: any(h.state == "starting" for h in node._pool.spares), timeout=20.0), "no spare asked for"
+                lambda: any(h.state == "starting" for h in node._pool.spares), timeout=20.0
+            ), "no spare asked for"
             booting = next(h for h in node._pool.spares if h.state == "starting")
         outcome: list[Any] = []
         spawner = threading.Thread(target=lambda: outcome.append(node.spawn(Where, host="own")))

@@ -6,8 +6,8 @@ import queue
 
 import pytest
 
-from actors._core.wire.ref import ActorRef
 from actors._core.cell.spawn import record_child_link
+from actors._core.wire.ref import ActorRef
 from tests.kernel.probes import Probe
 
 pytestmark = pytest.mark.timeout(30)

@@ -25,7 +25,11 @@ def test_update_many_matches_one_update_per_value_through_reservoir_wrap(monkeyp
                 one.update(value)
             many.update_many(values)
         assert (many.count, many.minimum, many.maximum, many.samples) == (
-            one.count, one.minimum, one.maximum, one.samples)
+            one.count,
+            one.minimum,
+            one.maximum,
+            one.samples,
+        )
         assert many.total == pytest.approx(one.total)
 
 

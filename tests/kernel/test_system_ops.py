@@ -47,9 +47,11 @@ def test_each_name_is_one_operation():
 def _sys_calls_with_a_string_op(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in {"sys_request", "sys_request_then", "sys_send", "register_sys",
-                                       "register_sys_later"}):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"sys_request", "sys_request_then", "sys_send", "register_sys", "register_sys_later"}
+        ):
             args = node.args[1:2] if node.func.attr.startswith("sys_") else node.args[:1]
             if any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
@@ -83,8 +85,12 @@ def test_a_handler_gets_the_record_and_its_return_is_the_answer(rt):
 
 
 def test_an_unknown_operation_and_wrong_arguments_are_answered_as_failures(rt):
-    rt.handle_frames([encode_frame(K_SYS, None, None, 1, "h2", ("no_such_op", ())),
-                      encode_frame(K_SYS, None, None, 2, "h2", ("alive", ("a", "b", "c")))])
+    rt.handle_frames(
+        [
+            encode_frame(K_SYS, None, None, 1, "h2", ("no_such_op", ())),
+            encode_frame(K_SYS, None, None, 2, "h2", ("alive", ("a", "b", "c"))),
+        ]
+    )
     unknown, wrong = _answers(rt)
     assert (unknown[0], unknown[3], list(unknown[5])) == (K_REPLY_EXIT, 1, ["unknown_system_request", "no_such_op"])
     assert (wrong[0], wrong[3], wrong[5][0]) == (K_REPLY_EXIT, 2, "error")

@@ -14,8 +14,11 @@ def scrape(url: str, timeout: float = 20.0) -> dict[tuple[str, tuple[tuple[str, 
         assert resp.status == 200
         assert resp.headers["Content-Type"].startswith("text/plain")
         text = resp.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def value(samples: dict, name: str, **labels: str) -> float:

@@ -10,38 +10,64 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-import actors.replicator.scheduler_state as scheduler_state
 import actors.app.workload.jobs as workload_jobs
-from actors.couch_jobs.metrics import STATS_DESCRIPTIONS as COUCH_JOBS
-from actors.smoosh.metrics import STATS_DESCRIPTIONS as SMOOSH
-from actors._core.runtime.meter import CALL_BOUNDS
-from actors.ioq.ioq_stats import STATS_DESCRIPTIONS
+import actors.replicator.scheduler_state as scheduler_state
 from actors._core.metrics.families import Scrape, families
 from actors._core.metrics.names import map_name
+from actors._core.runtime.meter import CALL_BOUNDS
+from actors.couch_jobs.metrics import STATS_DESCRIPTIONS as COUCH_JOBS
+from actors.ioq.ioq_stats import STATS_DESCRIPTIONS
+from actors.smoosh.metrics import STATS_DESCRIPTIONS as SMOOSH
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "metrics.md").read_text()
 DASHBOARD = ROOT / "docs" / "grafana" / "otpy.json"
 #: What the kernel records under ``actors.`` names (each exposed as ``otpy_...``).
-KERNEL_RECORDED = ("actors.transport.dropped_frames", "actors.transport.send_dropped", "actors.transport.lent_frames",
-                   "actors.transport.endpoint_takeovers", "actors.transport.endpoint_returns",
-                   "actors.net.dropped_frames", "actors.mailbox.dropped", "actors.mailbox.block_timeouts")
+KERNEL_RECORDED = (
+    "actors.transport.dropped_frames",
+    "actors.transport.send_dropped",
+    "actors.transport.lent_frames",
+    "actors.transport.endpoint_takeovers",
+    "actors.transport.endpoint_returns",
+    "actors.net.dropped_frames",
+    "actors.mailbox.dropped",
+    "actors.mailbox.block_timeouts",
+)
 #: What the replicator scheduler records (the seed's names); checked against its source below.
-REPLICATOR = {**{f"couch_replicator.jobs.{k}": "counter" for k in ("adds", "removes", "starts", "stops", "crashes")},
-              **{f"couch_replicator.jobs.{k}": "gauge" for k in ("total", "running", "pending", "crashed",
-                                                                 "avg_running", "avg_pending", "avg_crashed")}}
+REPLICATOR = {
+    **{f"couch_replicator.jobs.{k}": "counter" for k in ("adds", "removes", "starts", "stops", "crashes")},
+    **{
+        f"couch_replicator.jobs.{k}": "gauge"
+        for k in ("total", "running", "pending", "crashed", "avg_running", "avg_pending", "avg_crashed")
+    },
+}
 DEMO = {"demo.jobs.finished": "counter", "demo.jobs.halted": "counter"}
 
 
 def _full_scrape() -> Scrape:
     """A scrape with every family of the runtime holding at least one series."""
     buckets = [1] * (len(CALL_BOUNDS) + 1)
-    snap = {"counters": {name: 1 for name in KERNEL_RECORDED} | {"supervision.escalations.top": 1},
-            "gauges": {}, "histograms": {},
-            "labelled": {"supervision.child_restarts": [["top", "w", 1]]},
-            "actors": {"call_bounds": list(CALL_BOUNDS), "exits": {"W": {"crash": 1}},
-                       "classes": {"W": {"actors": 1, "mailbox": 0, "handled": 1, "calls": 1, "casts": 1,
-                                         "call_seconds": 0.1, "call_buckets": buckets}}}}
+    snap = {
+        "counters": {name: 1 for name in KERNEL_RECORDED} | {"supervision.escalations.top": 1},
+        "gauges": {},
+        "histograms": {},
+        "labelled": {"supervision.child_restarts": [["top", "w", 1]]},
+        "actors": {
+            "call_bounds": list(CALL_BOUNDS),
+            "exits": {"W": {"crash": 1}},
+            "classes": {
+                "W": {
+                    "actors": 1,
+                    "mailbox": 0,
+                    "handled": 1,
+                    "calls": 1,
+                    "casts": 1,
+                    "call_seconds": 0.1,
+                    "call_buckets": buckets,
+                }
+            },
+        },
+    }
     return Scrape(processes=[snap], hosts=[{"state": "up"}], nodes=["n2"], net={})
 
 
@@ -54,11 +80,13 @@ def _sample_names(scrape: Scrape) -> set[str]:
 
 def _service_names() -> dict[str, str]:
     """Exported name -> Prometheus type, for every name the services record."""
-    recorded = {name: {"histogram": "summary"}.get(kind, kind)
-                for name, kind, _ in (*STATS_DESCRIPTIONS, *SMOOSH, *COUCH_JOBS)}
+    recorded = {
+        name: {"histogram": "summary"}.get(kind, kind) for name, kind, _ in (*STATS_DESCRIPTIONS, *SMOOSH, *COUCH_JOBS)
+    }
     recorded |= REPLICATOR | DEMO
-    return {map_name(name, kind).name + ("_total" if kind == "counter" else ""): kind
-            for name, kind in recorded.items()}
+    return {
+        map_name(name, kind).name + ("_total" if kind == "counter" else ""): kind for name, kind in recorded.items()
+    }
 
 
 def _exported() -> set[str]:
@@ -75,8 +103,9 @@ def test_the_recorded_names_listed_here_are_the_services_own() -> None:
     for name in (*REPLICATOR, *DEMO):
         stem = name.rsplit(".", 1)[0]
         leaf = name.rsplit(".", 1)[1]
-        assert f'"{name}"' in source or (f'f"{stem}.' in source and leaf.split("_")[-1] in
-                                         ("running", "pending", "crashed")), name
+        assert f'"{name}"' in source or (
+            f'f"{stem}.' in source and leaf.split("_")[-1] in ("running", "pending", "crashed")
+        ), name
 
 
 def test_docs_list_every_metric() -> None:
@@ -122,5 +151,10 @@ def test_every_metric_the_dashboard_queries_is_exported() -> None:
     unknown = queried - exported
     assert not unknown, f"the dashboard queries metrics the node does not export: {sorted(unknown)}"
     # and it draws the main job's essentials
-    assert {"otpy_supervisor_restarts_total", "otpy_actor_calls_total", "otpy_actor_exits_total",
-            "otpy_actor_call_duration_seconds_bucket", "couch_replicator_jobs_running"} <= queried
+    assert {
+        "otpy_supervisor_restarts_total",
+        "otpy_actor_calls_total",
+        "otpy_actor_exits_total",
+        "otpy_actor_call_duration_seconds_bucket",
+        "couch_replicator_jobs_running",
+    } <= queried

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from actors import Node
-from actors.config import ConfigError
 from actors.app.nodecmd import parse_ready
+from actors.config import ConfigError
 from supervision import ChildSpec, SupFlags, start_supervisor, which_children
 from tests.metrics.scraping import scrape, scrape_answered, value
 from tests.metrics.workers import Worker
@@ -33,8 +33,13 @@ def test_metrics_come_from_every_host_process_and_restarts_rise() -> None:
         assert host == "127.0.0.1" and port > 0
         url = node.metrics_server.url
         assert url == f"http://127.0.0.1:{port}/metrics"
-        sup = start_supervisor(node, SupFlags(intensity=10, period=10),
-                               [ChildSpec("worker", (Worker, ()), host="mw")], name="metrics_top", host="ms")
+        sup = start_supervisor(
+            node,
+            SupFlags(intensity=10, period=10),
+            [ChildSpec("worker", (Worker, ()), host="mw")],
+            name="metrics_top",
+            host="ms",
+        )
         child = _child(sup)
         for i in range(3):
             assert node.call(child, i, timeout=30) == i
@@ -109,9 +114,15 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.mark.timeout(150)
 def test_otpy_node_metrics_serves_the_whole_application(tmp_path: Path) -> None:
-    proc = subprocess.Popen([*CLI, "node", "--name", "m1", "--metrics", "0", "--state-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "node", "--name", "m1", "--metrics", "0", "--state-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     try:
         assert proc.stdout is not None
         assert parse_ready(proc.stdout.readline()) is not None  # the ready line stays the first
@@ -125,17 +136,29 @@ def test_otpy_node_metrics_serves_the_whole_application(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(150)
 def test_demo_metrics_prints_its_url_and_serves_the_workload(tmp_path: Path) -> None:
-    proc = subprocess.Popen([*CLI, "demo", "--short", "--no-live", "--seed", "3", "--metrics", "0",
-                             "--state-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "demo", "--short", "--no-live", "--seed", "3", "--metrics", "0", "--state-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     try:
         url = _metrics_line(proc)
         assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
         # the services' seed names, counted in the host processes they run in
-        samples = poll_until(lambda: (s := scrape(url)) and value(s, "couchdb_io_queue2_queued_total") > 0
-                             and ("couch_replicator_jobs_running", ()) in s and s,
-                             "IOQ and replicator numbers from the demo's workload", seconds=60)
+        samples = poll_until(
+            lambda: (
+                (s := scrape(url))
+                and value(s, "couchdb_io_queue2_queued_total") > 0
+                and ("couch_replicator_jobs_running", ()) in s
+                and s
+            ),
+            "IOQ and replicator numbers from the demo's workload",
+            seconds=60,
+        )
         assert value(samples, "otpy_actor_calls_total", **{"class": "Ioq2Server"}) > 0
         assert value(samples, "otpy_actors", **{"class": "WorkloadSup"}) == 1
     finally:
@@ -190,10 +213,28 @@ def test_a_host_that_ends_keeps_its_counts_in_the_totals() -> None:
 
 @pytest.mark.timeout(300)
 def test_demo_on_nodes_serves_every_nodes_metrics(tmp_path: Path) -> None:
-    proc = subprocess.Popen([*CLI, "demo", "--nodes", "2", "--short", "--no-live", "--seed", "4", "--metrics", "0",
-                             "--state-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "demo",
+            "--nodes",
+            "2",
+            "--short",
+            "--no-live",
+            "--seed",
+            "4",
+            "--metrics",
+            "0",
+            "--state-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     try:
         controller = _metrics_line(proc)
         assert proc.stdout is not None

@@ -7,26 +7,29 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from actors import Crash
-from actors.app import configcheck
-from actors._core.runtime.meter import CALL_BOUNDS, Meter, Meters, exit_kind
-from actors.config import Config
 from actors._core.metrics.families import Scrape, families, merge, retire
 from actors._core.metrics.names import map_name, safe_label, safe_name
+from actors._core.runtime.meter import CALL_BOUNDS, Meter, Meters, exit_kind
+from actors.app import configcheck
+from actors.config import Config
 from actors.stats import Stats, merge_snapshots
 
 
-@pytest.mark.parametrize("dotted, kind, expected", [
-    ("couchdb.io_queue2.queued", "counter", "couchdb_io_queue2_queued"),
-    ("couchdb.io_queue2.reads.count", "counter", "couchdb_io_queue2_reads_count"),
-    ("couch_replicator.jobs.running", "gauge", "couch_replicator_jobs_running"),
-    ("couch_replicator.jobs.avg_running", "gauge", "couch_replicator_jobs_avg_running_seconds"),
-    ("couchdb.io_queue2.svctm", "summary", "couchdb_io_queue2_svctm_seconds"),
-    ("actors.transport.dropped_frames", "counter", "otpy_transport_dropped_frames"),
-    ("demo.jobs.finished", "counter", "demo_jobs_finished"),
-    ("weird name-with/chars..x", "gauge", "weird_name_with_chars_x"),
-    ("9lives", "gauge", "_9lives"),
-    ("some.total", "counter", "some_total_count"),
-])
+@pytest.mark.parametrize(
+    "dotted, kind, expected",
+    [
+        ("couchdb.io_queue2.queued", "counter", "couchdb_io_queue2_queued"),
+        ("couchdb.io_queue2.reads.count", "counter", "couchdb_io_queue2_reads_count"),
+        ("couch_replicator.jobs.running", "gauge", "couch_replicator_jobs_running"),
+        ("couch_replicator.jobs.avg_running", "gauge", "couch_replicator_jobs_avg_running_seconds"),
+        ("couchdb.io_queue2.svctm", "summary", "couchdb_io_queue2_svctm_seconds"),
+        ("actors.transport.dropped_frames", "counter", "otpy_transport_dropped_frames"),
+        ("demo.jobs.finished", "counter", "demo_jobs_finished"),
+        ("weird name-with/chars..x", "gauge", "weird_name_with_chars_x"),
+        ("9lives", "gauge", "_9lives"),
+        ("some.total", "counter", "some_total_count"),
+    ],
+)
 def test_map_name(dotted: str, kind: str, expected: str) -> None:
     assert map_name(dotted, kind).name == expected
 
@@ -46,9 +49,20 @@ def test_safe_name_and_label() -> None:
 
 
 def test_exit_kinds() -> None:
-    assert [exit_kind(r) for r in ("normal", "shutdown", ("shutdown", "x"), "killed", "noproc",
-                                   "noconnection", Crash("ValueError", "boom"), "whatever", 42)] == \
-        ["normal", "shutdown", "shutdown", "killed", "noproc", "noconnection", "crash", "other", "other"]
+    assert [
+        exit_kind(r)
+        for r in (
+            "normal",
+            "shutdown",
+            ("shutdown", "x"),
+            "killed",
+            "noproc",
+            "noconnection",
+            Crash("ValueError", "boom"),
+            "whatever",
+            42,
+        )
+    ] == ["normal", "shutdown", "shutdown", "killed", "noproc", "noconnection", "crash", "other", "other"]
 
 
 class _Server:
@@ -84,14 +98,29 @@ def _process(calls: int, restarts: int, gauge: float, ioq_n: int) -> dict:
     buckets = [0] * (len(CALL_BOUNDS) + 1)
     buckets[3] = calls
     return {
-        "counters": {"couchdb.io_queue2.queued": 10, "supervision.restarts.top": restarts,
-                     "supervision.escalations.top": 1},
+        "counters": {
+            "couchdb.io_queue2.queued": 10,
+            "supervision.restarts.top": restarts,
+            "supervision.escalations.top": 1,
+        },
         "gauges": {"couch_replicator.jobs.running": gauge},
         "histograms": {"couchdb.io_queue2.svctm": {"n": ioq_n, "sum": 2.0 * ioq_n, "p50": 2.0, "p99": 3.0}},
         "labelled": {"supervision.child_restarts": [["top", "worker", restarts]]},
-        "actors": {"call_bounds": list(CALL_BOUNDS), "exits": {"Worker": {"crash": 1}},
-                   "classes": {"Worker": {"actors": 1, "mailbox": 2, "handled": calls, "calls": calls, "casts": 1,
-                                          "call_seconds": 0.001 * calls, "call_buckets": buckets}}},
+        "actors": {
+            "call_bounds": list(CALL_BOUNDS),
+            "exits": {"Worker": {"crash": 1}},
+            "classes": {
+                "Worker": {
+                    "actors": 1,
+                    "mailbox": 2,
+                    "handled": calls,
+                    "calls": calls,
+                    "casts": 1,
+                    "call_seconds": 0.001 * calls,
+                    "call_buckets": buckets,
+                }
+            },
+        },
     }
 
 
@@ -101,15 +130,21 @@ def _exposed(scrape: Scrape) -> dict[str, dict]:
     text = generate_latest(registry).decode()
     out: dict[str, dict] = {}
     for family in text_string_to_metric_families(text):
-        out[family.name] = {"type": family.type,
-                            "samples": {(s.name, tuple(sorted(s.labels.items()))): s.value for s in family.samples}}
+        out[family.name] = {
+            "type": family.type,
+            "samples": {(s.name, tuple(sorted(s.labels.items()))): s.value for s in family.samples},
+        }
     return out
 
 
 def test_exposition_sums_every_process_and_follows_the_conventions() -> None:
-    scrape = Scrape(processes=[_process(3, 2, 1.0, 4), _process(5, 1, 2.0, 6)],
-                    hosts=[{"state": "up"}, {"state": "up"}, {"state": "dead"}], nodes=["n2", "n3"],
-                    net={"ticks_out": 7, "ticks_in": 9}, unanswered=1)
+    scrape = Scrape(
+        processes=[_process(3, 2, 1.0, 4), _process(5, 1, 2.0, 6)],
+        hosts=[{"state": "up"}, {"state": "up"}, {"state": "dead"}],
+        nodes=["n2", "n3"],
+        net={"ticks_out": 7, "ticks_in": 9},
+        unanswered=1,
+    )
     got = _exposed(scrape)
     calls = got["otpy_actor_calls"]
     assert calls["type"] == "counter"
@@ -119,15 +154,20 @@ def test_exposition_sums_every_process_and_follows_the_conventions() -> None:
     assert hist["samples"][("otpy_actor_call_duration_seconds_count", (("class", "Worker"),))] == 8
     le = repr(CALL_BOUNDS[3])
     assert hist["samples"][("otpy_actor_call_duration_seconds_bucket", (("class", "Worker"), ("le", le)))] == 8
-    assert hist["samples"][("otpy_actor_call_duration_seconds_bucket",
-                            (("class", "Worker"), ("le", repr(CALL_BOUNDS[2]))))] == 0
+    assert (
+        hist["samples"][
+            ("otpy_actor_call_duration_seconds_bucket", (("class", "Worker"), ("le", repr(CALL_BOUNDS[2]))))
+        ]
+        == 0
+    )
     assert got["otpy_actor_mailbox_messages"]["samples"][("otpy_actor_mailbox_messages", (("class", "Worker"),))] == 4
     exits = got["otpy_actor_exits"]["samples"]
     assert exits[("otpy_actor_exits_total", (("class", "Worker"), ("reason", "crash")))] == 2
     restarts = got["otpy_supervisor_restarts"]["samples"]
     assert restarts == {("otpy_supervisor_restarts_total", (("child", "worker"), ("supervisor", "top"))): 3}
-    assert got["otpy_supervisor_shutdowns"]["samples"][("otpy_supervisor_shutdowns_total",
-                                                         (("supervisor", "top"),))] == 2
+    assert (
+        got["otpy_supervisor_shutdowns"]["samples"][("otpy_supervisor_shutdowns_total", (("supervisor", "top"),))] == 2
+    )
     assert got["otpy_hosts"]["samples"][("otpy_hosts", (("state", "up"),))] == 2
     assert got["otpy_nodes_up"]["samples"][("otpy_nodes_up", ())] == 2
     assert got["otpy_processes_unanswered"]["samples"][("otpy_processes_unanswered", ())] == 1

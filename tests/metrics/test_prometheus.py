@@ -29,8 +29,9 @@ from tests.polling import poll_until
 
 pytestmark = pytest.mark.integration
 
-PROMETHEUS = shutil.which("prometheus") or ("/usr/bin/prometheus" if os.access("/usr/bin/prometheus", os.X_OK)
-                                             else None)
+PROMETHEUS = shutil.which("prometheus") or (
+    "/usr/bin/prometheus" if os.access("/usr/bin/prometheus", os.X_OK) else None
+)
 WAIT = 60.0  # seconds for Prometheus to come up and for a scrape to show a change (a loaded CI machine)
 
 
@@ -55,17 +56,27 @@ class _Prometheus:
         config.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
             "scrape_configs:\n  - job_name: otpy\n    static_configs:\n"
-            f"      - targets: ['{target[0]}:{target[1]}']\n")
+            f"      - targets: ['{target[0]}:{target[1]}']\n"
+        )
         self.log = open(tmp / "prometheus.log", "w")
         self.proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def _alive_or_fail(self) -> None:
         if self.proc.poll() is not None:
-            raise AssertionError(f"prometheus exited with {self.proc.returncode}: "
-                                 f"{Path(self.log.name).read_text()[-2000:]}")
+            raise AssertionError(
+                f"prometheus exited with {self.proc.returncode}: {Path(self.log.name).read_text()[-2000:]}"
+            )
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         self._alive_or_fail()
@@ -105,12 +116,14 @@ class _Prometheus:
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.skipif(PROMETHEUS is None, reason="needs the prometheus binary: apt-get install prometheus "
-                                               "(.ci/run installs it)")
+@pytest.mark.skipif(
+    PROMETHEUS is None, reason="needs the prometheus binary: apt-get install prometheus (.ci/run installs it)"
+)
 def test_prometheus_sees_supervisor_restarts_rise(tmp_path: Path) -> None:
     with Node(metrics=0) as node:
-        sup = start_supervisor(node, SupFlags(intensity=10, period=10),
-                               [ChildSpec("worker", (Worker, ()), host="pw")], name="prom_top")
+        sup = start_supervisor(
+            node, SupFlags(intensity=10, period=10), [ChildSpec("worker", (Worker, ()), host="pw")], name="prom_top"
+        )
         prom = _Prometheus(tmp_path, node.metrics_address)
         try:
             restarts = 'otpy_supervisor_restarts_total{job="otpy",supervisor="prom_top",child="worker"}'

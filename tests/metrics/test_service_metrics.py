@@ -16,12 +16,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from actors import Node
+from actors._core.metrics.families import Scrape, families, retire
 from actors.couch_jobs import metrics as jobs_metrics
 from actors.smoosh import SQLiteAdapter, handle_db_event, start_smoosh
 from actors.smoosh import metrics as smoosh_metrics
 from actors.stats import Stats, merge_snapshots
-from actors._core.metrics.families import Scrape, families, retire
-
 from tests.couch_jobs.actor_fixtures import start_tree
 from tests.kernel.mailbox_actors import Gate, Held
 from tests.metrics.scraping import scrape, value
@@ -34,8 +33,11 @@ def _text(scrape_: Scrape) -> dict[tuple[str, tuple[tuple[str, str], ...]], floa
     registry = CollectorRegistry()
     registry.register(type("C", (), {"collect": lambda self: families(scrape_)})())
     text = generate_latest(registry).decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
 
 
 # -- plain data ----------------------------------------------------------------------------------
@@ -59,8 +61,9 @@ def test_services_labelled_series_are_exported_with_their_label_names() -> None:
     stats = Stats()
     jobs_metrics.count(stats, "accept", "db_compaction", 2)
     jobs_metrics.count(stats, "accept", ("t1", 1024))
-    smoosh_metrics.publish_status(stats, "ratio_dbs", {"active": 1, "starting": 0,
-                                                       "waiting": {"size": 2, "min": 1.5, "max": 7.0}})
+    smoosh_metrics.publish_status(
+        stats, "ratio_dbs", {"active": 1, "starting": 0, "waiting": {"size": 2, "min": 1.5, "max": 7.0}}
+    )
     smoosh_metrics.count(stats, "started", "ratio_dbs")
     stats.increment_labelled("myapp.orders", ("eu", "web"))  # no label names given: label1, label2
     samples = _text(Scrape(processes=[stats.snapshot()]))
@@ -93,9 +96,24 @@ def test_an_ended_process_keeps_its_labelled_counts_but_not_its_gauges() -> None
 
 def test_per_class_mailbox_drops_add_up_across_processes() -> None:
     def proc(dropped: int) -> dict:
-        return {"actors": {"call_bounds": [], "exits": {}, "classes": {
-            "Held": {"actors": 1, "mailbox": 0, "handled": 0, "calls": 0, "casts": 0, "call_seconds": 0.0,
-                     "call_buckets": [0], "dropped": dropped}}}}
+        return {
+            "actors": {
+                "call_bounds": [],
+                "exits": {},
+                "classes": {
+                    "Held": {
+                        "actors": 1,
+                        "mailbox": 0,
+                        "handled": 0,
+                        "calls": 0,
+                        "casts": 0,
+                        "call_seconds": 0.0,
+                        "call_buckets": [0],
+                        "dropped": dropped,
+                    }
+                },
+            }
+        }
 
     samples = _text(Scrape(processes=[proc(2), proc(3)]))
     assert value(samples, "otpy_actor_mailbox_dropped_total", **{"class": "Held"}) == 5
@@ -142,12 +160,15 @@ def test_couch_jobs_counts_its_calls_and_its_jobs_per_type(tmp_path: Path) -> No
             samples = scrape(url)
             for call, n in (("add", 2), ("accept", 1), ("finish", 1)):
                 got = value(samples, f"couch_jobs_{call}_total", type=label) - value(
-                    before, f"couch_jobs_{call}_total", type=label)
+                    before, f"couch_jobs_{call}_total", type=label
+                )
                 assert got == n, (call, got)
             # the type's activity monitor reads the counts at its next check (every type timeout)
             samples = poll_until(
                 lambda: (s := scrape(url)) and value(s, "couch_jobs_jobs_pending", type=label) == 1 and s,
-                "the activity monitor's pending count", seconds=30)
+                "the activity monitor's pending count",
+                seconds=30,
+            )
             assert value(samples, "couch_jobs_jobs_running", type=label) == 0
         finally:
             tree.close()
@@ -161,16 +182,23 @@ def test_smoosh_channels_status_and_compactions_are_on_the_endpoint(tmp_path: Pa
     with Node(metrics=0) as node:
         assert node.metrics_server is not None
         url = node.metrics_server.url
-        for section, key, val in (("smoosh", "state_dir", str(state)), ("smoosh", "staleness", "0"),
-                                  ("smoosh", "wait_secs", "0"), ("smoosh.ratio_dbs", "min_size", "1"),
-                                  ("smoosh.ratio_dbs", "min_priority", "1")):
+        for section, key, val in (
+            ("smoosh", "state_dir", str(state)),
+            ("smoosh", "staleness", "0"),
+            ("smoosh", "wait_secs", "0"),
+            ("smoosh.ratio_dbs", "min_size", "1"),
+            ("smoosh.ratio_dbs", "min_priority", "1"),
+        ):
             node.config.set(section, key, val)
         q: queue.Queue = queue.Queue()
         events = Events(q)
         adapter = SQLiteAdapter(str(data))
-        start_smoosh(node, adapter, overrides={"re_enqueue_delay": 0.3, "checkpoint_interval": 3600.0,
-                                               "check_window_interval": 3600.0},
-                     observer=node.spawn(Observer, q))
+        start_smoosh(
+            node,
+            adapter,
+            overrides={"re_enqueue_delay": 0.3, "checkpoint_interval": 3600.0, "check_window_interval": 3600.0},
+            observer=node.spawn(Observer, q),
+        )
         for _ in range(7):  # the seven default channels
             events.wait_for("channel_started", keep=lambda e: e[1] not in ("channel_up", "channel_started"))
         before = scrape(url)
@@ -185,6 +213,7 @@ def test_smoosh_channels_status_and_compactions_are_on_the_endpoint(tmp_path: Pa
         samples = scrape(url)
         for event, n in (("started", 1), ("finished", 1), ("failed", 0)):
             got = value(samples, f"smoosh_channel_{event}_total", channel="ratio_dbs") - value(
-                before, f"smoosh_channel_{event}_total", channel="ratio_dbs")
+                before, f"smoosh_channel_{event}_total", channel="ratio_dbs"
+            )
             assert got == n, (event, got)
         assert value(samples, "smoosh_channel_active", channel="ratio_dbs") == 0

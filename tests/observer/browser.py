@@ -10,8 +10,10 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-HOW_TO_GET = ("headless Chromium is missing: apt-get install chromium chromium-driver "
-              "(and pip install 'otpy-actors[test]' for selenium); .ci/run does both")
+HOW_TO_GET = (
+    "headless Chromium is missing: apt-get install chromium chromium-driver "
+    "(and pip install 'otpy-actors[test]' for selenium); .ci/run does both"
+)
 
 
 def _binaries() -> tuple[str | None, str | None]:
@@ -39,8 +41,14 @@ def chromium(width: int = 1600, height: int = 1000) -> Any:
     browser, driver = _binaries()
     opts = Options()
     opts.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={width},{height}", "--hide-scrollbars"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={width},{height}",
+        "--hide-scrollbars",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=driver), options=opts)

@@ -24,11 +24,16 @@ class Inner(Supervisor):
 
 def small_tree(node: Node) -> Any:
     """``obs_top`` (one_for_one): ``alpha`` here, ``beta`` in host ``obs_host``, ``inner`` (one_for_all: ``gamma``)."""
-    return start_supervisor(node, SupFlags("one_for_one", intensity=20, period=5), [
-        ChildSpec("alpha", (Worker, (None, "alpha"))),
-        ChildSpec("beta", (Worker, (None, "beta")), host="obs_host"),
-        ChildSpec("inner", (Inner, ()), type="supervisor"),
-    ], name="obs_top")
+    return start_supervisor(
+        node,
+        SupFlags("one_for_one", intensity=20, period=5),
+        [
+            ChildSpec("alpha", (Worker, (None, "alpha"))),
+            ChildSpec("beta", (Worker, (None, "beta")), host="obs_host"),
+            ChildSpec("inner", (Inner, ()), type="supervisor"),
+        ],
+        name="obs_top",
+    )
 
 
 @pytest.fixture

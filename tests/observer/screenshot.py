@@ -20,9 +20,26 @@ PANELS = ("ioq", "smoosh", "replicator", "couch_jobs")
 
 
 def main(out: str) -> None:
-    demo = subprocess.Popen([sys.executable, "-m", "actors", "demo", "--duration", "60", "--kill-rate", "0.5",
-                             "--no-live", "--seed", "3", "--observe", "0"],
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "actors",
+            "demo",
+            "--duration",
+            "60",
+            "--kill-rate",
+            "0.5",
+            "--no-live",
+            "--seed",
+            "3",
+            "--observe",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     driver = chromium(1600, 1000)
     try:
         url = ""
@@ -34,16 +51,22 @@ def main(out: str) -> None:
         assert url, "the demo printed no observer URL"
         driver.get(url)
         WebDriverWait(driver, 90, poll_frequency=0.5).until(
-            lambda d: all(d.find_elements("id", f"panel-{p}") for p in PANELS)
-            and int(d.find_element("id", "kpi-restarts").text or 0) >= 4
-            and int(d.execute_script("return document.body.dataset.updates || 0")) > 60)
+            lambda d: (
+                all(d.find_elements("id", f"panel-{p}") for p in PANELS)
+                and int(d.find_element("id", "kpi-restarts").text or 0) >= 4
+                and int(d.execute_script("return document.body.dataset.updates || 0")) > 60
+            )
+        )
         for _ in range(2):  # the second pass sees the page laid out at the first one's height
             height = driver.execute_script("return document.documentElement.scrollHeight")
-            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                   {"width": 1600, "height": height, "deviceScaleFactor": 1, "mobile": False})
+            driver.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": 1600, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            )
         seen = int(driver.execute_script("return document.body.dataset.updates"))
         WebDriverWait(driver, 10, poll_frequency=0.2).until(  # one more picture drawn at the full size
-            lambda d: int(d.execute_script("return document.body.dataset.updates")) > seen)
+            lambda d: int(d.execute_script("return document.body.dataset.updates")) > seen
+        )
         driver.save_screenshot(out)
     finally:
         driver.quit()

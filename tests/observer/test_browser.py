@@ -43,8 +43,10 @@ def _open(driver: Any, web: Any) -> None:
 
 def test_the_tree_appears_with_the_right_names(page: Any, observer: Any) -> None:
     _open(page, observer)
-    _wait(page, lambda d: [r.get_attribute("data-name") for r in d.find_elements("css selector", "#tree-body tr")][:5]
-          == NAMES)
+    _wait(
+        page,
+        lambda d: [r.get_attribute("data-name") for r in d.find_elements("css selector", "#tree-body tr")][:5] == NAMES,
+    )
     assert _cell(page, "obs_top", "c-kind") == "one_for_one"
     assert _cell(page, "obs_top/inner", "c-kind") == "one_for_all"
     assert _cell(page, "obs_top/beta", "c-restart") == "permanent"
@@ -66,8 +68,13 @@ def test_killing_a_worker_from_the_page_counts_its_restart_without_a_reload(page
     assert "alpha" in page.find_element("id", "confirm-text").text
     page.find_element("id", "confirm-ok").click()
     _wait(page, lambda d: _cell(d, "obs_top/alpha", "c-restarts") == "1")
-    _wait(page, lambda d: d.find_element("css selector", 'tr[data-key="obs_top/alpha"]').get_attribute("data-actor")
-          not in ("", old_actor))
+    _wait(
+        page,
+        lambda d: (
+            d.find_element("css selector", 'tr[data-key="obs_top/alpha"]').get_attribute("data-actor")
+            not in ("", old_actor)
+        ),
+    )
     assert _cell(page, "obs_top/alpha", "c-exit") == "killed"
     assert page.execute_script("return window.__notReloaded === true")
     _wait(page, lambda d: "alpha" in d.find_element("id", "log").text)

@@ -21,8 +21,10 @@ def test_couch_jobs_counts_come_from_the_store_read_only(store_url: str) -> None
         jobs.accept("resize")
         config = {"couch_jobs": {"store": store_url}}
         counts = view.counts(config)
-        assert counts == {'"resize"': {"pending": 2, "running": 1, "finished": 0},
-                          '["views",2]': {"pending": 1, "running": 0, "finished": 0}}
+        assert counts == {
+            '"resize"': {"pending": 2, "running": 1, "finished": 0},
+            '["views",2]': {"pending": 1, "running": 0, "finished": 0},
+        }
         jobs.add(None, "resize", "r9", {})
         assert view.counts(config)['"resize"']["pending"] == 3  # the same view, read again
         assert view.counts({"couch_jobs": {}}) is None
@@ -33,7 +35,8 @@ def test_couch_jobs_counts_come_from_the_store_read_only(store_url: str) -> None
 
 
 def test_the_store_is_found_as_the_node_processes_find_it() -> None:
-    assert store_location({"couch_jobs": {"store": "postgresql://x/db", "database_path": "/a.db"}}) \
-        == "postgresql://x/db"
+    assert (
+        store_location({"couch_jobs": {"store": "postgresql://x/db", "database_path": "/a.db"}}) == "postgresql://x/db"
+    )
     assert store_location({"couch_jobs": {"database_path": "/a.db"}}) == "/a.db"
     assert store_location({}) is None

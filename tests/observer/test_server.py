@@ -19,8 +19,8 @@ from actors import Node
 from actors.tools.observer import observe
 from actors.tools.observer.source import ref_of
 from tests.couch_jobs.conftest import store_url  # noqa: F401 (a fixture)
-from tests.pg import HOW_TO_GET
 from tests.observer.conftest import get, row, small_tree, snapshot, wait_picture
+from tests.pg import HOW_TO_GET
 
 pytestmark = pytest.mark.integration
 
@@ -29,9 +29,13 @@ pytestmark = pytest.mark.integration
 def observe_command(node: Node) -> Iterator[tuple[subprocess.Popen, str]]:
     """``python -m actors observe`` attached to ``node`` in its own process, and
     the token URL it printed; terminated when the block ends."""
-    proc = subprocess.Popen([sys.executable, "-m", "actors", "observe", node.rundir, "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "actors", "observe", node.rundir, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     try:
         url = ""
         for _ in range(5):  # a header line, then the URL
@@ -81,17 +85,26 @@ def test_the_picture_shows_the_tree_hosts_and_intensity(observer: Any) -> None:
 
 
 def _post(web: Any, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    status, raw = get(f"http://127.0.0.1:{web.port}{path}",
-                      {"Content-Type": "application/json", "X-Observer-Token": web.token}, json.dumps(body).encode())
+    status, raw = get(
+        f"http://127.0.0.1:{web.port}{path}",
+        {"Content-Type": "application/json", "X-Observer-Token": web.token},
+        json.dumps(body).encode(),
+    )
     return status, json.loads(raw)
 
 
 def test_kill_exit_and_sigkill_restart_the_children(observer: Any) -> None:
     alpha = row(observer.collector.latest, "obs_top/alpha")
     assert _post(observer, "/api/actor/kill", {"actor": alpha["actor"]}) == (
-        200, {"ok": True, "message": f"killed {alpha['actor']}"})
-    picture = wait_picture(observer, lambda p: (row(p, "obs_top/alpha") or {}).get("restarts") == 1
-                           and row(p, "obs_top/alpha").get("state") == "running")
+        200,
+        {"ok": True, "message": f"killed {alpha['actor']}"},
+    )
+    picture = wait_picture(
+        observer,
+        lambda p: (
+            (row(p, "obs_top/alpha") or {}).get("restarts") == 1 and row(p, "obs_top/alpha").get("state") == "running"
+        ),
+    )
     again = row(picture, "obs_top/alpha")
     assert again["actor"] != alpha["actor"] and again["last_exit"] == "killed"
     assert row(picture, "obs_top")["used"] >= 1
@@ -105,8 +118,12 @@ def test_kill_exit_and_sigkill_restart_the_children(observer: Any) -> None:
     host = next(h for h in observer.collector.latest["hosts"] if h["label"] == "obs_host")
     status, answer = _post(observer, "/api/host/sigkill", {"proc": host["proc"]})
     assert (status, answer) == (200, {"ok": True, "message": f"SIGKILL sent to pid {host['pid']}"})
-    picture = wait_picture(observer, lambda p: (row(p, "obs_top/beta") or {}).get("restarts") == 1
-                           and row(p, "obs_top/beta").get("state") == "running")
+    picture = wait_picture(
+        observer,
+        lambda p: (
+            (row(p, "obs_top/beta") or {}).get("restarts") == 1 and row(p, "obs_top/beta").get("state") == "running"
+        ),
+    )
     assert row(picture, "obs_top/beta")["pid"] != beta["pid"]
     assert any(r["child"] == "beta" and r["action"] == "restarting" for r in picture["log"])
 
@@ -131,17 +148,24 @@ def test_observe_command_attaches_to_a_running_node(tmp_path: Any) -> None:
             alpha = row(picture, "obs_top/alpha")
             old = next(a for a in node.actors() if a["id"] == alpha["actor"])
             monitor = node.monitor(ref_of(node.id, old))
-            status, raw = get(url.replace("/?token=", "/api/actor/kill?x="), {
-                "Content-Type": "application/json", "X-Observer-Token": url.split("token=")[1]},
-                json.dumps({"actor": alpha["actor"]}).encode())
+            status, raw = get(
+                url.replace("/?token=", "/api/actor/kill?x="),
+                {"Content-Type": "application/json", "X-Observer-Token": url.split("token=")[1]},
+                json.dumps({"actor": alpha["actor"]}).encode(),
+            )
             assert status == 200 and json.loads(raw)["ok"]
             assert monitor.wait(10)[1] == "killed"
         assert proc.returncode is not None
 
 
 def test_observe_command_refuses_a_directory_without_a_node(tmp_path: Any) -> None:
-    result = subprocess.run([sys.executable, "-m", "actors", "observe", str(tmp_path), "--port", "0"],
-                            capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    result = subprocess.run(
+        [sys.executable, "-m", "actors", "observe", str(tmp_path), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert result.returncode == 2 and "not the runtime directory" in result.stderr
 
 
@@ -162,10 +186,28 @@ def test_demo_observe_shows_every_service_panel(store: str, tmp_path: Any) -> No
     couch_jobs' counts come from its store whichever it is (a SQLite file, or PostgreSQL)."""
     if store == "postgres":
         pytest.importorskip("pgserver", reason=HOW_TO_GET)
-    proc = subprocess.Popen([sys.executable, "-m", "actors", "demo", "--short", "--no-live", "--seed", "2",
-                             "--observe", "0", "--store", store, "--state-dir", str(tmp_path / "state")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "actors",
+            "demo",
+            "--short",
+            "--no-live",
+            "--seed",
+            "2",
+            "--observe",
+            "0",
+            "--store",
+            store,
+            "--state-dir",
+            str(tmp_path / "state"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     try:
         url, seen = "", []
         for _ in range(20):
@@ -179,8 +221,12 @@ def test_demo_observe_shows_every_service_panel(store: str, tmp_path: Any) -> No
         picture: dict[str, Any] = {}
         for count, picture in enumerate(_events(url)):
             panels = picture["panels"]
-            if wanted <= set(panels) and all("error" not in panels[w] for w in wanted) \
-                    and panels["replicator"]["jobs"] and panels["smoosh"]["channels"]:
+            if (
+                wanted <= set(panels)
+                and all("error" not in panels[w] for w in wanted)
+                and panels["replicator"]["jobs"]
+                and panels["smoosh"]["channels"]
+            ):
                 break
             assert count < 200, f"panels never all up: {panels}"
         else:

@@ -73,13 +73,16 @@ class RecordingJob(ReplicationJob):
         conn = runs_db(log)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            self._first_run = conn.execute("SELECT COUNT(*) FROM runs WHERE job = ?",
-                                           (str(self.rep.id),)).fetchone()[0] == 0
-            for (pid,) in conn.execute("SELECT pid FROM runs WHERE job = ? AND ended IS NULL",
-                                       (str(self.rep.id),)).fetchall():
+            self._first_run = (
+                conn.execute("SELECT COUNT(*) FROM runs WHERE job = ?", (str(self.rep.id),)).fetchone()[0] == 0
+            )
+            for (pid,) in conn.execute(
+                "SELECT pid FROM runs WHERE job = ? AND ended IS NULL", (str(self.rep.id),)
+            ).fetchall():
                 if pid != os.getpid() and _alive(pid):
-                    conn.execute("INSERT INTO overlaps VALUES (?, ?, ?, ?)",
-                                 (str(self.rep.id), os.getpid(), pid, time.time()))
+                    conn.execute(
+                        "INSERT INTO overlaps VALUES (?, ?, ?, ?)", (str(self.rep.id), os.getpid(), pid, time.time())
+                    )
             conn.execute("UPDATE runs SET ended = -1 WHERE job = ? AND ended IS NULL", (str(self.rep.id),))
             conn.execute("INSERT INTO runs VALUES (?, ?, ?, NULL)", (str(self.rep.id), os.getpid(), time.time()))
             conn.execute("COMMIT")
@@ -92,8 +95,10 @@ class RecordingJob(ReplicationJob):
             return
         conn = runs_db(log)
         try:
-            conn.execute("UPDATE runs SET ended = ? WHERE job = ? AND pid = ? AND ended IS NULL",
-                         (time.time(), str(self.rep.id), os.getpid()))
+            conn.execute(
+                "UPDATE runs SET ended = ? WHERE job = ? AND pid = ? AND ended IS NULL",
+                (time.time(), str(self.rep.id), os.getpid()),
+            )
         finally:
             conn.close()
 

@@ -21,8 +21,10 @@ from actors.replicator import Rep, ReplicationJob
 AUDIT_ENV = "REPCLU_AUDIT"
 NODE_ENV = "REPCLU_NODE"
 
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, node TEXT NOT NULL,"
-           " job TEXT, seq INTEGER, t REAL NOT NULL)")
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, node TEXT NOT NULL,"
+    " job TEXT, seq INTEGER, t REAL NOT NULL)"
+)
 
 
 def create(path: str) -> None:
@@ -38,8 +40,9 @@ def create(path: str) -> None:
 def record(path: str, kind: str, node: str, job: str | None, seq: int | None) -> None:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
     try:
-        conn.execute("INSERT INTO events (kind, node, job, seq, t) VALUES (?, ?, ?, ?, ?)",
-                     (kind, node, job, seq, time.time()))
+        conn.execute(
+            "INSERT INTO events (kind, node, job, seq, t) VALUES (?, ?, ?, ?, ?)", (kind, node, job, seq, time.time())
+        )
     finally:
         conn.close()
 

@@ -23,7 +23,6 @@ import sys
 from actors import Node
 from actors._core.net.net import NetError
 from actors.replicator import ReplicationJob, cluster_status, start_replicator
-
 from tests.cluster.peer_loop import connect_command, say, serve
 from tests.replicator.cluster_kit import AUDIT_ENV, NODE_ENV, AuditedJob, NodesAudit
 
@@ -41,15 +40,24 @@ def main() -> int:
     parser.add_argument("--quiet", type=float, default=2.0)
     parser.add_argument("--start", type=float, default=0.5)
     parser.add_argument("--poll", type=float, default=0.2)
-    parser.add_argument("--no-connect-all", dest="connect_all", action="store_false",
-                        help="connect only where told to ([cluster] connect_all = false)")
+    parser.add_argument(
+        "--no-connect-all",
+        dest="connect_all",
+        action="store_false",
+        help="connect only where told to ([cluster] connect_all = false)",
+    )
     args = parser.parse_args()
     if args.audit:
         os.environ[AUDIT_ENV] = args.audit  # before the node forks its zygote: job hosts inherit them
     os.environ[NODE_ENV] = args.name
-    replicator = {"cluster": "true", "replicator_db": args.db, "doc_poll_interval": str(args.poll),
-                  "cluster_quiet_period": str(args.quiet), "cluster_start_period": str(args.start),
-                  "interval": "500"}
+    replicator = {
+        "cluster": "true",
+        "replicator_db": args.db,
+        "doc_poll_interval": str(args.poll),
+        "cluster_quiet_period": str(args.quiet),
+        "cluster_start_period": str(args.start),
+        "interval": "500",
+    }
     if args.store:
         replicator["store"] = args.db
     for key, value in (("lease_ttl", args.lease_ttl), ("backoff_interval", args.backoff)):
@@ -57,8 +65,13 @@ def main() -> int:
             replicator[key] = str(value)
     job_class = AuditedJob if args.audit else ReplicationJob
     job_host = None if args.job_host == "thread" else args.job_host
-    with Node({"replicator": replicator}, name=args.name, listen="tcp://127.0.0.1:0",
-              connect_all=args.connect_all, net_ticktime=args.ticktime) as node:
+    with Node(
+        {"replicator": replicator},
+        name=args.name,
+        listen="tcp://127.0.0.1:0",
+        connect_all=args.connect_all,
+        net_ticktime=args.ticktime,
+    ) as node:
         if args.audit:
             node.spawn(NodesAudit)
         say(f"ADDR {node.address}")
@@ -67,11 +80,13 @@ def main() -> int:
             start_replicator(node, job_class, job_host=job_host)
             say("STARTED")
 
-        serve({
-            "connect": connect_command(node.connect, 10.0, NetError),
-            "start": start,
-            "status": lambda words: say("STATUS " + json.dumps(cluster_status(node), default=str)),
-        })
+        serve(
+            {
+                "connect": connect_command(node.connect, 10.0, NetError),
+                "start": start,
+                "status": lambda words: say("STATUS " + json.dumps(cluster_status(node), default=str)),
+            }
+        )
     return 0
 
 

@@ -24,7 +24,6 @@ from actors.replicator.docs_model import DocStoreError
 from actors.replicator.lease import read_runs
 from actors.replicator.lease_policy import Run, overlapping_runs
 from actors.replicator.stores import open_db
-
 from tests.cluster.netkit import LineProcess
 from tests.replicator.pg_kit import latest_revs
 from tests.replicator.pg_proxy import PgProxy
@@ -44,9 +43,29 @@ class PgNode(LineProcess):
     def __init__(self, name: str, url: str, proxy: PgProxy) -> None:
         self.name = name
         self.proxy = proxy
-        super().__init__([sys.executable, PEER, "--name", name, "--db", url, "--store",
-                          "--quiet", str(QUIET), "--start", str(START), "--lease-ttl", str(TTL),
-                          "--ticktime", str(TICK), "--backoff", "0.5", "--job-host", "thread"])
+        super().__init__(
+            [
+                sys.executable,
+                PEER,
+                "--name",
+                name,
+                "--db",
+                url,
+                "--store",
+                "--quiet",
+                str(QUIET),
+                "--start",
+                str(START),
+                "--lease-ttl",
+                str(TTL),
+                "--ticktime",
+                str(TICK),
+                "--backoff",
+                "0.5",
+                "--job-host",
+                "thread",
+            ]
+        )
 
     def connect(self, other: "PgNode") -> None:
         self.command(f"connect {other.address}")
@@ -83,8 +102,9 @@ def assert_no_overlap(url: str) -> list[Run]:
     runs = read_runs(url)
     bad = overlapping_runs(runs)
     assert not bad, "a job ran on two nodes at once: " + "; ".join(
-        f"{x.job[:8]} {x.node}#{x.token} [{x.start:.2f},{x.end:.2f}) and {y.node}#{y.token} "
-        f"[{y.start:.2f},{y.end:.2f})" for x, y in bad)
+        f"{x.job[:8]} {x.node}#{x.token} [{x.start:.2f},{x.end:.2f}) and {y.node}#{y.token} [{y.start:.2f},{y.end:.2f})"
+        for x, y in bad
+    )
     return runs
 
 

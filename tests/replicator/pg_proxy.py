@@ -32,8 +32,7 @@ class PgProxy:
 
     def url(self, admin_url: str, database: str, schema: str) -> str:
         user = urlsplit(admin_url).username or "postgres"
-        return (f"postgresql://{quote(user)}@127.0.0.1:{self.port}/{database}"
-                f"?options=-c%20search_path%3D{schema}")
+        return f"postgresql://{quote(user)}@127.0.0.1:{self.port}/{database}?options=-c%20search_path%3D{schema}"
 
     def _drop(self, sock: socket.socket) -> None:
         other = self.peer.pop(sock, None)

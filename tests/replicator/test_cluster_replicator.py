@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 
 from actors import Node
-from actors.replicator import DocStore, put_replication, delete_replication
+from actors.replicator import DocStore, delete_replication, put_replication
 from actors.replicator.clustering import owner
 from actors.replicator.replication import LOCAL_PREFIX
-
 from tests.cluster.netkit import LineProcess
 from tests.replicator import cluster_kit
 
@@ -33,8 +32,23 @@ class ClusterNode(LineProcess):
 
     def __init__(self, name: str, db: str, audit: str, connect_all: bool = True) -> None:
         self.name = name
-        super().__init__([sys.executable, PEER, "--name", name, "--db", db, "--audit", audit,
-                          "--quiet", str(QUIET), "--start", str(START)] + ([] if connect_all else ["--no-connect-all"]))
+        super().__init__(
+            [
+                sys.executable,
+                PEER,
+                "--name",
+                name,
+                "--db",
+                db,
+                "--audit",
+                audit,
+                "--quiet",
+                str(QUIET),
+                "--start",
+                str(START),
+            ]
+            + ([] if connect_all else ["--no-connect-all"])
+        )
 
     def connect(self, other: "ClusterNode") -> None:
         self.command(f"connect {other.address}")
@@ -149,8 +163,16 @@ def test_jobs_spread_fail_over_from_checkpoints_and_move_back(cluster: Any, tmp_
     a, b, c = nodes
     reps = make_sources(tmp_path, 9, 30)
     for doc_id, source, target in reps:
-        put_replication(db, doc_id, source, target, continuous=True, create_target=True,
-                        checkpoint_interval=200, worker_batch_size=10)
+        put_replication(
+            db,
+            doc_id,
+            source,
+            target,
+            continuous=True,
+            create_target=True,
+            checkpoint_interval=200,
+            worker_batch_size=10,
+        )
     docs = a.status()
     wait_until("every node read the 9 documents", lambda: all(len(n.status()["docs"]) == 9 for n in nodes))
     job_of = {doc_id: job for doc_id, job in a.status()["docs"].items()}
@@ -164,8 +186,10 @@ def test_jobs_spread_fail_over_from_checkpoints_and_move_back(cluster: Any, tmp_
         assert status["stable"] and status["live"] == everyone
         assert sorted(status["owned"]) == sorted(status["running"])
     paths = {job_of[doc_id]: (source, target) for doc_id, source, target in reps}
-    wait_until("every job copied and checkpointed its 30 documents",
-               lambda: all(checkpointed(s, t, job, 30) for job, (s, t) in paths.items()))
+    wait_until(
+        "every job copied and checkpointed its 30 documents",
+        lambda: all(checkpointed(s, t, job, 30) for job, (s, t) in paths.items()),
+    )
 
     # SIGKILL c: its jobs move to a and b, but only after the quiet period (a change
     # within a node's first quiet period would need only the start period: mem3's rule)
@@ -197,7 +221,7 @@ def test_jobs_spread_fail_over_from_checkpoints_and_move_back(cluster: Any, tmp_
     events = cluster_kit.read(audit)
     back = [(node, seq) for kind, node, job, seq, t in events if kind == "start" and node == "c" and job in c_jobs]
     assert len(back) == 2 * len(c_jobs)  # the first incarnation's starts and the second's
-    assert all(seq == 30 for node, seq in back[len(c_jobs):]), back
+    assert all(seq == 30 for node, seq in back[len(c_jobs) :]), back
 
     # nobody ran a job while another node ran it; c's first incarnation counts until its nodedown
     assert assert_never_twice(events, {"c": max(down_at.values())}) >= 2 * len(c_jobs)
@@ -235,9 +259,15 @@ def test_a_partial_mesh_claims_nothing_and_a_node_without_replicator_owns_nothin
             for node in nodes:
                 driver.connect(node.address)
                 node.start()
-            views = wait_until("every node is past its quiet period, seeing its own members", lambda: (
-                [s for s in (n.status() for n in nodes) if s["quiet"] and len(s["docs"]) == 6]
-                if all(n.status()["quiet"] for n in nodes) else None), timeout=30.0)
+            views = wait_until(
+                "every node is past its quiet period, seeing its own members",
+                lambda: (
+                    [s for s in (n.status() for n in nodes) if s["quiet"] and len(s["docs"]) == 6]
+                    if all(n.status()["quiet"] for n in nodes)
+                    else None
+                ),
+                timeout=30.0,
+            )
             assert {s["node"]: s["live"] for s in views} == {"a": ["a", "b", "c"], "b": ["a", "b"], "c": ["a", "c"]}
             assert all(s["disagree"] and not s["stable"] and s["running"] == [] for s in views)
             assert sorted(driver.nodes()) == ["a", "b", "c"]
@@ -267,12 +297,20 @@ def test_one_clustered_node_from_the_config_alone(tmp_path: Any) -> None:
     reps = make_sources(tmp_path, 3, 4)
     for doc_id, source, target in reps:
         put_replication(db, doc_id, source, target, continuous=True, create_target=True)
-    config = {"replicator": {"cluster": "true", "replicator_db": db, "cluster_start_period": "0.2",
-                             "doc_poll_interval": "0.1"}}
+    config = {
+        "replicator": {
+            "cluster": "true",
+            "replicator_db": db,
+            "cluster_start_period": "0.2",
+            "doc_poll_interval": "0.1",
+        }
+    }
     with Node(config, name="solo", listen="tcp://127.0.0.1:0") as node:
         node.spawn(ReplicatorSup, ReplicationJob, None, name="couch_replicator_sup", host="own")
-        status = wait_until("the lone node runs the three jobs",
-                            lambda: (lambda s: s if len(s["running"]) == 3 else None)(cluster_status(node)))
+        status = wait_until(
+            "the lone node runs the three jobs",
+            lambda: (lambda s: s if len(s["running"]) == 3 else None)(cluster_status(node)),
+        )
         assert status["live"] == ["solo"] and status["stable"] and status["owned"] == status["running"]
         assert delete_replication(db, reps[1][0])
         wait_until("the deleted document's job stopped", lambda: len(cluster_status(node)["running"]) == 2)

@@ -12,8 +12,14 @@ from actors.replicator import DocStore
 from actors.replicator.cluster_options import ClusterOptions
 from actors.replicator.cluster_state import ClusterState, PeerReport
 from actors.replicator.clustering import owner, plan
-from actors.replicator.replicator_db import (BadReplicationDoc, ReplicatorDb, delete_replication, put_replication,
-                                             rep_from_doc, replication_id)
+from actors.replicator.replicator_db import (
+    BadReplicationDoc,
+    ReplicatorDb,
+    delete_replication,
+    put_replication,
+    rep_from_doc,
+    replication_id,
+)
 from actors.replicator.settings import InvalidSetting
 
 
@@ -26,6 +32,7 @@ def joined(me: str = "a", quiet: float = 10.0, start: float = 1.0) -> ClusterSta
 
 
 # -- membership through hello, stability, agreement ------------------------------
+
 
 def test_members_are_the_nodes_that_said_hello_and_stability_waits_for_quiet() -> None:
     state = ClusterState("a", 0.0, 10.0, 1.0)
@@ -77,8 +84,7 @@ def test_failover_and_return_never_give_one_job_two_nodes() -> None:
     """The sequence of the three-node test on the states alone: c is lost, a takes its job
     after the quiet period, c returns and is stable first, yet starts the job only once a
     has stopped it and said so."""
-    key = next(k for k in (f"_replicator/d{i}" for i in range(100)) if owner(k, "abc") == "c"
-               and owner(k, "ab") == "a")
+    key = next(k for k in (f"_replicator/d{i}" for i in range(100)) if owner(k, "abc") == "c" and owner(k, "ab") == "a")
     jobs = {"j": key}
     a = joined("a")
     a.node_down("c", 100.0)
@@ -107,9 +113,11 @@ def test_failover_and_return_never_give_one_job_two_nodes() -> None:
 
 # -- _replicator documents -----------------------------------------------------------
 
+
 def test_rep_from_doc_and_a_stable_replication_id() -> None:
-    rep = rep_from_doc("d1", {"source": "/s", "target": "/t", "continuous": True, "worker_batch_size": 5,
-                              "owner": "bob"})
+    rep = rep_from_doc(
+        "d1", {"source": "/s", "target": "/t", "continuous": True, "worker_batch_size": 5, "owner": "bob"}
+    )
     assert rep.db_name == "_replicator" and rep.doc_id == "d1" and rep.user == "bob"
     assert rep.source == "/s" and rep.target == "/t" and rep.continuous
     assert rep.options == {"continuous": True, "worker_batch_size": 5}
@@ -121,14 +129,17 @@ def test_rep_from_doc_and_a_stable_replication_id() -> None:
     assert rep_from_doc("d2", {"source": "/s", "target": "/t", "continuous": True}).id == rep.id
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"target": "/t"}, "source"),
-    ({"source": "", "target": "/t"}, "source"),
-    ({"source": "/s", "target": 3}, "target"),
-    ({"source": "/s", "target": "/t", "continuous": "yes"}, "continuous"),
-    ({"source": "/s", "target": "/t", "owner": 1}, "owner"),
-    ([1, 2], "object"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"target": "/t"}, "source"),
+        ({"source": "", "target": "/t"}, "source"),
+        ({"source": "/s", "target": 3}, "target"),
+        ({"source": "/s", "target": "/t", "continuous": "yes"}, "continuous"),
+        ({"source": "/s", "target": "/t", "owner": 1}, "owner"),
+        ([1, 2], "object"),
+    ],
+)
 def test_bad_replication_docs_name_the_field(body: Any, field: str) -> None:
     with pytest.raises(BadReplicationDoc) as info:
         rep_from_doc("bad", body)
@@ -142,8 +153,10 @@ def test_the_replicator_db_changes_feed(tmp_path: Any) -> None:
         assert db.poll() == {}  # created on first use
         put_replication(path, "d1", "/s1", "/t1", continuous=True)
         put_replication(path, "d2", "/s2", "/t2")
-        assert db.poll() == {"d1": {"source": "/s1", "target": "/t1", "continuous": True},
-                             "d2": {"source": "/s2", "target": "/t2", "continuous": False}}
+        assert db.poll() == {
+            "d1": {"source": "/s1", "target": "/t1", "continuous": True},
+            "d2": {"source": "/s2", "target": "/t2", "continuous": False},
+        }
         assert db.poll() == {}
         put_replication(path, "d1", "/s1", "/t9", continuous=True)  # replaced
         assert delete_replication(path, "d2") is True
@@ -159,14 +172,19 @@ def test_the_replicator_db_changes_feed(tmp_path: Any) -> None:
 
 # -- [replicator] cluster, replicator_db, doc_poll_interval -----------------------------
 
+
 def test_cluster_options_from_config() -> None:
     assert ClusterOptions.from_config(Config({})) == ClusterOptions(False, None, 1.0)
-    got = ClusterOptions.from_config(Config({"replicator": {"cluster": "true", "replicator_db": "/r.sqlite",
-                                                            "doc_poll_interval": "0.25"}}))
+    got = ClusterOptions.from_config(
+        Config({"replicator": {"cluster": "true", "replicator_db": "/r.sqlite", "doc_poll_interval": "0.25"}})
+    )
     assert got == ClusterOptions(True, "/r.sqlite", 0.25)
-    for section, key in (({"cluster": "maybe"}, "cluster"), ({"cluster": "true"}, "replicator_db"),
-                         ({"doc_poll_interval": "0"}, "doc_poll_interval"),
-                         ({"doc_poll_interval": "soon"}, "doc_poll_interval")):
+    for section, key in (
+        ({"cluster": "maybe"}, "cluster"),
+        ({"cluster": "true"}, "replicator_db"),
+        ({"doc_poll_interval": "0"}, "doc_poll_interval"),
+        ({"doc_poll_interval": "soon"}, "doc_poll_interval"),
+    ):
         with pytest.raises(InvalidSetting) as info:
             ClusterOptions.from_config(Config({"replicator": section}))
         assert info.value.key == key

@@ -10,12 +10,11 @@ from hypothesis import strategies as st
 
 from actors.clock import FakeClock
 from actors.config import Config
-from actors.replicator.clustering import (DEFAULT_QUIET_PERIOD, DEFAULT_START_PERIOD, Membership, job_key,
-                                          owner, plan)
+from actors.replicator.clustering import DEFAULT_QUIET_PERIOD, DEFAULT_START_PERIOD, Membership, job_key, owner, plan
 from actors.replicator.settings import InvalidSetting, Settings
 
-
 # -- owner: hd(rotate_list(Key, lists:usort(Nodes))) --------------------------
+
 
 def rotate_list(key: bytes, nodes: list[str]) -> list[str]:
     """mem3_util:rotate_list/2, transcribed as the reference."""
@@ -59,6 +58,7 @@ def test_job_key():
 
 # -- Membership: mem3_cluster's stability (upstream's t_stable/t_unstable_callback) --
 
+
 def test_defaults_are_upstreams():
     assert (DEFAULT_QUIET_PERIOD, DEFAULT_START_PERIOD) == (60.0, 5.0)
     s = Settings()
@@ -85,7 +85,7 @@ def test_starts_unstable_and_is_stable_after_the_start_period():
 def test_a_change_makes_it_unstable_then_stable_again():
     m = Membership("a", 0.0, nodes=["b"])
     assert m.is_stable(10.0)
-    assert m.node_up("c", 100.0)          # after the first quiet period: full quiet period
+    assert m.node_up("c", 100.0)  # after the first quiet period: full quiet period
     assert not m.is_stable(100.0) and m.next_check() == 160.0
     assert not m.is_stable(159.9)
     assert m.is_stable(160.0)
@@ -100,7 +100,7 @@ def test_changes_during_start_up_use_the_start_period():
 
 def test_a_change_near_the_end_of_start_up_waits_a_full_quiet_period():
     m = Membership("a", 0.0)
-    m.node_up("b", 58.0)                  # check at 63 is past start-up: needs 60 s of quiet
+    m.node_up("b", 58.0)  # check at 63 is past start-up: needs 60 s of quiet
     assert not m.is_stable(63.0)
     assert m.next_check() == 123.0
     assert not m.is_stable(122.9) and m.is_stable(123.0)
@@ -110,8 +110,8 @@ def test_every_change_restarts_the_quiet_period_and_repeats_are_not_changes():
     m = Membership("a", 0.0, nodes=["b", "c"])
     m.is_stable(100.0)
     assert m.node_down("c", 100.0)
-    assert not m.node_down("c", 110.0)    # already down
-    assert not m.node_up("b", 110.0)      # already up
+    assert not m.node_down("c", 110.0)  # already down
+    assert not m.node_up("b", 110.0)  # already up
     assert m.node_up("d", 130.0)
     assert not m.is_stable(189.9) and m.is_stable(190.0)
     assert m.changes == 2 and m.last_change == 130.0
@@ -196,8 +196,14 @@ class Cluster:
         now = self.clock.now()
         elsewhere = {j: n for n, js in self.running.items() for j in js}
         for name, m in self.members.items():
-            p = plan(JOBS, self.running[name], name, m.live, m.is_stable(now),
-                     {j: n for j, n in elsewhere.items() if n != name})
+            p = plan(
+                JOBS,
+                self.running[name],
+                name,
+                m.live,
+                m.is_stable(now),
+                {j: n for j, n in elsewhere.items() if n != name},
+            )
             self.running[name] -= p.stop
             self.running[name] |= p.start
         self.assert_no_job_twice()
@@ -232,21 +238,21 @@ def test_failover_after_the_quiet_period_and_failback_without_a_job_on_two_nodes
     clock = FakeClock(0.0)
     c = Cluster(clock)
     c.step()
-    assert not any(c.running.values())              # unstable at start: nothing claimed
+    assert not any(c.running.values())  # unstable at start: nothing claimed
     c.run_for(6)
     assert set().union(*c.running.values()) == set(JOBS)
     c_jobs = set(c.running["c"])
     assert c_jobs
     c.run_for(100)
-    c.kill("c")                                      # t = 106: survivors unstable for 60 s
+    c.kill("c")  # t = 106: survivors unstable for 60 s
     c.run_for(59)
     assert not (c_jobs & (c.running["a"] | c.running["b"]))
     c.run_for(2)
     assert set(c.running["a"] | c.running["b"]) == set(JOBS)
     c.run_for(100)
-    c.revive("c")                                    # c is stable after 5 s, a and b after 60 s
+    c.revive("c")  # c is stable after 5 s, a and b after 60 s
     c.run_for(30)
-    assert c.running["c"] == set()                  # its jobs still run on a and b
+    assert c.running["c"] == set()  # its jobs still run on a and b
     c.run_for(40)
-    assert c.running["c"] == c_jobs                 # handed back once a and b released them
+    assert c.running["c"] == c_jobs  # handed back once a and b released them
     assert set().union(*c.running.values()) == set(JOBS)

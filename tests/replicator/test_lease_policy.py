@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from actors.replicator.lease_policy import (Fence, LeaseRow, LeaseTimes, Run, decide_acquire, decide_renew,
-                                            fence_ok, must_stop, overlapping_runs)
+from actors.replicator.lease_policy import (
+    Fence,
+    LeaseRow,
+    LeaseTimes,
+    Run,
+    decide_acquire,
+    decide_renew,
+    fence_ok,
+    must_stop,
+    overlapping_runs,
+)
 
 
 def test_a_free_lease_goes_to_the_first_asker_with_token_one() -> None:
@@ -64,8 +73,12 @@ def test_lease_times_that_leave_no_retry_before_the_deadline_are_refused(ttl, re
 
 
 def test_the_checker_finds_overlaps_of_one_job_only() -> None:
-    runs = [Run("j", "a", "1", 1, 0.0, 10.0), Run("j", "b", "2", 2, 10.0, 20.0), Run("k", "a", "1", 1, 5.0, 15.0),
-            Run("j", "c", "3", 3, 25.0, 30.0)]
+    runs = [
+        Run("j", "a", "1", 1, 0.0, 10.0),
+        Run("j", "b", "2", 2, 10.0, 20.0),
+        Run("k", "a", "1", 1, 5.0, 15.0),
+        Run("j", "c", "3", 3, 25.0, 30.0),
+    ]
     assert overlapping_runs(runs) == []
     late = Run("j", "a", "1", 4, 19.0, 26.0)
     bad = overlapping_runs(runs + [late])

@@ -54,13 +54,26 @@ def wait_for(q: "queue.Queue[Any]", pred: Any, timeout: float = 20.0, limit: int
     raise AssertionError(f"no matching event in {limit} events")
 
 
-def rep(tmp_path: Any, i: int, *, docs: int = 20, continuous: bool = False, db_name: str | None = "_replicator",
-        **options: Any) -> Rep:
+def rep(
+    tmp_path: Any,
+    i: int,
+    *,
+    docs: int = 20,
+    continuous: bool = False,
+    db_name: str | None = "_replicator",
+    **options: Any,
+) -> Rep:
     source = str(tmp_path / f"source{i}.db")
     if docs:
         make_source(source, docs)
-    opts = {"continuous": continuous, "create_target": True, "worker_batch_size": 5,
-            "worker_processes": 2, "checkpoint_interval": 100, "run_log": str(tmp_path / "runs.db")}
+    opts = {
+        "continuous": continuous,
+        "create_target": True,
+        "worker_batch_size": 5,
+        "worker_processes": 2,
+        "checkpoint_interval": 100,
+        "run_log": str(tmp_path / "runs.db"),
+    }
     opts.update(options)
     return Rep(id=f"job{i}", source=source, target=str(tmp_path / f"target{i}.db"), options=opts, db_name=db_name)
 
@@ -129,8 +142,7 @@ def test_killed_jobs_back_off_and_eventually_complete(node, tmp_path):
     configure(node, max_jobs=4, interval=100, backoff_interval=0.3)
     start_replicator(node, RecordingJob)
     q = subscribe(node)
-    reps = [rep(tmp_path, i, docs=300, worker_batch_size=3, worker_processes=1, hold_first_run=True)
-            for i in range(8)]
+    reps = [rep(tmp_path, i, docs=300, worker_batch_size=3, worker_processes=1, hold_first_run=True) for i in range(8)]
     for r in reps:
         sched.add_job(node, r)
     killed: dict = {}
@@ -213,8 +225,10 @@ def test_missing_source_is_reported_then_recovers_after_back_off(node, tmp_path)
     # The source appears; after its back-off the job runs and completes.
     make_source(r.source, 7)
     configure(node, backoff_interval=0.001)  # reaches the scheduler through its config listener
-    poll_until(lambda: all(b["backoff"] < 1 for b in sched.backoffs(node) if b["id"] == "job0"),
-               "the scheduler took the short back-off")
+    poll_until(
+        lambda: all(b["backoff"] < 1 for b in sched.backoffs(node) if b["id"] == "job0"),
+        "the scheduler took the short back-off",
+    )
     sched.reschedule(node)
     wait_for(q, lambda e: e[1] == "completed" and e[2] == "job0")
     assert doc_count(r.target) == 7
@@ -236,8 +250,7 @@ def start_probed(node, interval: int):
 
 def test_continuous_job_follows_changes_checkpoints_on_stop_and_resumes(node, tmp_path):
     _, q, progress, probe = start_probed(node, interval=5000)
-    r = rep(tmp_path, 0, docs=10, continuous=True, notify=probe, checkpoint_interval=60000,
-            changes_poll_interval=50)
+    r = rep(tmp_path, 0, docs=10, continuous=True, notify=probe, checkpoint_interval=60000, changes_poll_interval=50)
     sched.add_job(node, r)
     wait_for(progress, lambda e: e[2] == 10)
     make_source(r.source, 15, start=10)  # 15 new documents, sequences 11..25

@@ -18,8 +18,12 @@ pytestmark = pytest.mark.timeout(60)
 
 def job(i, owner, started_at=0.0, running=False):
     history = (("started", started_at), ("added", 0.0)) if running else (("added", 0.0),)
-    return Job(id=i, rep=Rep(id=i, db_name=owner, options={"continuous": True}), history=history,
-               pid=f"p{i}" if running else None)
+    return Job(
+        id=i,
+        rep=Rep(id=i, db_name=owner, options={"continuous": True}),
+        history=history,
+        pid=f"p{i}" if running else None,
+    )
 
 
 def test_shares_are_validated():
@@ -116,8 +120,7 @@ def test_100_vs_900_shares_split_about_10_90():
 
 
 def test_three_owners_proportional():
-    split = simulate({"a": 100, "b": 200, "c": 700}, {"a": 20, "b": 20, "c": 20}, cycles=400,
-                     max_jobs=20, max_churn=5)
+    split = simulate({"a": 100, "b": 200, "c": 700}, {"a": 20, "b": 20, "c": 20}, cycles=400, max_jobs=20, max_churn=5)
     assert split["a"] == pytest.approx(0.1, abs=0.05)
     assert split["b"] == pytest.approx(0.2, abs=0.05)
     assert split["c"] == pytest.approx(0.7, abs=0.05)
@@ -145,8 +148,9 @@ def test_without_fair_share_the_seed_order_favours_the_crowd():
 
 
 def test_scheduler_state_with_fair_share_enabled():
-    state = SchedulerState(Settings(max_jobs=10, max_churn=3, fair_share=True, interval=60000), Stats(),
-                           shares={"small": 100, "big": 900})
+    state = SchedulerState(
+        Settings(max_jobs=10, max_churn=3, fair_share=True, interval=60000), Stats(), shares={"small": 100, "big": 900}
+    )
     now = 1000.0
     for i in range(30):
         state.add_job(Rep(id=f"s{i}", db_name="small", options={"continuous": True}), now)

@@ -27,9 +27,16 @@ import pytest
 
 from actors.replicator import put_replication
 from actors.replicator.lease import read_runs
-
-from tests.replicator.pg_fault_kit import (LIVENESS, TTL, PgNode, Writer, assert_all_replicated, assert_no_overlap,
-                                           running_jobs, wait_until)
+from tests.replicator.pg_fault_kit import (
+    LIVENESS,
+    TTL,
+    PgNode,
+    Writer,
+    assert_all_replicated,
+    assert_no_overlap,
+    running_jobs,
+    wait_until,
+)
 from tests.replicator.pg_kit import make_pg_sources
 from tests.replicator.pg_proxy import PgProxy
 
@@ -57,8 +64,17 @@ def env(pg_cluster, pg_database) -> Iterator[Env]:
     try:
         reps = make_pg_sources(url, JOBS, 10)
         for doc_id, source, target in reps:
-            put_replication(url, doc_id, source, target, continuous=True, create_target=True,
-                            checkpoint_interval=300, worker_batch_size=5, worker_processes=1)
+            put_replication(
+                url,
+                doc_id,
+                source,
+                target,
+                continuous=True,
+                create_target=True,
+                checkpoint_interval=300,
+                worker_batch_size=5,
+                worker_processes=1,
+            )
         for name in ("a", "b", "c"):
             proxies.append(PgProxy(sock))
             nodes.append(PgNode(name, proxies[-1].url(pg_cluster.admin_url, pg_database, schema), proxies[-1]))
@@ -68,8 +84,9 @@ def env(pg_cluster, pg_database) -> Iterator[Env]:
         b.connect(c)
         for node in nodes:
             node.start()
-        running = wait_until(f"all {JOBS} jobs run", lambda: (lambda r: r if len(r) == JOBS else None)(
-            running_jobs(url)), timeout=90.0)
+        running = wait_until(
+            f"all {JOBS} jobs run", lambda: (lambda r: r if len(r) == JOBS else None)(running_jobs(url)), timeout=90.0
+        )
         writer = Writer(url, [s for _d, s, _t in reps])
         yield Env(url, nodes, [(s, t) for _d, s, t in reps], sorted(running), writer)
     finally:
@@ -94,6 +111,7 @@ def busiest(env: Env) -> PgNode:
 
 def all_running_again(env: Env, since: float, on: set[str] | None = None) -> float:
     """Waits until every job has a live run (on one of ``on``); the seconds it took after ``since``."""
+
     def check() -> dict | None:
         live = running_jobs(env.url)
         return live if len(live) == JOBS and (on is None or set(live.values()) <= on) else None
@@ -140,12 +158,17 @@ def test_sigstop_past_the_lease_then_continue(env: Env) -> None:
         victim.signal(signal.SIGCONT)
     woke = time.time()
     assert took <= LIVENESS, f"jobs ran again only {took:.1f} s after the freeze (bound {LIVENESS} s)"
-    status = wait_until("the woken node sees itself alone and wants every job", lambda: (
-        lambda s: s if s["live"] == [victim.name] and len(s["running"]) == JOBS else None)(victim.status()),
-        timeout=60.0)
+    status = wait_until(
+        "the woken node sees itself alone and wants every job",
+        lambda: (lambda s: s if s["live"] == [victim.name] and len(s["running"]) == JOBS else None)(victim.status()),
+        timeout=60.0,
+    )
     assert status["stable"]
-    wait_until("its job threads waited a lease TTL (and more) for leases they never got",
-               lambda: time.time() > woke + 2 * TTL, timeout=3 * TTL)
+    wait_until(
+        "its job threads waited a lease TTL (and more) for leases they never got",
+        lambda: time.time() > woke + 2 * TTL,
+        timeout=3 * TTL,
+    )
     assert not [r for r in read_runs(env.url) if r.node == victim.name and r.start >= woke]
     assert set(running_jobs(env.url).values()) <= others
     finish(env)
@@ -163,8 +186,11 @@ def test_one_node_cut_off_from_the_store_then_healed(env: Env) -> None:
     # latest, and the next run of that job started no sooner
     victim.proxy.heal()
     healed = time.time()
-    wait_until("the healed node is a member again", lambda: all(
-        victim.name in n.status()["live"] for n in env.nodes), timeout=60.0)
+    wait_until(
+        "the healed node is a member again",
+        lambda: all(victim.name in n.status()["live"] for n in env.nodes),
+        timeout=60.0,
+    )
     took = all_running_again(env, healed)
     assert took <= LIVENESS
     finish(env)
@@ -175,8 +201,11 @@ def test_the_store_stops_for_everyone_then_comes_back(env: Env, pg_cluster) -> N
     pg_cluster.stop()
     stopped = time.time()
     try:
-        wait_until("the leases run out: no job runs without the store",
-                   lambda: time.time() > stopped + TTL + 1.0, timeout=3 * TTL)
+        wait_until(
+            "the leases run out: no job runs without the store",
+            lambda: time.time() > stopped + TTL + 1.0,
+            timeout=3 * TTL,
+        )
     finally:
         restarting = time.time()  # the server is down from `stopped` (stop returned) to here
         pg_cluster.start()

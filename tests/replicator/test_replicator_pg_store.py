@@ -7,16 +7,15 @@ import threading
 
 import pytest
 
-from actors.replicator import delete_replication, put_replication
-from actors.replicator import lease_sql
+from actors.replicator import delete_replication, lease_sql, put_replication
 from actors.replicator.docs_model import Doc, Fenced, StoreUnavailable
 from actors.replicator.docstore import DocStore
 from actors.replicator.docstore_pg import PgDocStore, redact
 from actors.replicator.lease import LeaseConfig, LeaseHolder, read_runs
 from actors.replicator.lease_policy import LeaseTimes, overlapping_runs
 from actors.replicator.replicator_db import ReplicatorDb
-from actors.replicator.stores import open_db
 from actors.replicator.settings import InvalidSetting
+from actors.replicator.stores import open_db
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,7 +81,7 @@ def test_many_holders_racing_for_one_job_get_one_grant(store) -> None:
 
     def race(i: int) -> None:
         try:
-            with (DocStore(path) if path else PgDocStore(url, "_replicator")) as mine:
+            with DocStore(path) if path else PgDocStore(url, "_replicator") as mine:
                 with mine.transaction() as tx:
                     fence, _ = lease_sql.acquire(tx, "hot", f"n{i}", "1", 30.0)
                 if fence is not None:

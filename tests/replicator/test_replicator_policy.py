@@ -177,9 +177,7 @@ def test_pending_jobs_never_offers_running_jobs():
 
 # -- properties -------------------------------------------------------------------
 
-_event = st.one_of(
-    st.just("added"), st.just("started"), st.just("stopped"), st.just(("crashed", "x"))
-)
+_event = st.one_of(st.just("added"), st.just("started"), st.just("stopped"), st.just(("crashed", "x")))
 
 
 @st.composite

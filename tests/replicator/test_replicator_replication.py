@@ -26,8 +26,13 @@ def fill(path, n, start=0):
 
 def make_rep(tmp_path, **options):
     opts = {"worker_batch_size": 100, "worker_processes": 2, "create_target": True, **options}
-    return Rep(id=("abc", "+continuous"), source=str(tmp_path / "src.db"), target=str(tmp_path / "tgt.db"),
-               options=opts, db_name="_replicator")
+    return Rep(
+        id=("abc", "+continuous"),
+        source=str(tmp_path / "src.db"),
+        target=str(tmp_path / "tgt.db"),
+        options=opts,
+        db_name="_replicator",
+    )
 
 
 def target_docs(tmp_path):
@@ -69,14 +74,19 @@ def test_compare_replication_logs():
     assert compare_replication_logs({}, {}) == (0, [])
     same = {"session_id": "s1", "source_last_seq": 42, "history": [{"session_id": "s1"}]}
     assert compare_replication_logs(same, dict(same)) == (42, [{"session_id": "s1"}])
-    src = {"session_id": "s3", "history": [{"session_id": "s3", "recorded_seq": 30},
-                                            {"session_id": "s2", "recorded_seq": 20}]}
-    tgt = {"session_id": "s9", "history": [{"session_id": "s9", "recorded_seq": 90},
-                                            {"session_id": "s2", "recorded_seq": 20}]}
+    src = {
+        "session_id": "s3",
+        "history": [{"session_id": "s3", "recorded_seq": 30}, {"session_id": "s2", "recorded_seq": 20}],
+    }
+    tgt = {
+        "session_id": "s9",
+        "history": [{"session_id": "s9", "recorded_seq": 90}, {"session_id": "s2", "recorded_seq": 20}],
+    }
     seq, history = compare_replication_logs(src, tgt)
     assert seq == 20 and history == []
-    assert compare_replication_logs({"session_id": "x", "history": [{"session_id": "x"}]},
-                                    {"session_id": "y", "history": [{"session_id": "y"}]}) == (0, [])
+    assert compare_replication_logs(
+        {"session_id": "x", "history": [{"session_id": "x"}]}, {"session_id": "y", "history": [{"session_id": "y"}]}
+    ) == (0, [])
 
 
 # -- jobs ----------------------------------------------------------------------------

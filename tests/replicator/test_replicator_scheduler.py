@@ -196,9 +196,7 @@ def test_t_max_churn_limits_number_of_rotated_jobs():
 
 
 def test_t_if_pending_less_than_running_start_all_pending():
-    h = Harness(
-        [continuous(1), continuous_running(2), continuous(3), continuous_running(4), continuous_running(5)]
-    )
+    h = Harness([continuous(1), continuous_running(2), continuous(3), continuous_running(4), continuous_running(5)])
     h.reschedule(3)
     assert h.jobs_running() == [1, 2, 5]
 

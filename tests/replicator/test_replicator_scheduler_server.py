@@ -24,15 +24,25 @@ pytestmark = pytest.mark.timeout(60)
 def _rep(tmp_path: Any, i: int) -> Rep:
     source = str(tmp_path / f"source{i}.db")
     make_source(source, 3)
-    return Rep(id=f"job{i}", source=source, target=str(tmp_path / f"target{i}.db"), db_name="_replicator",
-               options={"continuous": True, "create_target": True, "checkpoint_interval": 100,
-                        "run_log": str(tmp_path / "runs.db")})
+    return Rep(
+        id=f"job{i}",
+        source=source,
+        target=str(tmp_path / f"target{i}.db"),
+        db_name="_replicator",
+        options={
+            "continuous": True,
+            "create_target": True,
+            "checkpoint_interval": 100,
+            "run_log": str(tmp_path / "runs.db"),
+        },
+    )
 
 
 def _live_reschedule_timers(node: Any, scheduler: Any) -> int:
     timers = node.runtime.transport.timers.pending()
-    return sum(1 for t in timers
-               if t.target == scheduler and t.message == "reschedule" and not (t.cancelled or t.fired))
+    return sum(
+        1 for t in timers if t.target == scheduler and t.message == "reschedule" and not (t.cancelled or t.fired)
+    )
 
 
 def test_stray_calls_and_casts_leave_the_scheduler_and_its_jobs_alone(node, tmp_path):
@@ -83,8 +93,7 @@ def test_a_max_backoff_exit_stops_the_job_for_a_retry_with_lower_options(node, t
     q: queue.Queue = queue.Queue()
     sched.subscribe(node, node.spawn(Probe, q))
     r = _rep(tmp_path, 1)
-    r = Rep(id=r.id, source=r.source, target=r.target, db_name=r.db_name,
-            options={**r.options, "worker_processes": 8})
+    r = Rep(id=r.id, source=r.source, target=r.target, db_name=r.db_name, options={**r.options, "worker_processes": 8})
     sched.add_job(node, r)
     events = []
     for _ in range(1000):

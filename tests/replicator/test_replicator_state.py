@@ -63,8 +63,14 @@ class Driver:
 
 
 def rep(i, db="db1", continuous=True, **options):
-    return Rep(id=f"r{i}", source=f"src{i}", target=f"tgt{i}", db_name=db, doc_id=f"doc{i}",
-               options={"continuous": continuous, **options})
+    return Rep(
+        id=f"r{i}",
+        source=f"src{i}",
+        target=f"tgt{i}",
+        db_name=db,
+        doc_id=f"doc{i}",
+        options={"continuous": continuous, **options},
+    )
 
 
 def test_add_job_starts_at_once_only_while_the_table_is_small():
@@ -345,8 +351,12 @@ def test_live_settings_are_validated_and_bad_values_not_applied():
 
 
 def test_settings_from_config_and_listener_wiring():
-    cfg = Config({"replicator": {"max_jobs": "3", "interval": "500", "backoff_interval": "0.1"},
-                  "replicator.shares": {"big": "900"}})
+    cfg = Config(
+        {
+            "replicator": {"max_jobs": "3", "interval": "500", "backoff_interval": "0.1"},
+            "replicator.shares": {"big": "900"},
+        }
+    )
     state = SchedulerState.from_config(cfg, Stats())
     assert state.settings.max_jobs == 3
     assert state.interval_seconds() == 0.5

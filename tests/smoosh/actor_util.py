@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import Any, Callable
 
 from actors import GenServer
-
 from tests.polling import take_first
 
 
@@ -36,8 +35,9 @@ class Events:
         #: wait looks at them first, in order, and drops those it passes over.
         self.kept: list[tuple] = []
 
-    def wait(self, pred: Callable[[tuple], bool], timeout: float = 20.0,
-             keep: Callable[[tuple], bool] | None = None) -> tuple:
+    def wait(
+        self, pred: Callable[[tuple], bool], timeout: float = 20.0, keep: Callable[[tuple], bool] | None = None
+    ) -> tuple:
         """The first event (from now on) matching ``pred``; TimeoutError after ``timeout``.
 
         The events passed over are dropped, except those ``keep`` is true of:
@@ -63,8 +63,9 @@ class Events:
             raise TimeoutError(f"no matching smoosh event within {timeout} s; seen {self.seen[-20:]!r}")
         return event
 
-    def wait_for(self, kind: str, *args: Any, timeout: float = 20.0,
-                 keep: Callable[[tuple], bool] | None = None) -> tuple:
+    def wait_for(
+        self, kind: str, *args: Any, timeout: float = 20.0, keep: Callable[[tuple], bool] | None = None
+    ) -> tuple:
         """The next ``("smoosh", kind, *args, ...)`` event."""
         n = len(args)
         return self.wait(lambda e: e[1] == kind and tuple(e[2 : 2 + n]) == args, timeout, keep)

@@ -36,8 +36,8 @@ from supervision import which_children
 from .actor_util import (
     Events,
     Observer,
-    file_size,
     exclusive_lock,
+    file_size,
     now_minutes,
     proc_state,
     utc_hhmm,
@@ -193,10 +193,14 @@ def test_suspend_and_resume_a_running_compaction(node, dirs):
 @pytest.mark.timeout(60)
 def test_window_checks(node, dirs):
     now = now_minutes()
-    _, adapter, events = launch(node, dirs, settings=[
-        ("smoosh.ratio_dbs", "from", utc_hhmm(now + 120)),
-        ("smoosh.ratio_dbs", "to", utc_hhmm(now + 180)),
-    ])
+    _, adapter, events = launch(
+        node,
+        dirs,
+        settings=[
+            ("smoosh.ratio_dbs", "from", utc_hhmm(now + 120)),
+            ("smoosh.ratio_dbs", "to", utc_hhmm(now + 180)),
+        ],
+    )
     path = adapter.db_path("db1")
     make_db(path)
     before = file_size(path)
@@ -325,8 +329,9 @@ def test_checkpoint_and_resume_after_node_restart(dirs):
 @pytest.mark.timeout(60)
 def test_periodic_checkpoint_written_off_the_channel(node, dirs):
     _, state = dirs
-    _, adapter, events = launch(node, dirs, settings=[("smoosh", "wait_secs", "3600")],
-                                overrides={"checkpoint_interval": 0.2})
+    _, adapter, events = launch(
+        node, dirs, settings=[("smoosh", "wait_secs", "3600")], overrides={"checkpoint_interval": 0.2}
+    )
     make_db(adapter.db_path("db1"), rows=300)
     assert sync_enqueue("db1", node) is True
     # A periodic checkpoint may have been written before db1 was queued (on a
@@ -406,10 +411,14 @@ def test_directory_watcher_enqueues_changed_dbs(node, dirs):
 
 @pytest.mark.timeout(60)
 def test_view_compaction_and_index_cleanup(node, dirs):
-    _, adapter, events = launch(node, dirs, settings=[
-        ("smoosh.ratio_views", "min_size", "1"),
-        ("smoosh.ratio_views", "min_priority", "1"),
-    ])
+    _, adapter, events = launch(
+        node,
+        dirs,
+        settings=[
+            ("smoosh.ratio_views", "min_size", "1"),
+            ("smoosh.ratio_views", "min_priority", "1"),
+        ],
+    )
     make_db(adapter.db_path("db1"), rows=300)
     index = adapter.register_index("db1", "by_name")
     make_db(index, rows=600)

@@ -306,9 +306,16 @@ def test_bad_sizes_are_named():
 def test_quantize():
     # upstream smoosh_server quantize_test (=:= compares types too)
     cases = [
-        (0, 0, int), (1, 1, int), (0.0, 0.0, float), (16.0, 16, int), (15.0, 15.0, float),
-        (0.01, 0.0, float), (0.1, 0.125, float), (0.1042, 0.125, float),
-        (0.125111111111, 0.125, float), (10.0002, 10.0, float),
+        (0, 0, int),
+        (1, 1, int),
+        (0.0, 0.0, float),
+        (16.0, 16, int),
+        (15.0, 15.0, float),
+        (0.01, 0.0, float),
+        (0.1, 0.125, float),
+        (0.1042, 0.125, float),
+        (0.125111111111, 0.125, float),
+        (10.0002, 10.0, float),
     ]
     for value, expected, kind in cases:
         got = quantize(value)
@@ -436,7 +443,13 @@ def test_server_defaults_and_channel_lists():
     assert (s.staleness, s.wait_secs, s.persist, s.state_dir, s.cleanup_index_files) == (5, 30, False, ".", True)
     assert (s.checkpoint_interval, s.status_interval, s.re_enqueue_delay) == (180.0, 4.9, 5.0)
     assert all_channels(s) == (
-        "index_cleanup", "ratio_dbs", "ratio_views", "slack_dbs", "slack_views", "upgrade_dbs", "upgrade_views",
+        "index_cleanup",
+        "ratio_dbs",
+        "ratio_views",
+        "slack_dbs",
+        "slack_views",
+        "upgrade_dbs",
+        "upgrade_views",
     )
     cfg = Config({"smoosh": {"db_channels": "zz, ratio_dbs,aa", "staleness": "0"}, "smoosh.ignore": {"x": "true"}})
     s = ServerSettings.from_config(cfg)

@@ -21,7 +21,13 @@ def running_server(cfg=None):
 def test_creates_sorted_default_channels():
     server = ServerState(ServerSettings())
     assert [e.name for e in server.create_missing_channels()] == [
-        "index_cleanup", "ratio_dbs", "ratio_views", "slack_dbs", "slack_views", "upgrade_dbs", "upgrade_views",
+        "index_cleanup",
+        "ratio_dbs",
+        "ratio_views",
+        "slack_dbs",
+        "slack_views",
+        "upgrade_dbs",
+        "upgrade_views",
     ]
 
 

@@ -14,9 +14,7 @@ EXAMPLE = os.path.join(ROOT, "examples", "supervision_tree.py")
 
 @pytest.fixture(scope="module")
 def run() -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, EXAMPLE], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run([sys.executable, EXAMPLE], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.timeout(90)

@@ -48,9 +48,11 @@ class Service(GenServer):
 
 
 def _tree(node: Any, wait: float) -> Any:
-    inner = ChildSpec("inner", (sv._supervisor._StaticSupervisor,
-                                (SupFlags(intensity=3, period=10), [ChildSpec("svc", (Service, (wait,)))])),
-                      type="supervisor")
+    inner = ChildSpec(
+        "inner",
+        (sv._supervisor._StaticSupervisor, (SupFlags(intensity=3, period=10), [ChildSpec("svc", (Service, (wait,)))])),
+        type="supervisor",
+    )
     return sv.start_supervisor(node, SupFlags(intensity=3, period=10), [inner])
 
 
@@ -79,8 +81,9 @@ def test_a_restarted_service_waits_for_its_previous_incarnation_to_give_the_name
     assert REGISTERING_AGAIN.wait(10), "top never restarted inner"
     assert node.whereis(NAME) == old_service  # still in its terminate, whichever came first
     LEAVE.set()
-    new_inner = poll_until(lambda: (lambda r: r if isinstance(r, ActorRef) and r != old_inner else None)(_inner(top)),
-                           "inner restarted")
+    new_inner = poll_until(
+        lambda: (lambda r: r if isinstance(r, ActorRef) and r != old_inner else None)(_inner(top)), "inner restarted"
+    )
     assert top.is_alive() and new_inner.is_alive()
     new_service = node.whereis(NAME)
     assert new_service is not None and new_service != old_service

@@ -13,7 +13,7 @@ import pytest
 
 import supervision as sv
 from actors import Exit, ignore
-from supervision import ChildSpec, SupFlags, Supervisor, start_supervisor
+from supervision import ChildSpec, Supervisor, SupFlags, start_supervisor
 from tests.polling import poll_until
 from tests.supervision.workers import Worker
 
@@ -73,8 +73,13 @@ def test_start_child_refuses_a_significant_child_when_auto_shutdown_is_never(nod
         sv.start_child(sup, spec("s", "transient", significant=True))
     assert info.value.field == "significant"
     assert [row.id for row in sv.which_children(sup)] == ["a"]
-    assert sv.start_child(sv.start_supervisor(node, SupFlags(auto_shutdown="any_significant"), []),
-                          spec("s", "transient", significant=True)) is not None
+    assert (
+        sv.start_child(
+            sv.start_supervisor(node, SupFlags(auto_shutdown="any_significant"), []),
+            spec("s", "transient", significant=True),
+        )
+        is not None
+    )
 
 
 def test_start_child_whose_name_is_taken_is_already_started(node):
@@ -85,8 +90,9 @@ def test_start_child_whose_name_is_taken_is_already_started(node):
         sv.start_child(sup, spec("n", name="taken_name"))
     assert info.value.ref == holder
     assert sv.which_children(sup) == []  # the spec is discarded
-    pool = sv.start_supervisor(node, SupFlags("simple_one_for_one"),
-                               [ChildSpec("w", (Worker, (None,)), name="taken_name")])
+    pool = sv.start_supervisor(
+        node, SupFlags("simple_one_for_one"), [ChildSpec("w", (Worker, (None,)), name="taken_name")]
+    )
     with pytest.raises(sv.AlreadyStarted) as info:
         sv.start_child(pool, ["w1"])
     assert info.value.ref == holder
@@ -110,8 +116,11 @@ def test_which_children_shows_the_specs_modules(node):
 
 @pytest.mark.parametrize("restart", ["transient", "temporary"])
 def test_simple_one_for_one_any_significant_shuts_down(node, restart):
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", auto_shutdown="any_significant"),
-                              [ChildSpec("w", (Worker, (None,)), restart=restart, significant=True)])
+    sup = sv.start_supervisor(
+        node,
+        SupFlags("simple_one_for_one", auto_shutdown="any_significant"),
+        [ChildSpec("w", (Worker, (None,)), restart=restart, significant=True)],
+    )
     first, second = sv.start_child(sup, ["w1"]), sv.start_child(sup, ["w2"])
     watch_sup, watch_second = node.monitor(sup), node.monitor(second)
     assert first.call("stop_normal") == "ok"
@@ -120,8 +129,11 @@ def test_simple_one_for_one_any_significant_shuts_down(node, restart):
 
 
 def test_simple_one_for_one_all_significant_waits_for_the_last_child(node):
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", auto_shutdown="all_significant"),
-                              [ChildSpec("w", (Worker, (None,)), restart="transient", significant=True)])
+    sup = sv.start_supervisor(
+        node,
+        SupFlags("simple_one_for_one", auto_shutdown="all_significant"),
+        [ChildSpec("w", (Worker, (None,)), restart="transient", significant=True)],
+    )
     first, second = sv.start_child(sup, ["w1"]), sv.start_child(sup, ["w2"])
     watch = node.monitor(sup)
     assert first.call("stop_normal") == "ok"
@@ -132,8 +144,9 @@ def test_simple_one_for_one_all_significant_waits_for_the_last_child(node):
 
 
 def test_simple_one_for_one_never_is_not_shut_down_by_exits(node):
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one"),
-                              [ChildSpec("w", (Worker, (None,)), restart="transient")])
+    sup = sv.start_supervisor(
+        node, SupFlags("simple_one_for_one"), [ChildSpec("w", (Worker, (None,)), restart="transient")]
+    )
     only = sv.start_child(sup, ["w1"])
     assert only.call("stop_normal") == "ok"
     poll_until(lambda: sv.count_children(sup)["workers"] == 0, "w1's exit handled")
@@ -187,8 +200,9 @@ def test_simple_one_for_one_terminate_child_ends_a_restart_being_retried(node):
     # so the retries stop and the supervisor has no child left.
     Refusing.ALLOW.clear()
     Refusing.TRIES = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=1_000_000, period=5),
-                              [ChildSpec("r", (Refusing, (None,)))])
+    sup = sv.start_supervisor(
+        node, SupFlags("simple_one_for_one", intensity=1_000_000, period=5), [ChildSpec("r", (Refusing, (None,)))]
+    )
     child = sv.start_child(sup, ["first"])
     with pytest.raises(Exit):
         child.call("crash")  # its restarts now fail until ALLOW
@@ -200,7 +214,6 @@ def test_simple_one_for_one_terminate_child_ends_a_restart_being_retried(node):
     assert Refusing.TRIES.qsize() == before  # no retry ran after terminate_child
     Refusing.ALLOW.set()
     assert sv.which_children(sup) == [] and sup.is_alive()
-
 
 
 class IgnoringSupervisor(Supervisor):

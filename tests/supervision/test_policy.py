@@ -45,6 +45,7 @@ def kids(*specs: str) -> list[ChildRecord]:
 
 # --- add_restart ----------------------------------------------------------------
 
+
 def test_restart_intensity_two_restarts_within_period_exceed() -> None:
     ok, restarts = add_restart((), 0.0, 1, 5)
     assert ok and restarts == (0.0,)
@@ -122,8 +123,16 @@ def test_add_restart_never_allows_more_than_intensity_in_any_window(
 # --- restart table ------------------------------------------------------------------
 
 NORMAL_REASONS = ["normal", "shutdown", ("shutdown", "bye"), ["shutdown", {"x": 1}]]
-ABNORMAL_REASONS = ["killed", "kill", "noproc", ("error", "boom"), ValueError("x"),
-                    ("shutdown",), ("shutdown", 1, 2), None]
+ABNORMAL_REASONS = [
+    "killed",
+    "kill",
+    "noproc",
+    ("error", "boom"),
+    ValueError("x"),
+    ("shutdown",),
+    ("shutdown", 1, 2),
+    None,
+]
 
 
 @pytest.mark.parametrize("reason", NORMAL_REASONS)
@@ -162,6 +171,7 @@ def test_should_restart_rejects_unknown_type() -> None:
 
 
 # --- strategy plans -----------------------------------------------------------------
+
 
 def test_one_for_one_plan_restarts_only_failed() -> None:
     plan = plan_restart("one_for_one", kids("a", "b", "c"), "b")
@@ -232,18 +242,18 @@ def test_shutdown_order_reverse_start_running_only() -> None:
 
 # --- decide_exit: OTP do_restart ---------------------------------------------------
 
+
 def test_permanent_normal_restarted_and_logged() -> None:
     decision = decide_exit(SupFlags(), kids("a"), "a", "normal", (), 1.0)
-    assert decision == ExitDecision(log_error=True, drop_exited=False,
-                                    plan=RestartPlan((), (), ("a",)), shutdown=None,
-                                    restarts=(1.0,))
+    assert decision == ExitDecision(
+        log_error=True, drop_exited=False, plan=RestartPlan((), (), ("a",)), shutdown=None, restarts=(1.0,)
+    )
 
 
 def test_transient_normal() -> None:
     for reason in ("normal", "shutdown", ("shutdown", "done")):
         decision = decide_exit(SupFlags(), kids("a:transient"), "a", reason, (0.5,), 1.0)
-        assert decision == ExitDecision(log_error=False, drop_exited=False, plan=None,
-                                        shutdown=None, restarts=(0.5,))
+        assert decision == ExitDecision(log_error=False, drop_exited=False, plan=None, shutdown=None, restarts=(0.5,))
 
 
 def test_transient_abnormal() -> None:
@@ -255,14 +265,12 @@ def test_transient_abnormal() -> None:
 
 def test_temporary_normal() -> None:
     decision = decide_exit(SupFlags(), kids("a:temporary"), "a", "normal", (), 1.0)
-    assert decision == ExitDecision(log_error=False, drop_exited=True, plan=None,
-                                    shutdown=None, restarts=())
+    assert decision == ExitDecision(log_error=False, drop_exited=True, plan=None, shutdown=None, restarts=())
 
 
 def test_temporary_abnormal() -> None:
     decision = decide_exit(SupFlags(), kids("a:temporary"), "a", "boom", (), 1.0)
-    assert decision == ExitDecision(log_error=True, drop_exited=True, plan=None,
-                                    shutdown=None, restarts=())
+    assert decision == ExitDecision(log_error=True, drop_exited=True, plan=None, shutdown=None, restarts=())
 
 
 def test_one_for_one_escalation() -> None:
@@ -332,8 +340,8 @@ def test_rest_for_one_other_child_fails_restart() -> None:
 
 # --- auto_shutdown (significant children) -----------------------------------------
 
-def sig(child_id: str, restart: str = "transient", status: str = RUNNING,
-        significant: bool = True) -> ChildRecord:
+
+def sig(child_id: str, restart: str = "transient", status: str = RUNNING, significant: bool = True) -> ChildRecord:
     return ChildRecord(child_id, restart, status, significant)  # type: ignore[arg-type]
 
 
@@ -352,8 +360,7 @@ def test_any_significant() -> None:
 def test_all_significant() -> None:
     assert not should_auto_shutdown("all_significant", sig("a"), [sig("b")])
     assert not should_auto_shutdown("all_significant", sig("a"), [sig("b", status=RESTARTING)])
-    assert should_auto_shutdown("all_significant", sig("a"),
-                                [sig("b", status=STOPPED), sig("c", significant=False)])
+    assert should_auto_shutdown("all_significant", sig("a"), [sig("b", status=STOPPED), sig("c", significant=False)])
     assert should_auto_shutdown("all_significant", sig("a"), [])
 
 
@@ -365,8 +372,7 @@ def test_auto_shutdown_rejects_unknown_mode() -> None:
 def test_significant_temporary() -> None:
     flags = SupFlags(auto_shutdown="any_significant")
     for reason in ("normal", "boom"):
-        decision = decide_exit(flags, [sig("a", "temporary"), ChildRecord("b")], "a", reason,
-                               (), 1.0)
+        decision = decide_exit(flags, [sig("a", "temporary"), ChildRecord("b")], "a", reason, (), 1.0)
         assert decision.shutdown == "auto_shutdown"
         assert decision.drop_exited
         assert decision.plan is None

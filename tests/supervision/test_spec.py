@@ -43,6 +43,7 @@ def spec(**fields: object) -> ChildSpec:
 
 # --- ChildSpec defaults -----------------------------------------------------
 
+
 def test_child_spec_defaults_are_otps() -> None:
     child = spec()
     assert child.restart == "permanent"
@@ -96,6 +97,7 @@ def test_spec_is_frozen_hashable_and_picklable() -> None:
 
 # --- ChildSpec validation: every error names the field and the value ---------
 
+
 @pytest.mark.parametrize(
     "fields, field, shown",
     [
@@ -134,9 +136,7 @@ def test_child_specs_bad_field_named(fields: dict[str, object], field: str, show
 def test_bad_restart_message_is_exact() -> None:
     with pytest.raises(InvalidChildSpec) as info:
         spec(restart="sometimes")
-    assert str(info.value) == (
-        "ChildSpec restart: 'sometimes' is not one of permanent, transient, temporary"
-    )
+    assert str(info.value) == ("ChildSpec restart: 'sometimes' is not one of permanent, transient, temporary")
 
 
 def test_shutdown_zero_allowed_as_in_otp() -> None:
@@ -154,9 +154,9 @@ def test_significant_permanent_is_bad_combination() -> None:
 
 # --- from_map / tuples -------------------------------------------------------
 
+
 def test_child_specs_map() -> None:
-    child = ChildSpec.from_map({"id": "m", "start": (Worker, (1,)), "restart": "transient",
-                                "type": "supervisor"})
+    child = ChildSpec.from_map({"id": "m", "start": (Worker, (1,)), "restart": "transient", "type": "supervisor"})
     assert child == ChildSpec("m", (Worker, (1,)), restart="transient", type="supervisor")
     assert child.shutdown == "infinity"
     assert ChildSpec.from_map(child) is child
@@ -185,6 +185,7 @@ def test_child_specs_old_tuple_format() -> None:
 
 
 # --- SupFlags ---------------------------------------------------------------
+
 
 def test_sup_flags_defaults() -> None:
     flags = SupFlags()
@@ -228,9 +229,9 @@ def test_sup_flags_from_map_rejects_unknown_and_bad_shapes() -> None:
 
 # --- checks across specs -------------------------------------------------------
 
+
 def test_check_childspecs_converts_and_keeps_order() -> None:
-    specs = check_childspecs([{"id": "a", "start": (Worker, ())},
-                              ChildSpec("b", (Worker, ()))])
+    specs = check_childspecs([{"id": "a", "start": (Worker, ())}, ChildSpec("b", (Worker, ()))])
     assert [child.id for child in specs] == ["a", "b"]
 
 

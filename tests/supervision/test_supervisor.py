@@ -15,8 +15,8 @@ import supervision as sv
 from actors import Exit
 from actors.clock import FakeClock
 from supervision import ChildSpec, SupFlags
-from tests.supervision.workers import Gated, Ignorer, Slow, Worker
 from tests.polling import poll_until
+from tests.supervision.workers import Gated, Ignorer, Slow, Worker
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -105,8 +105,9 @@ def test_temporary_child_never_restarted_and_removed(node):
 @pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
 def test_temporary_bystander_is_dropped(node, strategy):
     q: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags(strategy, intensity=5),
-                              [spec("a", q), spec("tmp", q, "temporary"), spec("c", q)])
+    sup = sv.start_supervisor(
+        node, SupFlags(strategy, intensity=5), [spec("a", q), spec("tmp", q, "temporary"), spec("c", q)]
+    )
     old = child_ref(sup, "a")
     crash(old)
     wait_replaced(sup, "a", old)
@@ -118,8 +119,9 @@ def test_temporary_bystander_is_dropped(node, strategy):
 
 def test_intensity_exceeded_shuts_down_in_reverse_order(node):
     q: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("one_for_one", intensity=1, period=30),
-                              [spec("a", q), spec("b", q), spec("c", q)])
+    sup = sv.start_supervisor(
+        node, SupFlags("one_for_one", intensity=1, period=30), [spec("a", q), spec("b", q), spec("c", q)]
+    )
     drain(q)
     mon = node.monitor(sup)
     old = child_ref(sup, "b")
@@ -133,8 +135,9 @@ def test_intensity_exceeded_shuts_down_in_reverse_order(node):
 
 def test_one_for_all_restart_counts_once(node):
     q: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("one_for_all", intensity=1, period=30),
-                              [spec("a", q), spec("b", q), spec("c", q)])
+    sup = sv.start_supervisor(
+        node, SupFlags("one_for_all", intensity=1, period=30), [spec("a", q), spec("b", q), spec("c", q)]
+    )
     old = child_ref(sup, "a")
     crash(old)
     wait_replaced(sup, "a", old)
@@ -161,8 +164,11 @@ def test_restarts_outside_the_period_are_forgotten(node):
 
 def test_escalation_permanent_child_supervisor_comes_back(node):
     q: queue.Queue = queue.Queue()
-    inner = ChildSpec("inner", (sv._supervisor._StaticSupervisor,
-                                (SupFlags(intensity=0, period=5), [spec("w", q)])), type="supervisor")
+    inner = ChildSpec(
+        "inner",
+        (sv._supervisor._StaticSupervisor, (SupFlags(intensity=0, period=5), [spec("w", q)])),
+        type="supervisor",
+    )
     top = sv.start_supervisor(node, SupFlags(intensity=5), [inner])
     inner_ref = child_ref(top, "inner")
     w = child_ref(inner_ref, "w")
@@ -176,9 +182,12 @@ def test_escalation_permanent_child_supervisor_comes_back(node):
 
 
 def test_escalation_transient_child_supervisor_not_restarted(node):
-    inner = ChildSpec("inner", (sv._supervisor._StaticSupervisor,
-                                (SupFlags(intensity=0, period=5), [spec("w", None)])),
-                      type="supervisor", restart="transient")
+    inner = ChildSpec(
+        "inner",
+        (sv._supervisor._StaticSupervisor, (SupFlags(intensity=0, period=5), [spec("w", None)])),
+        type="supervisor",
+        restart="transient",
+    )
     top = sv.start_supervisor(node, SupFlags(intensity=5), [inner])
     inner_ref = child_ref(top, "inner")
     mon = node.monitor(inner_ref)
@@ -195,35 +204,48 @@ def test_escalation_transient_child_supervisor_not_restarted(node):
 
 def test_one_for_all_order(node):
     q: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("one_for_all", intensity=5),
-                              [spec("a", q), spec("b", q), spec("c", q)])
+    sup = sv.start_supervisor(node, SupFlags("one_for_all", intensity=5), [spec("a", q), spec("b", q), spec("c", q)])
     assert drain(q) == [("init", "a"), ("init", "b"), ("init", "c")]
     old = child_ref(sup, "b")
     crash(old)
     wait_replaced(sup, "b", old)
     events = drain(q)
-    assert events == [("terminate", "b"), ("terminate", "c"), ("terminate", "a"),
-                      ("init", "a"), ("init", "b"), ("init", "c")]
+    assert events == [
+        ("terminate", "b"),
+        ("terminate", "c"),
+        ("terminate", "a"),
+        ("init", "a"),
+        ("init", "b"),
+        ("init", "c"),
+    ]
 
 
 def test_rest_for_one_order(node):
     q: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("rest_for_one", intensity=5),
-                              [spec("a", q), spec("b", q), spec("c", q), spec("d", q)])
+    sup = sv.start_supervisor(
+        node, SupFlags("rest_for_one", intensity=5), [spec("a", q), spec("b", q), spec("c", q), spec("d", q)]
+    )
     a = child_ref(sup, "a")
     drain(q)
     old = child_ref(sup, "b")
     crash(old)
     wait_replaced(sup, "b", old)
-    assert drain(q) == [("terminate", "b"), ("terminate", "d"), ("terminate", "c"),
-                        ("init", "b"), ("init", "c"), ("init", "d")]
+    assert drain(q) == [
+        ("terminate", "b"),
+        ("terminate", "d"),
+        ("terminate", "c"),
+        ("init", "b"),
+        ("init", "c"),
+        ("init", "d"),
+    ]
     assert child_ref(sup, "a") == a
 
 
 def test_simple_one_for_one(node):
     q: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=5),
-                              [ChildSpec("w", (Worker, (q,)), restart="temporary")])
+    sup = sv.start_supervisor(
+        node, SupFlags("simple_one_for_one", intensity=5), [ChildSpec("w", (Worker, (q,)), restart="temporary")]
+    )
     r1 = sv.start_child(sup, ["one", "x"])
     r2 = sv.start_child(sup, ("two",))
     assert r1.call("extra") == ("x",)
@@ -243,8 +265,7 @@ def test_simple_one_for_one(node):
 
 
 def test_simple_one_for_one_permanent_children_restart(node):
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=5),
-                              [ChildSpec("w", (Worker, (None,)))])
+    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=5), [ChildSpec("w", (Worker, (None,)))])
     r1 = sv.start_child(sup, ["one"])
     crash(r1)
     for _ in range(2000):
@@ -258,8 +279,9 @@ def test_simple_one_for_one_intensity_exceeded_shuts_down(node):
     """Dynamic children's restarts count toward intensity; one too many and the
     supervisor stops every child and exits with ``shutdown`` (OTP)."""
     q: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=2, period=30),
-                              [ChildSpec("w", (Worker, (q,)))])
+    sup = sv.start_supervisor(
+        node, SupFlags("simple_one_for_one", intensity=2, period=30), [ChildSpec("w", (Worker, (q,)))]
+    )
     refs = {tag: sv.start_child(sup, [tag]) for tag in ("c1", "c2", "c3")}
     assert drain(q) == [("init", "c1"), ("init", "c2"), ("init", "c3")]
     mon = node.monitor(sup)
@@ -268,8 +290,7 @@ def test_simple_one_for_one_intensity_exceeded_shuts_down(node):
         crash(refs[tag])
         assert q.get(timeout=5) == ("terminate", tag)
         assert q.get(timeout=5) == ("init", tag)
-        survivors[tag] = next(row.child for row in sv.which_children(sup)
-                              if row.child.call("x") == (tag, "x"))
+        survivors[tag] = next(row.child for row in sv.which_children(sup) if row.child.call("x") == (tag, "x"))
         assert survivors[tag] != refs[tag]
     assert sup.is_alive() and sv.count_children(sup)["active"] == 3
     watches = {tag: node.monitor(ref) for tag, ref in survivors.items()}
@@ -315,8 +336,9 @@ def wait_dynamic_replaced(sup, old):
 
 def test_simple_one_for_one_parallel_shutdown_under_one_timeout(node):
     gate = threading.Event()
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one"),
-                              [ChildSpec("s", (Slow, (None,)), shutdown=1.0, restart="temporary")])
+    sup = sv.start_supervisor(
+        node, SupFlags("simple_one_for_one"), [ChildSpec("s", (Slow, (None,)), shutdown=1.0, restart="temporary")]
+    )
     for i in range(4):
         sv.start_child(sup, (f"s{i}", gate, 3.0))
     t0 = time.monotonic()
@@ -327,9 +349,11 @@ def test_simple_one_for_one_parallel_shutdown_under_one_timeout(node):
 
 
 def test_dynamic_children_not_recreated_when_supervisor_restarts(node):
-    child_sup = ChildSpec("pool", (sv._supervisor._StaticSupervisor,
-                                   (SupFlags("simple_one_for_one"), [ChildSpec("w", (Worker, (None,)))])),
-                          type="supervisor")
+    child_sup = ChildSpec(
+        "pool",
+        (sv._supervisor._StaticSupervisor, (SupFlags("simple_one_for_one"), [ChildSpec("w", (Worker, (None,)))])),
+        type="supervisor",
+    )
     top = sv.start_supervisor(node, SupFlags(intensity=5), [child_sup])
     pool = child_ref(top, "pool")
     sv.start_child(pool, ["dyn"])
@@ -346,8 +370,7 @@ def test_start_failure_stops_started_children_and_names_the_child(node):
     plan: queue.Queue = queue.Queue()
     plan.put("fail")
     with pytest.raises(sv.StartError) as info:
-        sv.start_supervisor(node, SupFlags(), [spec("a", q), spec("b", q),
-                                               ChildSpec("bad", (Gated, (q, "bad", plan)))])
+        sv.start_supervisor(node, SupFlags(), [spec("a", q), spec("b", q), ChildSpec("bad", (Gated, (q, "bad", plan)))])
     assert info.value.child_id == "bad"
     assert drain(q) == [("init", "a"), ("init", "b"), ("terminate", "b"), ("terminate", "a")]
 
@@ -357,8 +380,7 @@ def test_failed_restart_is_retried_through_the_mailbox(node):
     plan: queue.Queue = queue.Queue()
     gate = threading.Event()
     Gated.gates["g"] = gate
-    sup = sv.start_supervisor(node, SupFlags(intensity=5, period=30),
-                              [ChildSpec("g", (Gated, (q, "g", plan)))])
+    sup = sv.start_supervisor(node, SupFlags(intensity=5, period=30), [ChildSpec("g", (Gated, (q, "g", plan)))])
     old = child_ref(sup, "g")
     drain(q)
     plan.put("block-then-fail")
@@ -384,8 +406,7 @@ def test_failed_restart_is_retried_through_the_mailbox(node):
 def test_failed_restarts_count_toward_intensity(node):
     q: queue.Queue = queue.Queue()
     plan: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags(intensity=3, period=30),
-                              [ChildSpec("g", (Gated, (q, "g", plan)))])
+    sup = sv.start_supervisor(node, SupFlags(intensity=3, period=30), [ChildSpec("g", (Gated, (q, "g", plan)))])
     mon = node.monitor(sup)
     for _ in range(10):
         plan.put("fail")
@@ -395,8 +416,9 @@ def test_failed_restarts_count_toward_intensity(node):
 
 
 def test_ignore_keeps_spec_not_running_and_drops_temporary(node):
-    sup = sv.start_supervisor(node, SupFlags(), [ChildSpec("i", (Ignorer, ())),
-                                                 ChildSpec("t", (Ignorer, ()), restart="temporary")])
+    sup = sv.start_supervisor(
+        node, SupFlags(), [ChildSpec("i", (Ignorer, ())), ChildSpec("t", (Ignorer, ()), restart="temporary")]
+    )
     rows = sv.which_children(sup)
     assert [(r.id, r.child) for r in rows] == [("i", None)]
 
@@ -438,8 +460,7 @@ def test_shutdown_runs_terminate_in_trapping_child(node):
 
 def test_infinity_waits_for_the_child(node):
     gate = threading.Event()
-    sup = sv.start_supervisor(node, SupFlags(), [ChildSpec("s", (Slow, (None, "s", gate, 0.3)),
-                                                           shutdown="infinity")])
+    sup = sv.start_supervisor(node, SupFlags(), [ChildSpec("s", (Slow, (None, "s", gate, 0.3)), shutdown="infinity")])
     ref = child_ref(sup, "s")
     mon = node.monitor(ref)
     sv.terminate_child(sup, "s")
@@ -447,8 +468,9 @@ def test_infinity_waits_for_the_child(node):
 
 
 def test_sigkilled_host_child_restarts_in_fresh_host_same_cpus(node):
-    sup = sv.start_supervisor(node, SupFlags(intensity=5),
-                              [ChildSpec("h", (Worker, (None, "h")), host="own", cpus={0})])
+    sup = sv.start_supervisor(
+        node, SupFlags(intensity=5), [ChildSpec("h", (Worker, (None, "h")), host="own", cpus={0})]
+    )
     old = child_ref(sup, "h")
     assert old.call("cpus") == [0]
     os.kill(old.os_pid, signal.SIGKILL)
@@ -501,9 +523,11 @@ def test_bad_spec_is_rejected_naming_the_field():
 
 @pytest.mark.parametrize("mode,stop_both", [("any_significant", False), ("all_significant", True)])
 def test_auto_shutdown(node, mode, stop_both):
-    sup = sv.start_supervisor(node, SupFlags(auto_shutdown=mode),
-                              [spec("s1", None, "transient", significant=True),
-                               spec("s2", None, "transient", significant=True)])
+    sup = sv.start_supervisor(
+        node,
+        SupFlags(auto_shutdown=mode),
+        [spec("s1", None, "transient", significant=True), spec("s2", None, "transient", significant=True)],
+    )
     mon = node.monitor(sup)
     assert child_ref(sup, "s1").call("stop_normal") == "ok"
     if stop_both:
@@ -552,9 +576,12 @@ def test_supervisor_subclass_tree(node):
 
 
 def test_supervisor_in_host_process_with_children_elsewhere(node):
-    sup = sv.start_supervisor(node, SupFlags(intensity=5),
-                              [ChildSpec("a", (Worker, (None, "a")), host="own"),
-                               ChildSpec("b", (Worker, (None, "b")))], host="suphost")
+    sup = sv.start_supervisor(
+        node,
+        SupFlags(intensity=5),
+        [ChildSpec("a", (Worker, (None, "a")), host="own"), ChildSpec("b", (Worker, (None, "b")))],
+        host="suphost",
+    )
     a, b = child_ref(sup, "a"), child_ref(sup, "b")
     assert a.os_pid != b.os_pid == sup.os_pid
     os.kill(a.os_pid, signal.SIGKILL)
@@ -562,8 +589,9 @@ def test_supervisor_in_host_process_with_children_elsewhere(node):
 
 
 def test_named_child_is_registered_again_after_restart(node):
-    sup = sv.start_supervisor(node, SupFlags(intensity=5),
-                              [ChildSpec("n", (Worker, (None, "n")), name="named_worker", host="own")])
+    sup = sv.start_supervisor(
+        node, SupFlags(intensity=5), [ChildSpec("n", (Worker, (None, "n")), name="named_worker", host="own")]
+    )
     old = node.whereis("named_worker")
     assert old == child_ref(sup, "n")
     os.kill(old.os_pid, signal.SIGKILL)
@@ -574,8 +602,9 @@ def test_named_child_is_registered_again_after_restart(node):
 def test_simple_one_for_one_failed_restart_is_retried(node):
     q: queue.Queue = queue.Queue()
     plan: queue.Queue = queue.Queue()
-    sup = sv.start_supervisor(node, SupFlags("simple_one_for_one", intensity=5, period=30),
-                              [ChildSpec("g", (Gated, (q,)))])
+    sup = sv.start_supervisor(
+        node, SupFlags("simple_one_for_one", intensity=5, period=30), [ChildSpec("g", (Gated, (q,)))]
+    )
     r1 = sv.start_child(sup, ["g1", plan])
     plan.put("fail")  # the first restart fails, the retry succeeds
     crash(r1)

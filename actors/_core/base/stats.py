@@ -151,8 +151,9 @@ class Stats:
     def decrement(self, name: str, amount: int = 1) -> None:
         self.increment(name, -amount)
 
-    def increment_labelled(self, name: str, labels: tuple[str, ...], amount: int = 1,
-                           label_names: tuple[str, ...] | None = None) -> None:
+    def increment_labelled(
+        self, name: str, labels: tuple[str, ...], amount: int = 1, label_names: tuple[str, ...] | None = None
+    ) -> None:
         """A counter kept per value of its labels (``supervision.child_restarts`` per
         supervisor and child): for names whose parts may contain any text, which a
         dotted name could not keep apart.  ``label_names`` names the labels for an
@@ -165,8 +166,9 @@ class Stats:
             if label_names is not None:
                 self._label_names[name] = tuple(label_names)
 
-    def update_labelled_gauge(self, name: str, labels: tuple[str, ...], value: float,
-                              label_names: tuple[str, ...] | None = None) -> None:
+    def update_labelled_gauge(
+        self, name: str, labels: tuple[str, ...], value: float, label_names: tuple[str, ...] | None = None
+    ) -> None:
         """A gauge kept per value of its labels (smoosh's queue length per channel)."""
         with self._lock:
             self._labelled_gauges.setdefault(name, {})[labels] = value
@@ -237,8 +239,9 @@ class Stats:
                 "gauges": dict(self._gauges),
                 "histograms": {k: h.summary() for k, h in self._histograms.items()},
                 "labelled": {k: [[*labels, n] for labels, n in by.items()] for k, by in self._labelled.items()},
-                "labelled_gauges": {k: [[*labels, v] for labels, v in by.items()]
-                                    for k, by in self._labelled_gauges.items()},
+                "labelled_gauges": {
+                    k: [[*labels, v] for labels, v in by.items()] for k, by in self._labelled_gauges.items()
+                },
                 "label_names": {k: list(v) for k, v in self._label_names.items()},
             }
 
@@ -262,8 +265,14 @@ def _sum_rows(into: dict[str, dict[tuple[Any, ...], float]], rows_by_name: dict[
 
 def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Sum counters and gauges across processes; histograms are summed by count."""
-    merged: dict[str, Any] = {"counters": {}, "gauges": {}, "histograms": {}, "labelled": {},
-                              "labelled_gauges": {}, "label_names": {}}
+    merged: dict[str, Any] = {
+        "counters": {},
+        "gauges": {},
+        "histograms": {},
+        "labelled": {},
+        "labelled_gauges": {},
+        "label_names": {},
+    }
     labelled: dict[str, dict[tuple[Any, ...], float]] = {}
     labelled_gauges: dict[str, dict[tuple[Any, ...], float]] = {}
     for snap in snapshots:
@@ -279,8 +288,9 @@ def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
             if prev is None or summary.get("n", 0) > prev.get("n", 0):
                 merged["histograms"][name] = summary
     merged["labelled"] = {name: [[*labels, n] for labels, n in by.items()] for name, by in labelled.items()}
-    merged["labelled_gauges"] = {name: [[*labels, v] for labels, v in by.items()]
-                                 for name, by in labelled_gauges.items()}
+    merged["labelled_gauges"] = {
+        name: [[*labels, v] for labels, v in by.items()] for name, by in labelled_gauges.items()
+    }
     return merged
 
 

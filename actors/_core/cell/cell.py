@@ -37,7 +37,6 @@ def _short(value: Any) -> str:
     return text if len(text) <= _TRUNCATE else text[:_TRUNCATE] + "..."
 
 
-
 class Cell(CellSignals):
     """The kernel side of one actor: its state, signals and generic loop."""
 

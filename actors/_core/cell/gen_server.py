@@ -8,13 +8,13 @@ from typing import Any
 
 from actors._core.cell.cell import Cell
 from actors._core.cell.entries import M_EXIT
+from actors._core.cell.spawn import spawn as _spawn
 from actors._core.cell.state import Behaviour
 from actors._core.runtime.monitor import Monitor
+from actors._core.runtime.runtime import Timer
+from actors._core.wire import system as sysop
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef, From
-from actors._core.runtime.runtime import Timer
-from actors._core.cell.spawn import spawn as _spawn
-from actors._core.wire import system as sysop
 
 __all__ = ["PREVIOUS_HOLDER_WAIT", "GenServer", "UnexpectedMessage"]
 
@@ -178,8 +178,11 @@ class GenServer(Behaviour):
         try:
             cell.runtime.request_monitor(cell.ref, ref, mref, MONITOR_ACK_WAIT)
         except CallTimeout:
-            log.warning("monitor of %s: its process did not take it within %.0f s; the monitor stays on its way",
-                        ref, MONITOR_ACK_WAIT)
+            log.warning(
+                "monitor of %s: its process did not take it within %.0f s; the monitor stays on its way",
+                ref,
+                MONITOR_ACK_WAIT,
+            )
         return mref
 
     def monitor_node(self, node: str) -> None:
@@ -208,23 +211,61 @@ class GenServer(Behaviour):
 
     # -- spawning, timers, names ----------------------------------------------------
 
-    def spawn(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
-              cpus: Any = None, kwargs: dict[str, Any] | None = None, link: bool = False,
-              node: str | list[str] | tuple[str, ...] | None = None, mailbox: int | None = None,
-              overflow: str | None = None) -> ActorRef | None:
+    def spawn(
+        self,
+        cls: type,
+        *args: Any,
+        name: str | None = None,
+        host: str | None = None,
+        cpus: Any = None,
+        kwargs: dict[str, Any] | None = None,
+        link: bool = False,
+        node: str | list[str] | tuple[str, ...] | None = None,
+        mailbox: int | None = None,
+        overflow: str | None = None,
+    ) -> ActorRef | None:
         """Start an actor (see `Node.spawn`); this actor becomes its parent.
         ``node``: a node name, or candidates of which the first one up (this
         node included) is used; ``mailbox``/``overflow`` bound its mailbox."""
-        return _spawn(self._actor_cell.runtime, cls, args, kwargs or {}, name=name, host=host,
-                     cpus=cpus, link=link, node=node, mailbox=mailbox, overflow=overflow)
+        return _spawn(
+            self._actor_cell.runtime,
+            cls,
+            args,
+            kwargs or {},
+            name=name,
+            host=host,
+            cpus=cpus,
+            link=link,
+            node=node,
+            mailbox=mailbox,
+            overflow=overflow,
+        )
 
-    def spawn_link(self, cls: type, *args: Any, name: str | None = None, host: str | None = None,
-                   cpus: Any = None, kwargs: dict[str, Any] | None = None,
-                   node: str | list[str] | tuple[str, ...] | None = None, mailbox: int | None = None,
-                   overflow: str | None = None) -> ActorRef | None:
+    def spawn_link(
+        self,
+        cls: type,
+        *args: Any,
+        name: str | None = None,
+        host: str | None = None,
+        cpus: Any = None,
+        kwargs: dict[str, Any] | None = None,
+        node: str | list[str] | tuple[str, ...] | None = None,
+        mailbox: int | None = None,
+        overflow: str | None = None,
+    ) -> ActorRef | None:
         """`spawn` and link atomically: the new actor's parent is this actor."""
-        return self.spawn(cls, *args, name=name, host=host, cpus=cpus, kwargs=kwargs, link=True, node=node,
-                          mailbox=mailbox, overflow=overflow)
+        return self.spawn(
+            cls,
+            *args,
+            name=name,
+            host=host,
+            cpus=cpus,
+            kwargs=kwargs,
+            link=True,
+            node=node,
+            mailbox=mailbox,
+            overflow=overflow,
+        )
 
     def send_after(self, seconds: float, message: Any, dest: ActorRef | None = None) -> Timer:
         """Deliver ``message`` to ``handle_info`` (of ``dest``, default self) later."""

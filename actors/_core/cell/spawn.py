@@ -11,13 +11,21 @@ import cloudpickle
 from actors._core.cell.cell import Cell
 from actors._core.cell.state import Behaviour
 from actors._core.runtime.mailbox import MailboxLimit, mailbox_limit
-from actors._core.wire.reasons import Exit, crash_from
-from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import Runtime, current_cell
 from actors._core.wire import system as sysop
+from actors._core.wire.reasons import Exit, crash_from
+from actors._core.wire.ref import ActorRef
 
-__all__ = ["AlreadyRegistered", "SpawnError", "WarmThread", "install", "normalise_cpus", "record_child_link",
-           "spawn", "start_here"]
+__all__ = [
+    "AlreadyRegistered",
+    "SpawnError",
+    "WarmThread",
+    "install",
+    "normalise_cpus",
+    "record_child_link",
+    "spawn",
+    "start_here",
+]
 
 
 class SpawnError(Exit):
@@ -112,8 +120,19 @@ def start_here(
     # (A bounded mailbox is read by the actor's thread only: it keeps its
     # policy on the way in, which a frame read off the endpoint would skip.)
     lend = bool(warm) and mailbox is None and getattr(server, "reads_host_endpoint", True)
-    cell = Cell(rt, actor_id, server, tuple(args), dict(kwargs), name, parent, link, on_started,
-                read_endpoint=lend, mailbox=mailbox)
+    cell = Cell(
+        rt,
+        actor_id,
+        server,
+        tuple(args),
+        dict(kwargs),
+        name,
+        parent,
+        link,
+        on_started,
+        read_endpoint=lend,
+        mailbox=mailbox,
+    )
     cell.start(warm.pop().run if warm else None)
 
 

@@ -84,8 +84,7 @@ class ActorThread:
 
     def start(self) -> None:
         """Run the loop on a new daemon thread."""
-        thread = threading.Thread(target=self.run, name=f"{type(self).__name__}-{next(_thread_numbers)}",
-                                  daemon=True)
+        thread = threading.Thread(target=self.run, name=f"{type(self).__name__}-{next(_thread_numbers)}", daemon=True)
         thread.start()
 
     def stop(self) -> None:

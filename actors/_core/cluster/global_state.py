@@ -121,8 +121,9 @@ class NameTable:
     def release_locks_of(self, node_id: str) -> list[str]:
         """The requester's node went down: its registrations will never finish."""
         with self._mutex:
-            gone = [name for name, token in self.locks.items()
-                    if isinstance(token, tuple) and token and token[0] == node_id]
+            gone = [
+                name for name, token in self.locks.items() if isinstance(token, tuple) and token and token[0] == node_id
+            ]
             for name in gone:
                 del self.locks[name]
             return gone

@@ -29,16 +29,16 @@ from typing import Any
 
 import cloudpickle
 
+from actors._core.base import config as _config
+from actors._core.base import stats as _stats
 from actors._core.cell import spawn as _spawn
 from actors._core.cell.cell import Cell
-from actors._core.wire.codec import decode_frame, encode_frame
 from actors._core.cell.gen_server import GenServer  # imported once in the zygote, so forks start warm
-from actors._core.base import config as _config
 from actors._core.host import sched as _sched
-from actors._core.base import stats as _stats
+from actors._core.host.logs import forward_host_logs
 from actors._core.runtime.runtime import K_SYS, Runtime
 from actors._core.wire import system as sysop
-from actors._core.host.logs import forward_host_logs
+from actors._core.wire.codec import decode_frame, encode_frame
 
 __all__ = ["host_main", "read_message", "write_message", "zygote_main"]
 
@@ -202,8 +202,9 @@ def _prefault(rt: Runtime) -> None:
     """
     payload = cloudpickle.dumps(("warmup", GenServer, (), {}, None, None, False))
     _actor_id, cls, args, kwargs, name, parent, link = cloudpickle.loads(payload)
-    sysop.decode(decode_frame(encode_frame(K_SYS, None, None, 1, rt.proc,
-                                           sysop.encode(sysop.SpawnHere(rt.proc, 1, payload))))[5])
+    sysop.decode(
+        decode_frame(encode_frame(K_SYS, None, None, 1, rt.proc, sysop.encode(sysop.SpawnHere(rt.proc, 1, payload))))[5]
+    )
     Cell(rt, _actor_id, cls(), args, kwargs, name, parent, link, lambda kind, detail: None)  # never started
 
 

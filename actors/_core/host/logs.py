@@ -40,8 +40,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["SOCKET_NAME", "HostLogForwarder", "LogListener", "decode_record", "encode_record",
-           "forward_host_logs"]
+__all__ = ["SOCKET_NAME", "HostLogForwarder", "LogListener", "decode_record", "encode_record", "forward_host_logs"]
 
 #: The listener's socket, in the node's runtime directory.
 SOCKET_NAME = "log.sock"
@@ -54,9 +53,24 @@ _HEADER = struct.Struct("!I")
 # LogRecord attributes rebuilt from the fields sent; everything else in a
 # record's __dict__ is an ``extra`` attribute.
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
-_SENT = ("name", "levelno", "levelname", "pathname", "filename", "module", "lineno", "funcName",
-         "created", "msecs", "relativeCreated", "thread", "threadName", "process", "processName",
-         "stack_info")
+_SENT = (
+    "name",
+    "levelno",
+    "levelname",
+    "pathname",
+    "filename",
+    "module",
+    "lineno",
+    "funcName",
+    "created",
+    "msecs",
+    "relativeCreated",
+    "thread",
+    "threadName",
+    "process",
+    "processName",
+    "stack_info",
+)
 
 
 def _plain(value: Any) -> Any:
@@ -77,8 +91,9 @@ def encode_record(record: logging.LogRecord, host: str | None = None) -> bytes:
         record.exc_text = logging.Formatter().formatException(record.exc_info)
     fields["exc_text"] = record.exc_text
     fields["host"] = host
-    fields["extra"] = {key: _plain(value) for key, value in record.__dict__.items()
-                       if key not in _STANDARD and key != "host"}
+    fields["extra"] = {
+        key: _plain(value) for key, value in record.__dict__.items() if key not in _STANDARD and key != "host"
+    }
     body = orjson.dumps(fields, default=repr)
     return _HEADER.pack(len(body)) + body
 
@@ -89,12 +104,15 @@ def decode_record(body: bytes) -> logging.LogRecord:
         fields = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"log frame is not JSON: {exc}") from None
-    if not isinstance(fields, dict) or not isinstance(fields.get("name"), str) \
-            or not isinstance(fields.get("levelno"), int) or not isinstance(fields.get("msg"), str):
+    if (
+        not isinstance(fields, dict)
+        or not isinstance(fields.get("name"), str)
+        or not isinstance(fields.get("levelno"), int)
+        or not isinstance(fields.get("msg"), str)
+    ):
         raise ValueError("log frame lacks name, levelno or msg")
     extra = fields.pop("extra", None)
-    attrs = {key: value for key, value in (extra if isinstance(extra, dict) else {}).items()
-             if key not in _STANDARD}
+    attrs = {key: value for key, value in (extra if isinstance(extra, dict) else {}).items() if key not in _STANDARD}
     attrs.update({key: fields.get(key) for key in (*_SENT, "msg", "exc_text", "host")})
     attrs["args"] = None
     attrs["exc_info"] = None
@@ -169,8 +187,10 @@ def forward_host_logs(rundir: str, level: int | None = None, host: str | None = 
     node's effective root level, so hosts do not send records nobody wants.
     """
     root = logging.getLogger()
-    for logger in [root, *(obj for obj in logging.Logger.manager.loggerDict.values()
-                           if isinstance(obj, logging.Logger))]:
+    for logger in [
+        root,
+        *(obj for obj in logging.Logger.manager.loggerDict.values() if isinstance(obj, logging.Logger)),
+    ]:
         for handler in list(logger.handlers):
             logger.removeHandler(handler)
     forwarder = HostLogForwarder(os.path.join(rundir, SOCKET_NAME), host)
@@ -251,8 +271,8 @@ class LogListener:
                 break
             if len(buf) < _HEADER.size + size:
                 break
-            body = bytes(buf[_HEADER.size:_HEADER.size + size])
-            del buf[:_HEADER.size + size]
+            body = bytes(buf[_HEADER.size : _HEADER.size + size])
+            del buf[: _HEADER.size + size]
             self._emit(body)
         if closed or final:
             self._selector.unregister(sock)

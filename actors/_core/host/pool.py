@@ -58,8 +58,14 @@ class HostInfo:
     idle: bool = False  # booted at SCHED_IDLE and not yet put back (actors._core.host.sched)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"proc": self.proc, "label": self.label, "cpus": self.cpus, "own": self.own,
-                "pid": self.pid, "state": self.state}
+        return {
+            "proc": self.proc,
+            "label": self.label,
+            "cpus": self.cpus,
+            "own": self.own,
+            "pid": self.pid,
+            "state": self.state,
+        }
 
 
 class HostPool:
@@ -176,8 +182,7 @@ class HostPool:
             spare.label, spare.cpus, spare.own = label, cpus, own
             self._unidle(spare)
             spare.started_at = time.monotonic()  # from now, a placement waits on it (_host_timeout)
-            spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(
-                spare.proc, sysop.Configure(own, cpus))))
+            spare.queued.insert(0, (None, None, lambda: self._rt.sys_send(spare.proc, sysop.Configure(own, cpus))))
             if spare.state == "up":
                 first = spare.queued.pop(0)
                 first[2]()
@@ -363,6 +368,7 @@ class HostPool:
             if where == proc:
                 del self._forwarded[key]
                 self._rt.reply_sys(key[0], key[1], True, ("error", reason))
+
         def broadcast() -> None:
             for other in self.hosts.values():
                 if other.state == "up":
@@ -392,8 +398,10 @@ class HostPool:
                 self._rt.sys_send(record.proc, sysop.Halt())
         with self.changed:
             self.changed.wait_for(
-                lambda: all(h.state != "starting" and h.state != "up" for h in self.hosts.values())
-                or time.monotonic() > deadline,
+                lambda: (
+                    all(h.state != "starting" and h.state != "up" for h in self.hosts.values())
+                    or time.monotonic() > deadline
+                ),
                 timeout=max(0.1, min(3.0, deadline - time.monotonic())),
             )
         for record in list(self.hosts.values()):

@@ -32,8 +32,12 @@ class Zygote:
         try:
             if threading.active_count() == 1:
                 ctx = multiprocess.get_context("fork")
-                self._proc: Any = ctx.Process(target=zygote_main, args=(read_fd, [write_fd], rundir, list(sys.path)),
-                                              name="actors-zygote", daemon=False)
+                self._proc: Any = ctx.Process(
+                    target=zygote_main,
+                    args=(read_fd, [write_fd], rundir, list(sys.path)),
+                    name="actors-zygote",
+                    daemon=False,
+                )
                 self._proc.start()
             else:
                 self._proc = ExecZygote(read_fd, rundir, list(sys.path))

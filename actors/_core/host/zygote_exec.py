@@ -19,8 +19,10 @@ from multiprocess import spawn as _mp_spawn
 
 __all__ = ["ExecZygote"]
 
-_BOOT = ("import json, sys; sys.path[:0] = [p for p in json.loads(sys.argv[3]) if p not in sys.path]; "
-         "from actors._core.host.host import zygote_main; zygote_main(int(sys.argv[1]), [], sys.argv[2], [])")
+_BOOT = (
+    "import json, sys; sys.path[:0] = [p for p in json.loads(sys.argv[3]) if p not in sys.path]; "
+    "from actors._core.host.host import zygote_main; zygote_main(int(sys.argv[1]), [], sys.argv[2], [])"
+)
 
 
 class ExecZygote:
@@ -29,8 +31,7 @@ class ExecZygote:
     def __init__(self, cmd_fd: int, rundir: str, sys_path: list[str]) -> None:
         # subprocess's private helper is the one multiprocessing's spawn uses for the same job (-X, -W flags).
         flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
-        argv = [_mp_spawn.get_executable(), *flags, "-c", _BOOT,
-                str(cmd_fd), rundir, json.dumps(sys_path)]
+        argv = [_mp_spawn.get_executable(), *flags, "-c", _BOOT, str(cmd_fd), rundir, json.dumps(sys_path)]
         # The signal mask is inherited across exec: SIGINT/SIGTERM blocked by
         # the node meanwhile stay pending until zygote_main ignores them.
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, pass_fds=[cmd_fd], close_fds=True)

@@ -59,8 +59,17 @@ class Scrape:
 
 
 def _empty() -> dict[str, Any]:
-    return {"counters": {}, "gauges": {}, "histograms": {}, "labelled": {}, "labelled_gauges": {},
-            "label_names": {}, "classes": {}, "exits": {}, "call_bounds": []}
+    return {
+        "counters": {},
+        "gauges": {},
+        "histograms": {},
+        "labelled": {},
+        "labelled_gauges": {},
+        "label_names": {},
+        "classes": {},
+        "exits": {},
+        "call_bounds": [],
+    }
 
 
 def merge(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -87,8 +96,11 @@ def merge(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 hists[name] = dict(summary)
                 continue
             best = summary if summary.get("n", 0) > prev.get("n", 0) else prev
-            hists[name] = {**best, "n": prev.get("n", 0) + summary.get("n", 0),
-                           "sum": prev.get("sum", 0.0) + summary.get("sum", 0.0)}
+            hists[name] = {
+                **best,
+                "n": prev.get("n", 0) + summary.get("n", 0),
+                "sum": prev.get("sum", 0.0) + summary.get("sum", 0.0),
+            }
         for name, rows in snap.get("labelled", {}).items():
             by = labelled.setdefault(name, {})
             for *labels, value in rows:
@@ -119,8 +131,9 @@ def retire(retired: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
     counted = merge([last])
     counted["gauges"] = {}
     counted["labelled_gauges"] = {}
-    counted["histograms"] = {k: {"n": h.get("n", 0), "sum": h.get("sum", 0.0)}
-                             for k, h in counted["histograms"].items()}
+    counted["histograms"] = {
+        k: {"n": h.get("n", 0), "sum": h.get("sum", 0.0)} for k, h in counted["histograms"].items()
+    }
     for sums in counted["classes"].values():
         sums["actors"] = sums["mailbox"] = 0
     return merge([retired, counted]) if retired else counted
@@ -131,16 +144,25 @@ def _kernel(total: dict[str, Any]) -> list[Metric]:
     bounds = total["call_bounds"]
     calls = CounterMetricFamily(f"{PREFIX}actor_calls", "calls received, per actor class", labels=["class"])
     casts = CounterMetricFamily(f"{PREFIX}actor_casts", "casts received, per actor class", labels=["class"])
-    handled = CounterMetricFamily(f"{PREFIX}actor_messages", "mailbox entries handled (calls, casts, "
-                                  "plain messages, exits, DOWNs), per actor class", labels=["class"])
-    duration = HistogramMetricFamily(f"{PREFIX}actor_call_duration_seconds",
-                                     "time handle_call took for calls it answered, per actor class",
-                                     labels=["class"])
+    handled = CounterMetricFamily(
+        f"{PREFIX}actor_messages",
+        "mailbox entries handled (calls, casts, plain messages, exits, DOWNs), per actor class",
+        labels=["class"],
+    )
+    duration = HistogramMetricFamily(
+        f"{PREFIX}actor_call_duration_seconds",
+        "time handle_call took for calls it answered, per actor class",
+        labels=["class"],
+    )
     live = GaugeMetricFamily(f"{PREFIX}actors", "live actors, per actor class", labels=["class"])
-    mailbox = GaugeMetricFamily(f"{PREFIX}actor_mailbox_messages", "messages waiting in mailboxes, "
-                                "summed per actor class", labels=["class"])
-    dropped = CounterMetricFamily(f"{PREFIX}actor_mailbox_dropped", "user messages a bounded mailbox's "
-                                  "overflow policy dropped or refused, per actor class", labels=["class"])
+    mailbox = GaugeMetricFamily(
+        f"{PREFIX}actor_mailbox_messages", "messages waiting in mailboxes, summed per actor class", labels=["class"]
+    )
+    dropped = CounterMetricFamily(
+        f"{PREFIX}actor_mailbox_dropped",
+        "user messages a bounded mailbox's overflow policy dropped or refused, per actor class",
+        labels=["class"],
+    )
     for cls in sorted(total["classes"]):
         sums = total["classes"][cls]
         calls.add_metric([cls], sums["calls"])
@@ -155,22 +177,29 @@ def _kernel(total: dict[str, Any]) -> list[Metric]:
             running += n
             buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))
         duration.add_metric([cls], buckets, sums["call_seconds"])
-    exits = CounterMetricFamily(f"{PREFIX}actor_exits", "actors that exited, per actor class and kind of "
-                                "reason", labels=["class", "reason"])
+    exits = CounterMetricFamily(
+        f"{PREFIX}actor_exits", "actors that exited, per actor class and kind of reason", labels=["class", "reason"]
+    )
     for cls in sorted(total["exits"]):
         for kind, n in sorted(total["exits"][cls].items()):
             exits.add_metric([cls, kind], n)
     out += [calls, duration, casts, handled, live, mailbox, dropped, exits]
-    restarts = CounterMetricFamily(f"{PREFIX}supervisor_restarts", "children restarted, per supervisor "
-                                   "(its registered name, else its actor id) and the child whose exit caused it",
-                                   labels=["supervisor", "child"])
+    restarts = CounterMetricFamily(
+        f"{PREFIX}supervisor_restarts",
+        "children restarted, per supervisor "
+        "(its registered name, else its actor id) and the child whose exit caused it",
+        labels=["supervisor", "child"],
+    )
     for supervisor, child, n in sorted(total["labelled"].get(_CHILD_RESTARTS, []), key=lambda r: r[:2]):
         restarts.add_metric([safe_label(supervisor), safe_label(child)], n)
-    escalations = CounterMetricFamily(f"{PREFIX}supervisor_shutdowns", "supervisors that gave up: restart "
-                                      "intensity reached, so they shut down", labels=["supervisor"])
+    escalations = CounterMetricFamily(
+        f"{PREFIX}supervisor_shutdowns",
+        "supervisors that gave up: restart intensity reached, so they shut down",
+        labels=["supervisor"],
+    )
     for name, n in sorted(total["counters"].items()):
         if name.startswith(_ESCALATIONS):
-            escalations.add_metric([safe_label(name[len(_ESCALATIONS):])], n)
+            escalations.add_metric([safe_label(name[len(_ESCALATIONS) :])], n)
     out += [restarts, escalations]
     return out
 
@@ -189,8 +218,10 @@ def _recorded(total: dict[str, Any]) -> list[Metric]:
         if mapped.name not in out:
             out[mapped.name] = GaugeMetricFamily(mapped.name, f"{name} (gauge)", value=value * mapped.factor)
     names = total.get("label_names", {})
-    for kind, rows_by_name, family_type in (("counter", total["labelled"], CounterMetricFamily),
-                                            ("gauge", total.get("labelled_gauges", {}), GaugeMetricFamily)):
+    for kind, rows_by_name, family_type in (
+        ("counter", total["labelled"], CounterMetricFamily),
+        ("gauge", total.get("labelled_gauges", {}), GaugeMetricFamily),
+    ):
         for name, rows in sorted(rows_by_name.items()):
             if name == _CHILD_RESTARTS or not rows:
                 continue  # in otpy_supervisor_restarts_total
@@ -210,8 +241,10 @@ def _recorded(total: dict[str, Any]) -> list[Metric]:
         mapped = map_name(name, "summary")
         if mapped.name in out:
             continue
-        family = SummaryMetricFamily(mapped.name, f"{name} (count and sum of every sample; quantiles of "
-                                     "the recent samples of its busiest process)")
+        family = SummaryMetricFamily(
+            mapped.name,
+            f"{name} (count and sum of every sample; quantiles of the recent samples of its busiest process)",
+        )
         family.add_metric([], count_value=summary.get("n", 0), sum_value=summary.get("sum", 0.0) * mapped.factor)
         for q in ("p50", "p99"):
             if q in summary:
@@ -224,12 +257,17 @@ def _node(scrape: Scrape) -> list[Metric]:
     hosts = GaugeMetricFamily(f"{PREFIX}hosts", "host processes of the node, per state", labels=["state"])
     for state in HOST_STATES:
         hosts.add_metric([state], sum(1 for h in scrape.hosts if h.get("state") == state))
-    processes = GaugeMetricFamily(f"{PREFIX}processes_scraped", "OS processes of the node whose counts this "
-                                  "scrape includes (the node's own and every host up)", value=len(scrape.processes))
-    unanswered = GaugeMetricFamily(f"{PREFIX}processes_unanswered", "host processes that did not answer "
-                                   "this scrape in time", value=scrape.unanswered)
-    nodes = GaugeMetricFamily(f"{PREFIX}nodes_up", "other nodes this node is connected to",
-                              value=len(scrape.nodes))
+    processes = GaugeMetricFamily(
+        f"{PREFIX}processes_scraped",
+        "OS processes of the node whose counts this scrape includes (the node's own and every host up)",
+        value=len(scrape.processes),
+    )
+    unanswered = GaugeMetricFamily(
+        f"{PREFIX}processes_unanswered",
+        "host processes that did not answer this scrape in time",
+        value=scrape.unanswered,
+    )
+    nodes = GaugeMetricFamily(f"{PREFIX}nodes_up", "other nodes this node is connected to", value=len(scrape.nodes))
     out: list[Metric] = [hosts, processes, unanswered, nodes]
     for key, (name, text) in NET_COUNTERS.items():
         family = CounterMetricFamily(name, text)

@@ -27,6 +27,7 @@ from actors._core.metrics.families import Scrape, families, retire
 
 __all__ = ["NodeCollector", "Scraped"]
 
+
 class Scraped(Protocol):
     """The public calls of `actors.Node` a scrape uses."""
 
@@ -63,8 +64,14 @@ class NodeCollector(Collector):
                 if answer["proc"] in self._last:
                     snapshots.append(self._last[answer["proc"]])
             retired = self._retired
-        return Scrape(processes=snapshots, hosts=self.node.hosts(), nodes=self.node.nodes(),
-                      net=self.node.net_stats(), unanswered=unanswered, retired=retired)
+        return Scrape(
+            processes=snapshots,
+            hosts=self.node.hosts(),
+            nodes=self.node.nodes(),
+            net=self.node.net_stats(),
+            unanswered=unanswered,
+            retired=retired,
+        )
 
     def collect(self) -> Iterator[Metric]:
         yield from families(self.scrape())

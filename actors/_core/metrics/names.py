@@ -72,7 +72,7 @@ def map_name(dotted: str, kind: str) -> Mapped:
         raise ValueError(f"kind must be counter, gauge or summary, got {kind!r}")
     unit, factor = UNITS.get(dotted, ("", 1.0))
     if dotted.startswith(_KERNEL_PREFIX):
-        base = PREFIX + safe_name(dotted[len(_KERNEL_PREFIX):])
+        base = PREFIX + safe_name(dotted[len(_KERNEL_PREFIX) :])
     else:
         base = safe_name(dotted)
     if unit and not base.endswith("_" + unit):

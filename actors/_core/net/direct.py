@@ -51,9 +51,14 @@ class _Direct:
 class DirectLinks:
     """The direct connections of one host process, keyed by node id (``name@inc``)."""
 
-    def __init__(self, ctx: "zmq.Context[zmq.Socket[bytes]]", node_id: str, proc: str,
-                 io_thread: threading.Thread | None = None,
-                 wait: float = 0.0) -> None:
+    def __init__(
+        self,
+        ctx: "zmq.Context[zmq.Socket[bytes]]",
+        node_id: str,
+        proc: str,
+        io_thread: threading.Thread | None = None,
+        wait: float = 0.0,
+    ) -> None:
         self._ctx = ctx
         #: A full connection holds back any sender but ``io_thread`` (which
         #: must keep reading its process's endpoint) for up to ``wait`` seconds.

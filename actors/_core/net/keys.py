@@ -105,8 +105,9 @@ def load(path: str | os.PathLike[str]) -> ClusterKey:
     try:
         fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        raise KeyFileError(f"cluster key {target} does not exist "
-                           f"(create one with: python -m actors keygen {target})") from None
+        raise KeyFileError(
+            f"cluster key {target} does not exist (create one with: python -m actors keygen {target})"
+        ) from None
     except OSError as exc:
         raise KeyFileError(f"cluster key {target} cannot be opened: {exc.strerror}") from None
     try:
@@ -139,13 +140,15 @@ def parse(raw: bytes, where: str = "<key>") -> ClusterKey:
         name, sep, value = line.partition("=")
         name, value = name.strip(), value.strip()
         if not sep or name not in ("public", "secret"):
-            raise KeyFileError(f"cluster key {where} is malformed at line {number}: "
-                               "expected 'public = ...' or 'secret = ...'")
+            raise KeyFileError(
+                f"cluster key {where} is malformed at line {number}: expected 'public = ...' or 'secret = ...'"
+            )
         if name in halves:
             raise KeyFileError(f"cluster key {where} is malformed at line {number}: '{name}' given twice")
         if len(value) != _Z85_LEN:
-            raise KeyFileError(f"cluster key {where} is malformed at line {number}: "
-                               f"{name} must be {_Z85_LEN} Z85 characters")
+            raise KeyFileError(
+                f"cluster key {where} is malformed at line {number}: {name} must be {_Z85_LEN} Z85 characters"
+            )
         halves[name] = value
     missing = [h for h in ("public", "secret") if h not in halves]
     if missing:

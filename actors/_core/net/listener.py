@@ -20,8 +20,19 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from actors._core.net.outgoing import Outgoing
-from actors._core.net.protocol import (BYE, DATA, HANDSHAKE_FAILED, HELLO, HOST_DATA, PROTOCOL_VERSION, RECV_BATCH,
-                                       REJECT, TICK, WELCOME, decode)
+from actors._core.net.protocol import (
+    BYE,
+    DATA,
+    HANDSHAKE_FAILED,
+    HELLO,
+    HOST_DATA,
+    PROTOCOL_VERSION,
+    RECV_BATCH,
+    REJECT,
+    TICK,
+    WELCOME,
+    decode,
+)
 from actors._core.net.session import Peer
 
 __all__ = ["Listener"]
@@ -42,8 +53,13 @@ class Listener(Outgoing):
         router = self._router
         get = cast("Callable[[int], int]", router.getsockopt)  # of an int option, an int
         recv = router.recv_multipart
-        rid_peer, liveness, now_of, stats, on_frame = (self._rid_peer, self._liveness, self._clock.now,
-                                                        self._stats, self._on_frame)
+        rid_peer, liveness, now_of, stats, on_frame = (
+            self._rid_peer,
+            self._liveness,
+            self._clock.now,
+            self._stats,
+            self._on_frame,
+        )
         peers = self._peers
         for _ in range(RECV_BATCH):
             # Asking for EVENTS is cheaper than the zmq.Again a NOBLOCK recv raises when empty.
@@ -102,10 +118,16 @@ class Listener(Outgoing):
 
     def _hello(self, rid: bytes, msg: list[zmq.Frame]) -> None:
         body = decode(msg[2].bytes) if len(msg) == 3 else None
-        if (not isinstance(body, dict) or body.get("v") != PROTOCOL_VERSION
-                or not isinstance(body.get("name"), str) or not body["name"] or len(body["name"]) > 255
-                or not isinstance(body.get("inc"), int) or not isinstance(body.get("port"), int)
-                or not 0 < body["port"] <= 65535):
+        if (
+            not isinstance(body, dict)
+            or body.get("v") != PROTOCOL_VERSION
+            or not isinstance(body.get("name"), str)
+            or not body["name"]
+            or len(body["name"]) > 255
+            or not isinstance(body.get("inc"), int)
+            or not isinstance(body.get("port"), int)
+            or not 0 < body["port"] <= 65535
+        ):
             self._count("garbage")
             self._router_send([rid, REJECT, orjson.dumps({"reason": "bad hello"})])
             return

@@ -81,9 +81,20 @@ from collections.abc import Callable
 from actors._core.base.clock import Clock, MonotonicClock
 from actors._core.net.keys import ClusterKey
 from actors._core.net.loop import IOLoop
-from actors._core.net.protocol import (DATA, ConnectError, DownCallback, FrameCallback, GreetedCallback,
-                                       GreetingCallback, NetError, RefuseCallback, RejectedCallback, UpCallback,
-                                       is_loopback, parse_tcp)
+from actors._core.net.protocol import (
+    DATA,
+    ConnectError,
+    DownCallback,
+    FrameCallback,
+    GreetedCallback,
+    GreetingCallback,
+    NetError,
+    RefuseCallback,
+    RejectedCallback,
+    UpCallback,
+    is_loopback,
+    parse_tcp,
+)
 from actors._core.net.session import Waiter
 from actors._core.net.tick import DEFAULT_NET_TICKTIME, Liveness
 
@@ -108,7 +119,6 @@ class NetLink(IOLoop):
     this node's connect away: ``name`` is the node expected there (None when
     unknown), ``body`` the peer's REJECT as a dict.
     """
-
 
     def __init__(
         self,
@@ -168,7 +178,6 @@ class NetLink(IOLoop):
         self._closed = False
         self._loop_ident = None
         self._dirty = True  # the I/O thread re-plans heartbeats and deadlines
-
 
     # -- public API (any thread) ---------------------------------------------
 

@@ -16,8 +16,21 @@ import orjson
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from actors._core.net.protocol import (BYE, BYE_LINGER_MS, DATA, HANDSHAKE_FAILED, HELLO, OUT_EVENTS, PROTOCOL_VERSION,
-                                       RECV_BATCH, REJECT, WELCOME, ConnectError, RejectedCallback, decode)
+from actors._core.net.protocol import (
+    BYE,
+    BYE_LINGER_MS,
+    DATA,
+    HANDSHAKE_FAILED,
+    HELLO,
+    OUT_EVENTS,
+    PROTOCOL_VERSION,
+    RECV_BATCH,
+    REJECT,
+    WELCOME,
+    ConnectError,
+    RejectedCallback,
+    decode,
+)
 from actors._core.net.session import Out, Peer, Sessions, Waiter
 
 __all__ = ["Outgoing"]
@@ -31,8 +44,9 @@ class Outgoing(Sessions):
     _on_rejected: RejectedCallback | None
     _frames_out_lock: threading.Lock
 
-    def _start_connect(self, address: str, waiter: Waiter | None, timeout: float,
-                       expect: str | None = None) -> Out | None:
+    def _start_connect(
+        self, address: str, waiter: Waiter | None, timeout: float, expect: str | None = None
+    ) -> Out | None:
         for out in self._outs.values():
             if out.address == address:  # already connected or connecting there
                 if waiter is not None:
@@ -67,8 +81,20 @@ class Outgoing(Sessions):
         self._mons[mon] = out
         self._poller.register(sock, zmq.POLLIN)
         self._poller.register(mon, zmq.POLLIN)
-        sock.send_multipart([HELLO, orjson.dumps({"v": PROTOCOL_VERSION, "name": self.name,
-                                                   "inc": self.incarnation, "port": self._port, "greets": True})])
+        sock.send_multipart(
+            [
+                HELLO,
+                orjson.dumps(
+                    {
+                        "v": PROTOCOL_VERSION,
+                        "name": self.name,
+                        "inc": self.incarnation,
+                        "port": self._port,
+                        "greets": True,
+                    }
+                ),
+            ]
+        )
         return out
 
     def _send_data(self, peer: str, frames: list[bytes], out: Out, queued: bool = False) -> None:
@@ -95,8 +121,13 @@ class Outgoing(Sessions):
                 return
             kind = msg[0] if msg else b""
             body = decode(msg[1]) if len(msg) in (2, 3) else None
-            if kind == WELCOME and isinstance(body, dict) and isinstance(body.get("name"), str) \
-                    and isinstance(body.get("inc"), int) and not out.up:
+            if (
+                kind == WELCOME
+                and isinstance(body, dict)
+                and isinstance(body.get("name"), str)
+                and isinstance(body.get("inc"), int)
+                and not out.up
+            ):
                 self._welcomed(out, body["name"], body["inc"], msg[2] if len(msg) == 3 else None)
             elif kind == REJECT:
                 reason = body.get("reason") if isinstance(body, dict) else None
@@ -157,9 +188,13 @@ class Outgoing(Sessions):
             if kind & HANDSHAKE_FAILED:
                 self._count("handshake_failures_out")
                 if not out.up:
-                    self._fail_out(out, ConnectError(
-                        f"connect to {out.address}: CurveZMQ handshake failed (does the peer hold the same "
-                        f"cluster key?)"))
+                    self._fail_out(
+                        out,
+                        ConnectError(
+                            f"connect to {out.address}: CurveZMQ handshake failed (does the peer hold the same "
+                            f"cluster key?)"
+                        ),
+                    )
                     return
             elif kind == zmq.EVENT_DISCONNECTED and out.up and out.name is not None:
                 self._peer_down(out.name, "connection_closed")

@@ -16,10 +16,31 @@ import orjson
 import zmq
 
 __all__ = [
-    "BYE", "BYE_LINGER_MS", "DATA", "HANDSHAKE_FAILED", "HELLO", "HOST_DATA", "LISTEN_EVENTS", "OUT_EVENTS",
-    "PROTOCOL_VERSION", "RECV_BATCH", "REJECT", "TICK", "WELCOME", "ConnectError", "DownCallback", "FrameCallback",
-    "GreetedCallback", "GreetingCallback", "NetError", "RefuseCallback", "RejectedCallback", "UpCallback", "decode",
-    "is_loopback", "parse_tcp",
+    "BYE",
+    "BYE_LINGER_MS",
+    "DATA",
+    "HANDSHAKE_FAILED",
+    "HELLO",
+    "HOST_DATA",
+    "LISTEN_EVENTS",
+    "OUT_EVENTS",
+    "PROTOCOL_VERSION",
+    "RECV_BATCH",
+    "REJECT",
+    "TICK",
+    "WELCOME",
+    "ConnectError",
+    "DownCallback",
+    "FrameCallback",
+    "GreetedCallback",
+    "GreetingCallback",
+    "NetError",
+    "RefuseCallback",
+    "RejectedCallback",
+    "UpCallback",
+    "decode",
+    "is_loopback",
+    "parse_tcp",
 ]
 
 PROTOCOL_VERSION = 1
@@ -36,13 +57,23 @@ REJECT = b"R"
 
 RECV_BATCH = 512
 BYE_LINGER_MS = 200  # how long a closing link lets its goodbyes flush
-OUT_EVENTS = (zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
-LISTEN_EVENTS = (zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                 | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-                 | zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
-HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-                    | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+OUT_EVENTS = (
+    zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
+LISTEN_EVENTS = (
+    zmq.EVENT_HANDSHAKE_SUCCEEDED
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+    | zmq.EVENT_ACCEPTED
+    | zmq.EVENT_DISCONNECTED
+)
+HANDSHAKE_FAILED = (
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
 
 FrameCallback = Callable[[str, list[bytes]], None]
 UpCallback = Callable[[str, int], None]
@@ -65,7 +96,7 @@ def parse_tcp(address: str) -> tuple[str, int]:
     """``tcp://HOST:PORT`` -> (host, port); `NetError` naming the address otherwise."""
     if not isinstance(address, str) or not address.startswith("tcp://"):
         raise NetError(f"node address {address!r} is not tcp://HOST:PORT")
-    host, sep, port_text = address[len("tcp://"):].rpartition(":")
+    host, sep, port_text = address[len("tcp://") :].rpartition(":")
     if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
         raise NetError(f"node address {address!r} is not tcp://HOST:PORT")
     return host, int(port_text)

@@ -71,8 +71,7 @@ class SeedDialer:
 
     def start(self) -> None:
         for address in self.seeds:
-            thread = threading.Thread(target=self._dial, args=(address,), name=f"otpy-seed-{address}",
-                                      daemon=True)
+            thread = threading.Thread(target=self._dial, args=(address,), name=f"otpy-seed-{address}", daemon=True)
             self._threads.append(thread)
             thread.start()
 
@@ -119,8 +118,13 @@ class SeedDialer:
                     return
                 failures += 1
                 delay = backoff(failures, self._initial, self._cap)
-                log.log(logging.WARNING if failures == 1 else logging.DEBUG,
-                        "seed %s: %s; trying again, at most every %s s", address, exc, self._cap)
+                log.log(
+                    logging.WARNING if failures == 1 else logging.DEBUG,
+                    "seed %s: %s; trying again, at most every %s s",
+                    address,
+                    exc,
+                    self._cap,
+                )
                 with self._cond:
                     self._cond.wait_for(lambda: self._stopped, delay)
                 continue

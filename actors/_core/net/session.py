@@ -22,8 +22,15 @@ import zmq
 
 from actors._core.base.clock import Clock
 from actors._core.net.keys import ClusterKey
-from actors._core.net.protocol import (ConnectError, DownCallback, FrameCallback, GreetedCallback, GreetingCallback,
-                                       RefuseCallback, UpCallback)
+from actors._core.net.protocol import (
+    ConnectError,
+    DownCallback,
+    FrameCallback,
+    GreetedCallback,
+    GreetingCallback,
+    RefuseCallback,
+    UpCallback,
+)
 from actors._core.net.tick import Liveness
 
 __all__ = ["Out", "Peer", "Sessions", "Waiter"]

@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from actors._core.base.config import Config, ConfigError
 from actors._core.net.keys import ClusterKey, load
 from actors._core.net.protocol import NetError, is_loopback, parse_tcp
 from actors._core.net.tick import DEFAULT_NET_TICKTIME
-from actors._core.base.config import Config, ConfigError
 
 __all__ = ["SECTION", "ClusterSettings", "parse_seeds"]
 

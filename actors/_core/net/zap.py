@@ -39,8 +39,7 @@ def serve_zap(sock: zmq.Socket[bytes], public_raw: bytes, count: Callable[[str],
         except zmq.Again:
             return
         request_id = msg[1] if len(msg) > 1 else b""
-        ok = (len(msg) >= 7 and msg[0] == b"1.0" and msg[5] == b"CURVE"
-              and secrets.compare_digest(msg[6], public_raw))
+        ok = len(msg) >= 7 and msg[0] == b"1.0" and msg[5] == b"CURVE" and secrets.compare_digest(msg[6], public_raw)
         count("zap_allowed" if ok else "zap_denied")
         if ok:
             sock.send_multipart([b"1.0", request_id, b"200", b"OK", b"cluster", b""])

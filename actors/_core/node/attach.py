@@ -18,10 +18,10 @@ import json
 import os
 from typing import Any
 
-from actors._core.wire.reasons import CallTimeout, Exit
-from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import Runtime
 from actors._core.wire import system as sysop
+from actors._core.wire.reasons import CallTimeout, Exit
+from actors._core.wire.ref import ActorRef
 
 __all__ = ["Attached", "NotANode", "read_node_file"]
 
@@ -91,8 +91,9 @@ class Attached:
         """One request to the node process by name (what ``actors()``, ``nodes()``... send);
         `NotANode` when it does not answer within ``timeout`` (default: the view's)."""
         try:
-            return self._rt.sys_request(self._rt.node_proc, sysop.OPS[op](*args),
-                                        timeout=self.timeout if timeout is None else timeout)
+            return self._rt.sys_request(
+                self._rt.node_proc, sysop.OPS[op](*args), timeout=self.timeout if timeout is None else timeout
+            )
         except (CallTimeout, Exit) as exc:
             raise NotANode(f"the node of {self.rundir} (pid {self.node_pid}) did not answer: {exc}") from None
 

@@ -54,8 +54,9 @@ LINK_SEND_WAIT_SHARE = 0.25
 class Distribution:
     """Node ``node_id``'s link to the other nodes (`net` is None for a node that is not distributed)."""
 
-    def __init__(self, rt: Runtime, pool: HostPool, peers: Peers, remote: Remote, cluster: ClusterSettings,
-                 node_id: str) -> None:
+    def __init__(
+        self, rt: Runtime, pool: HostPool, peers: Peers, remote: Remote, cluster: ClusterSettings, node_id: str
+    ) -> None:
         self._rt = rt
         self._pool = pool
         self._cluster = cluster
@@ -70,8 +71,7 @@ class Distribution:
         self._connect_all = cluster.connect_all
         self._log_limit = RateLimit(60.0)  # refused handshakes: a line per peer per minute
         self._after_up: dict[str, list[Callable[[], None]]] = {}  # node id -> greeting follow-ups (link thread)
-        self.router = Router(rt, pool, peers,
-                             (cluster.net_ticktime or DEFAULT_NET_TICKTIME) * LINK_SEND_WAIT_SHARE)
+        self.router = Router(rt, pool, peers, (cluster.net_ticktime or DEFAULT_NET_TICKTIME) * LINK_SEND_WAIT_SHARE)
 
     def serve(self) -> None:
         """Answer this node's processes and the other nodes about the cluster."""
@@ -79,8 +79,7 @@ class Distribution:
         rt.register_sys(sysop.Nodes, lambda src, m: sorted(self.peers.ids))
         rt.register_sys(sysop.Peers, lambda src, m: self.peers.listing())
         rt.register_sys(sysop.KnownNodes, self._on_known_nodes)
-        rt.register_sys(sysop.MonitorNodes, lambda src, m: self.events.subscribe(m.ref, m.flag),
-                        threaded=True)
+        rt.register_sys(sysop.MonitorNodes, lambda src, m: self.events.subscribe(m.ref, m.flag), threaded=True)
         rt.register_sys(sysop.PeerProcDown, self.router.on_peer_proc_down)
         self.remote.serve()
 
@@ -91,10 +90,19 @@ class Distribution:
         cluster = self._cluster
         assert cluster.name is not None and cluster.listen is not None
         self.net = self.router.net = NetLink(
-            cluster.name, cluster.listen, key, on_frame=self.router.on_frame, on_up=self._net_up,
-            on_down=self._net_down, refuse=self._net_refuse, on_rejected=self._net_rejected,
-            net_ticktime=cluster.net_ticktime, incarnation=incarnation,
-            greeting=lambda peer: _greeting.offer(self.id, peer), on_greeting=self._net_greeted)
+            cluster.name,
+            cluster.listen,
+            key,
+            on_frame=self.router.on_frame,
+            on_up=self._net_up,
+            on_down=self._net_down,
+            refuse=self._net_refuse,
+            on_rejected=self._net_rejected,
+            net_ticktime=cluster.net_ticktime,
+            incarnation=incarnation,
+            greeting=lambda peer: _greeting.offer(self.id, peer),
+            on_greeting=self._net_greeted,
+        )
 
     def listen(self) -> str:
         """Bind the link and route frames for other nodes through it; the bound address."""
@@ -210,14 +218,23 @@ class Distribution:
         why = self.peers.lost.get(f"{peer}@{incarnation:x}")
         if why is None:
             return None
-        reason = (f"node {peer} (incarnation {incarnation:x}) was declared down by {self.name} ({why}); "
-                  f"an incarnation that was lost never reconnects: it starts a new one to rejoin")
+        reason = (
+            f"node {peer} (incarnation {incarnation:x}) was declared down by {self.name} ({why}); "
+            f"an incarnation that was lost never reconnects: it starts a new one to rejoin"
+        )
         if self._log_limit.allow(f"refused {peer}", time.monotonic()):
             log.warning("refused a handshake from node %s: %s", peer, reason)
         assert self.net is not None
         # What the refused node needs to decide whether it is the one to end (`_net_rejected`).
-        return {"reason": reason, "quarantined": True, "node": peer, "inc": incarnation, "by": self.name,
-                "by_inc": self.net.incarnation, "by_up": len(self.peers.ids)}
+        return {
+            "reason": reason,
+            "quarantined": True,
+            "node": peer,
+            "inc": incarnation,
+            "by": self.name,
+            "by_inc": self.net.incarnation,
+            "by_up": len(self.peers.ids),
+        }
 
     def _net_rejected(self, name: str | None, address: str, body: dict[str, Any]) -> None:
         """A node turned this one's handshake away: logged (a line per peer per minute); if it
@@ -226,18 +243,23 @@ class Distribution:
         if net is None:
             return
         if self._log_limit.allow(f"rejected {address}", time.monotonic()):
-            log.warning("node %s at %s refused this node's handshake: %s", name or "?", address,
-                        body.get("reason"))
+            log.warning("node %s at %s refused this node's handshake: %s", name or "?", address, body.get("reason"))
         other, other_inc, other_up = body.get("by"), body.get("by_inc"), body.get("by_up")
-        if (body.get("quarantined") is not True or body.get("node") != self.name
-                or body.get("inc") != net.incarnation or not isinstance(other, str)
-                or type(other_inc) is not int or type(other_up) is not int):
+        if (
+            body.get("quarantined") is not True
+            or body.get("node") != self.name
+            or body.get("inc") != net.incarnation
+            or not isinstance(other, str)
+            or type(other_inc) is not int
+            or type(other_up) is not int
+        ):
             return
         mutual, my_up = self.peers.against(other, other_inc)
         if yields(self.name or "", my_up, other, other_up, mutual):
-            self.end_incarnation(f"node {other} declared this incarnation down"
-                                 + (f" and wins the tie ({other_up} nodes connected there, {my_up} here)"
-                                    if mutual else ""))
+            self.end_incarnation(
+                f"node {other} declared this incarnation down"
+                + (f" and wins the tie ({other_up} nodes connected there, {my_up} here)" if mutual else "")
+            )
 
     def _net_down(self, peer: str, incarnation: int, reason: str) -> None:
         node_id = f"{peer}@{incarnation:x}"
@@ -245,9 +267,13 @@ class Distribution:
         if self.seeds is not None:
             self.seeds.node_changed()
         # A node that closed (said goodbye) is no news; a lost one is.
-        log.log(logging.INFO if reason == "peer_closed" else logging.WARNING,
-                "nodedown: node %s (incarnation %x) is down (%s): what pointed at it exits with noconnection",
-                peer, incarnation, reason)
+        log.log(
+            logging.INFO if reason == "peer_closed" else logging.WARNING,
+            "nodedown: node %s (incarnation %x) is down (%s): what pointed at it exits with noconnection",
+            peer,
+            incarnation,
+            reason,
+        )
         if minority is not None:
             self.end_incarnation(minority)
 

@@ -14,9 +14,10 @@ messages is the order of the link's up/down callbacks.
 from __future__ import annotations
 
 import threading
+
 from actors._core.runtime.monitor import Monitor
-from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import Runtime
+from actors._core.wire.ref import ActorRef
 
 __all__ = ["NodeEvents"]
 

@@ -27,12 +27,20 @@ from collections.abc import Callable, Iterator
 from time import monotonic as _monotonic
 from typing import Any, Protocol
 
-__all__ = ["Interrupted", "catch_sigterm", "deferred", "exit_status", "held", "run_forever", "stop_once",
-           "wait_for_signal"]
+__all__ = [
+    "Interrupted",
+    "catch_sigterm",
+    "deferred",
+    "exit_status",
+    "held",
+    "run_forever",
+    "stop_once",
+    "wait_for_signal",
+]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-SIGINT_STATUS = 128 + signal.SIGINT    # 130
+SIGINT_STATUS = 128 + signal.SIGINT  # 130
 SIGTERM_STATUS = 128 + signal.SIGTERM  # 143
 
 
@@ -200,8 +208,7 @@ class _Closable(Protocol):
     def close(self) -> None: ...
 
 
-def run_forever(node: _Closable, *, on_ready: Callable[[], None] | None = None,
-                timeout: float | None = None) -> int:
+def run_forever(node: _Closable, *, on_ready: Callable[[], None] | None = None, timeout: float | None = None) -> int:
     """Serve until SIGINT or SIGTERM, then close ``node``; returns the exit status the shell
     expects (130 or 143), for ``sys.exit(actors.run_forever(node))``.
 
@@ -234,5 +241,5 @@ def run_forever(node: _Closable, *, on_ready: Callable[[], None] | None = None,
             try:
                 node.close()
             except KeyboardInterrupt as exc:  # the first signal came during the close after a timed wait:
-                status = exit_status(exc)     # `held` delivered it once the node was closed
+                status = exit_status(exc)  # `held` delivered it once the node was closed
     return status

@@ -24,8 +24,9 @@ from actors._core.wire.ref import ActorRef
 __all__ = ["actors", "process_stats", "stats"]
 
 
-def actors(rt: Runtime, pool: HostPool, registered: Callable[[], dict[str, ActorRef]],
-           timeout: float) -> list[dict[str, Any]]:
+def actors(
+    rt: Runtime, pool: HostPool, registered: Callable[[], dict[str, ActorRef]], timeout: float
+) -> list[dict[str, Any]]:
     """Every live actor of the node, with its process, pid and mailbox depth (and its name,
     from ``registered()`` once the hosts have answered)."""
     result = list(rt.info())
@@ -70,6 +71,7 @@ def process_stats(rt: Runtime, pool: HostPool, timeout: float) -> list[dict[str,
             with arrived:
                 answers[proc] = value if ok else None
                 arrived.notify_all()
+
         return done
 
     for host in hosts:

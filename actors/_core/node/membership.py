@@ -49,8 +49,12 @@ class PeerInfo:
     up_since: float  # wall-clock seconds (time.time()) of its nodeup
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "address": self.address, "incarnation": f"{self.incarnation:x}",
-                "up_since": self.up_since}
+        return {
+            "name": self.name,
+            "address": self.address,
+            "incarnation": f"{self.incarnation:x}",
+            "up_since": self.up_since,
+        }
 
 
 @dataclass

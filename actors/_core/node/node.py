@@ -68,9 +68,17 @@ class Node(OtherNodes):
         metrics: int | None = None,
         metrics_bind: str | None = None,
     ) -> None:
-        options = read_options(config, name=name, listen=listen, cluster_key=cluster_key, seeds=seeds,
-                               net_ticktime=net_ticktime, connect_all=connect_all, metrics=metrics,
-                               metrics_bind=metrics_bind)
+        options = read_options(
+            config,
+            name=name,
+            listen=listen,
+            cluster_key=cluster_key,
+            seeds=seeds,
+            net_ticktime=net_ticktime,
+            connect_all=connect_all,
+            metrics=metrics,
+            metrics_bind=metrics_bind,
+        )
         self.config, cluster = options.config, options.cluster
         #: The ``/metrics`` endpoint's bound ``(host, port)``; None when the node serves no metrics.
         self.metrics_address: tuple[str, int] | None = None

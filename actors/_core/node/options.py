@@ -53,9 +53,12 @@ def read_options(
     # Each keyword given overrides its own ``[cluster]`` key, whichever
     # of them came from the config (``net_ticktime=`` on an ini node too).
     given: dict[str, Any] = {
-        "name": name, "listen": listen,
+        "name": name,
+        "listen": listen,
         "cluster_key": os.fspath(cluster_key) if cluster_key is not None else None,
-        "seeds": parse_seeds(seeds) or None, "net_ticktime": net_ticktime, "connect_all": connect_all,
+        "seeds": parse_seeds(seeds) or None,
+        "net_ticktime": net_ticktime,
+        "connect_all": connect_all,
     }
     cluster = ClusterSettings.from_config(cfg, **{key: value for key, value in given.items() if value is not None})
     return NodeOptions(cfg, cluster, metrics_port, metrics_bind)

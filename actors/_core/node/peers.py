@@ -96,8 +96,7 @@ class Peers:
             minority = reason == SILENCE and self.members.in_minority()
             reachable, members = len(self.members.up) + 1, len(self.members.members())
             self.lock.notify_all()
-        why = (f"on the minority side of a network cut ({reachable} of {members} nodes reachable)"
-               if minority else None)
+        why = f"on the minority side of a network cut ({reachable} of {members} nodes reachable)" if minority else None
         return watchers, why
 
     def on_ended(self, fn: Callable[[str], None]) -> None:

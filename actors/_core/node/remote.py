@@ -58,8 +58,18 @@ class Remote:
         """The nodes the connected ``node`` is connected to."""
         return sorted(self._rt.sys_request(self.node_proc_of(node), sysop.Nodes(), timeout=timeout))
 
-    def spawn(self, node: str, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any] | None, name: str | None,
-              host: str | None, cpus: Any, mailbox: MailboxLimit | None, timeout: float | None) -> ActorRef | None:
+    def spawn(
+        self,
+        node: str,
+        cls: type,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        name: str | None,
+        host: str | None,
+        cpus: Any,
+        mailbox: MailboxLimit | None,
+        timeout: float | None,
+    ) -> ActorRef | None:
         """`Node.spawn` on the connected ``node``: the ref, None when ``init`` returned
         `actors.ignore`, else the start's failure raised here as a local one would be."""
         payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name, None, False, mailbox))
@@ -72,8 +82,9 @@ class Remote:
             raise AlreadyRegistered(("already_started", detail), f"name {name!r} is taken on {node}")
         raise SpawnError(detail, f"{getattr(cls, '__name__', cls)} failed to start on {node}")
 
-    def spawn_on(self, candidates: list[str], host: str | None, cpus: Any, payload: bytes,
-                 timeout: float | None) -> tuple[str, Any]:
+    def spawn_on(
+        self, candidates: list[str], host: str | None, cpus: Any, payload: bytes, timeout: float | None
+    ) -> tuple[str, Any]:
         """Spawn on the first of ``candidates`` that is up (this node included)."""
         for candidate in candidates:
             if candidate == self.name:
@@ -82,8 +93,9 @@ class Remote:
             if node_id is not None:
                 cpu_list = sorted(cpus) if isinstance(cpus, (set, frozenset, list, tuple)) else cpus
                 try:
-                    return self._rt.sys_request(qualify(node_id, self._rt.node_proc),
-                                                sysop.RSpawn(host, cpu_list, payload), timeout=timeout)
+                    return self._rt.sys_request(
+                        qualify(node_id, self._rt.node_proc), sysop.RSpawn(host, cpu_list, payload), timeout=timeout
+                    )
                 except Exit as exc:
                     if exc.reason != "noconnection":
                         raise
@@ -103,8 +115,18 @@ class Remote:
         host, cpus, payload = msg.host, msg.cpus, msg.payload
         cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
         try:
-            ref = spawn(self._rt, cls, args, kwargs, name=name, host=host, cpus=cpus, link=link, parent=parent,
-                        mailbox=more[0] if more else None)
+            ref = spawn(
+                self._rt,
+                cls,
+                args,
+                kwargs,
+                name=name,
+                host=host,
+                cpus=cpus,
+                link=link,
+                parent=parent,
+                mailbox=more[0] if more else None,
+            )
         except AlreadyRegistered as exc:
             return ("already_registered", exc.holder)
         except SpawnError as exc:

@@ -157,5 +157,9 @@ class Router:
         for peer, node_id in peers.items():
             address = net.address_of(peer)
             if address is not None:
-                self._rt.sys_send(proc, sysop.NetPeer(node_id, address, key.public.decode() if key else None,
-                                                      key.secret.decode() if key else None))
+                self._rt.sys_send(
+                    proc,
+                    sysop.NetPeer(
+                        node_id, address, key.public.decode() if key else None, key.secret.decode() if key else None
+                    ),
+                )

@@ -38,9 +38,11 @@ def check_rundir(rundir: str) -> None:
     node would otherwise fail halfway through starting, on whichever socket came first."""
     size, limit = len(os.fsencode(rundir)), _SOCKET_PATH_MAX - len("/") - _SOCKET_NAME_ROOM
     if size > limit:
-        raise ValueError(f"the runtime directory {rundir!r} is {size} bytes long; "
-                         f"the node's socket files need it at most {limit} bytes "
-                         "(pass a shorter rundir=, or set TMPDIR to a shorter directory)")
+        raise ValueError(
+            f"the runtime directory {rundir!r} is {size} bytes long; "
+            f"the node's socket files need it at most {limit} bytes "
+            "(pass a shorter rundir=, or set TMPDIR to a shorter directory)"
+        )
 
 
 def prepare(rundir: str | None) -> None:

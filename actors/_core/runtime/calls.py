@@ -78,13 +78,13 @@ class Calls(Dispatch):
         not wait -- the actor itself, or this process's I/O thread -- sends
         as usual, and a full mailbox drops what it sent."""
         cell = current_cell()
-        if (cell is not None and cell.id == target.id and target.proc == self.proc) or \
-                self.transport.on_io_thread():
+        if (cell is not None and cell.id == target.id and target.proc == self.proc) or self.transport.on_io_thread():
             self._post(target.proc, kind, target.id, body)
             return
         try:
-            self._request(target, K_CALL, Admit(kind, body, timeout),
-                          None if timeout is None else timeout + BLOCK_GRACE)
+            self._request(
+                target, K_CALL, Admit(kind, body, timeout), None if timeout is None else timeout + BLOCK_GRACE
+            )
         except CallTimeout:
             self.stats.increment("actors.mailbox.block_timeouts")
         except Exit:  # full past its timeout (counted there), or the actor is dead
@@ -106,8 +106,9 @@ class Calls(Dispatch):
         # Across processes the reply comes straight to this thread's channel.
         channel = self.reply_channel()
         self.pending[ref] = ChannelWaiter(proc, self._answer_channel, channel.name, ref)
-        self._emit(proc, proc, encode_frame(kind, target.id, [cell.id if cell else None, channel.name], ref,
-                                            self.proc, body))
+        self._emit(
+            proc, proc, encode_frame(kind, target.id, [cell.id if cell else None, channel.name], ref, self.proc, body)
+        )
         ok, value = self._await_channel(channel, ref, target, timeout)
         if ok:
             return value
@@ -141,6 +142,7 @@ class Calls(Dispatch):
         self.route(proc, K_CALL, target.id, cell.id if cell else None, ref, request)
         timer = None
         if timeout is not None:
+
             def expire() -> None:
                 if self.pending.pop(ref, None) is not None and not future.done():
                     future.set_exception(CallTimeout(target, timeout))
@@ -153,8 +155,7 @@ class Calls(Dispatch):
                 timer.cancel()
             self.pending.pop(ref, None)  # cancelled or done: a late reply is dropped
 
-    def _await_channel(self, channel: ReplyChannel, ref: int, target: Any,
-                       timeout: float | None) -> tuple[bool, Any]:
+    def _await_channel(self, channel: ReplyChannel, ref: int, target: Any, timeout: float | None) -> tuple[bool, Any]:
         """Read this thread's channel until the answer to ``ref`` comes.
 
         Frames for other refs are late answers to calls that timed out: they

@@ -49,8 +49,7 @@ class Deaths(Signals):
         ``address``: frames for it may leave on a connection of this host's own."""
         if self.direct is None or node_id in self.dead_nodes:
             return
-        self.direct.learn(node_id, address, public.encode() if public else None,
-                          secret.encode() if secret else None)
+        self.direct.learn(node_id, address, public.encode() if public else None, secret.encode() if secret else None)
 
     def node_down(self, node_id: str, reason: Any) -> None:
         """Another node is lost: every process of it that anything here

@@ -83,8 +83,9 @@ class Dispatch(Sending):
             return
         try:
             if kind == K_BATCH:
-                if type(body) is not list or any(type(i) is not list or len(i) != 3 or
-                                                 (i[0] != K_CAST and i[0] != K_INFO) for i in body):
+                if type(body) is not list or any(
+                    type(i) is not list or len(i) != 3 or (i[0] != K_CAST and i[0] != K_INFO) for i in body
+                ):
                     self._count_garbage()
                     return
                 cells = self.cells

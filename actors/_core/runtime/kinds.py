@@ -7,8 +7,25 @@ The numbers are the wire format: they never change meaning.
 
 from __future__ import annotations
 
-__all__ = ["EXIT_KILL", "EXIT_LINKED", "EXIT_SENT", "K_BATCH", "K_CALL", "K_CAST", "K_DEMONITOR", "K_DOWN",
-           "K_EXIT", "K_INFO", "K_LINK", "K_MONITOR", "K_REPLY", "K_REPLY_EXIT", "K_STOP", "K_SYS", "K_UNLINK"]
+__all__ = [
+    "EXIT_KILL",
+    "EXIT_LINKED",
+    "EXIT_SENT",
+    "K_BATCH",
+    "K_CALL",
+    "K_CAST",
+    "K_DEMONITOR",
+    "K_DOWN",
+    "K_EXIT",
+    "K_INFO",
+    "K_LINK",
+    "K_MONITOR",
+    "K_REPLY",
+    "K_REPLY_EXIT",
+    "K_STOP",
+    "K_SYS",
+    "K_UNLINK",
+]
 
 # Frame kinds.
 K_INFO = 0

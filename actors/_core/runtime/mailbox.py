@@ -39,8 +39,18 @@ from typing import Any, Callable
 
 from actors._core.wire.reasons import Exit
 
-__all__ = ["ACCEPTED", "Admit", "BoundedInbox", "DROPPED", "MAILBOX_FULL", "MailboxFull", "MailboxLimit",
-           "OVERFLOW_POLICIES", "PARKED", "mailbox_limit"]
+__all__ = [
+    "ACCEPTED",
+    "Admit",
+    "BoundedInbox",
+    "DROPPED",
+    "MAILBOX_FULL",
+    "MailboxFull",
+    "MailboxLimit",
+    "OVERFLOW_POLICIES",
+    "PARKED",
+    "mailbox_limit",
+]
 
 #: The exit reason a call that found the mailbox full fails with.
 MAILBOX_FULL = "mailbox_full"

@@ -25,8 +25,23 @@ __all__ = ["CALL_BOUNDS", "EXIT_KINDS", "Meter", "Meters", "exit_kind"]
 #: Upper bounds (seconds) of the call-duration histogram's buckets; one more
 #: bucket above the last holds the rest (Prometheus' ``+Inf``).
 CALL_BOUNDS: tuple[float, ...] = (
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-    0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
 )
 _NBUCKETS = len(CALL_BOUNDS) + 1
 
@@ -61,8 +76,16 @@ class Meter:
 
 
 def _zero() -> dict[str, Any]:
-    return {"actors": 0, "mailbox": 0, "handled": 0, "calls": 0, "casts": 0, "dropped": 0,
-            "call_seconds": 0.0, "call_buckets": [0] * _NBUCKETS}
+    return {
+        "actors": 0,
+        "mailbox": 0,
+        "handled": 0,
+        "calls": 0,
+        "casts": 0,
+        "dropped": 0,
+        "call_seconds": 0.0,
+        "call_buckets": [0] * _NBUCKETS,
+    }
 
 
 def _add(into: dict[str, Any], meter: Meter, handled: int, dropped: int) -> None:
@@ -109,8 +132,7 @@ class Meters:
         """Plain data: ``{"call_bounds": [...], "classes": {class: sums}, "exits": {class: {kind: n}}}``;
         ``actors`` and ``mailbox`` count the live actors only, the rest since the process began."""
         with self._lock:
-            classes = {cls: {**sums, "call_buckets": list(sums["call_buckets"])}
-                       for cls, sums in self._retired.items()}
+            classes = {cls: {**sums, "call_buckets": list(sums["call_buckets"])} for cls, sums in self._retired.items()}
             for cls in classes:
                 classes[cls]["actors"] = classes[cls]["mailbox"] = 0
             for cell in list(cells.values()):

@@ -12,8 +12,8 @@ import itertools
 import threading
 from typing import Any
 
-from actors._core.wire.ref import ActorRef
 from actors._core.runtime.runtime import Runtime
+from actors._core.wire.ref import ActorRef
 
 __all__ = ["Monitor"]
 

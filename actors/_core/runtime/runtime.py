@@ -60,10 +60,33 @@ from actors._core.transport.transport import Transport
 from actors._core.wire import ref as _ref
 from actors._core.wire.reasons import Exit
 
-__all__ = ["CAST_BATCH", "DEFER", "EXIT_KILL", "EXIT_LINKED", "EXIT_SENT", "K_BATCH", "K_CALL", "K_CAST",
-           "K_DEMONITOR", "K_DOWN", "K_EXIT", "K_INFO", "K_LINK", "K_MONITOR", "K_REPLY", "K_REPLY_EXIT", "K_STOP",
-           "K_SYS", "K_UNLINK", "Runtime", "Timer", "current_cell", "current_runtime", "runtime_for",
-           "set_current_cell"]
+__all__ = [
+    "CAST_BATCH",
+    "DEFER",
+    "EXIT_KILL",
+    "EXIT_LINKED",
+    "EXIT_SENT",
+    "K_BATCH",
+    "K_CALL",
+    "K_CAST",
+    "K_DEMONITOR",
+    "K_DOWN",
+    "K_EXIT",
+    "K_INFO",
+    "K_LINK",
+    "K_MONITOR",
+    "K_REPLY",
+    "K_REPLY_EXIT",
+    "K_STOP",
+    "K_SYS",
+    "K_UNLINK",
+    "Runtime",
+    "Timer",
+    "current_cell",
+    "current_runtime",
+    "runtime_for",
+    "set_current_cell",
+]
 
 _runtimes: dict[str, "Runtime"] = {}
 _runtimes_lock = threading.Lock()

@@ -102,8 +102,9 @@ class Signals(Calls):
     def send_down(self, watcher: ActorRef, mref: Any, target: ActorRef, reason: Any) -> None:
         self.route(watcher.proc, K_DOWN, watcher.id, None, None, (mref, target, reason))
 
-    def request_monitor(self, watcher: ActorRef, target: ActorRef, mref: Any, timeout: float = 10.0,
-                        wait: bool = True) -> None:
+    def request_monitor(
+        self, watcher: ActorRef, target: ActorRef, mref: Any, timeout: float = 10.0, wait: bool = True
+    ) -> None:
         """Establish a monitor before returning, as a local ``monitor/2`` does in
         Erlang: a signal sent to the target afterwards, from any process, cannot
         overtake it.  A dead target gets the watcher a DOWN ``noproc``
@@ -121,6 +122,7 @@ class Signals(Calls):
             return
         ref = next(self._ref_counter)
         if not wait:
+
             def answered(ok: bool, value: Any) -> None:
                 if not ok:  # the target's process died first
                     self.send_down(watcher, mref, target, value)

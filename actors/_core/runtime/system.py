@@ -59,6 +59,7 @@ class System(Deaths):
         runs on a short-lived thread, never on the I/O thread.
         """
         if threaded:
+
             def run_threaded(src: str, msg: M, ref: int | None) -> Any:
                 def work() -> None:
                     try:

@@ -40,8 +40,7 @@ class ChannelWaiter:
 
     __slots__ = ("proc", "answer", "channel", "ref")
 
-    def __init__(self, proc: str, answer: Callable[[str, str, int, bool, Any], None], channel: str,
-                 ref: int) -> None:
+    def __init__(self, proc: str, answer: Callable[[str, str, int, bool, Any], None], channel: str, ref: int) -> None:
         self.proc = proc
         self.answer = answer
         self.channel = channel

@@ -77,9 +77,16 @@ class _Relay:
 class Peers:
     """One process's outgoing sockets, and the peers it knows are gone."""
 
-    def __init__(self, ctx: "zmq.Context[zmq.Socket[bytes]]", proc: str, rundir: str, endpoint_of: Callable[[str], str],
-                 io_thread: threading.Thread, stats: Stats,
-                 send_remote: Callable[[str, bytes], None]) -> None:
+    def __init__(
+        self,
+        ctx: "zmq.Context[zmq.Socket[bytes]]",
+        proc: str,
+        rundir: str,
+        endpoint_of: Callable[[str], str],
+        io_thread: threading.Thread,
+        stats: Stats,
+        send_remote: Callable[[str, bytes], None],
+    ) -> None:
         self._ctx = ctx
         self._proc = proc
         self._rundir = rundir

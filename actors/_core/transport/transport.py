@@ -75,8 +75,7 @@ class Transport:
         self.stats = _stats.current()
         self.io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
         self.timers = TimerHeap(self.wake, upcalls.fire_timer)
-        self.peers = Peers(self.ctx, proc, rundir, self.endpoint_of, self.io_thread, self.stats,
-                           upcalls.send_remote)
+        self.peers = Peers(self.ctx, proc, rundir, self.endpoint_of, self.io_thread, self.stats, upcalls.send_remote)
         self.channels = ChannelPool(self.ctx, proc, self.endpoint_of)
         #: Peers known to be gone (name -> why, opaque here); sends to them are dropped.
         self.dead_procs = self.peers.dead_procs
@@ -299,4 +298,3 @@ class Transport:
                     else:
                         poller.unregister(pull)
                     polling_pull = owns
-

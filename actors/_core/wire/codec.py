@@ -12,15 +12,23 @@ directory), so unpickling them is as safe as the node itself.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pickle
+from typing import Any
 
 import cloudpickle
 import orjson
 
-__all__ = ["FrameError", "PlainData", "decode_frame", "encode_frame", "frame_kind", "is_scalar", "requalify", "unwrap_relay",
-           "wrap_relay"]
+__all__ = [
+    "FrameError",
+    "PlainData",
+    "decode_frame",
+    "encode_frame",
+    "frame_kind",
+    "is_scalar",
+    "requalify",
+    "unwrap_relay",
+    "wrap_relay",
+]
 
 _SCALARS = (str, int, float, bool, type(None))
 _dumps = orjson.dumps
@@ -41,6 +49,8 @@ def _pdumps(value: Any, protocol: int = 5) -> bytes:
     if b"__main__" in data:
         return _cloud_dumps(value, protocol=protocol)
     return data
+
+
 _J = 74  # ord("J")
 _P = 80  # ord("P")
 
@@ -85,9 +95,16 @@ def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, pl
     """One frame; ``plain=True`` says the caller already knows ``body`` is
     plain data (a batch of casts whose payloads it checked one by one)."""
     t = type(body)
-    if (plain or t is PlainData or t is str or body is None or t is bool or t is float
-            or (t is int and -(2**63) <= body < 2**64)
-            or ((t is list or t is dict) and _is_plain(body))):
+    if (
+        plain
+        or t is PlainData
+        or t is str
+        or body is None
+        or t is bool
+        or t is float
+        or (t is int and -(2**63) <= body < 2**64)
+        or ((t is list or t is dict) and _is_plain(body))
+    ):
         try:
             return b"J" + _dumps([kind, to, frm, ref, src, body])
         except orjson.JSONEncodeError:  # a str JSON cannot hold (a lone surrogate): pickle keeps it

@@ -42,8 +42,9 @@ class ActorRef:
 
     __slots__ = ("node_id", "proc", "home_proc", "id", "os_pid", "name", "blocks", "_hash")
 
-    def __init__(self, node_id: str, proc: str, id: str, os_pid: int, name: str | None = None,
-                 blocks: bool = False) -> None:
+    def __init__(
+        self, node_id: str, proc: str, id: str, os_pid: int, name: str | None = None, blocks: bool = False
+    ) -> None:
         self.node_id = node_id
         #: The process on the actor's own node; ``proc`` is where this process sends to.
         self.home_proc = proc

@@ -389,11 +389,47 @@ class GlobalWhereis(SysOp[Any]):
 
 #: Every operation by its name on the wire.
 OPS: dict[str, type[SysOp[Any]]] = {}
-for _op in (Alive, ProcDown, ProcsDown, NodeDown, NetPeer, Stats, Connect, Info, AdoptName, DropName,
-            SpawnHere, Halt, Configure, ApplyConfig,
-            Register, Unregister, Whereis, Spawn, SpawnDone, HostUp, Halting, ConfigSet, Hosts, Actors,
-            NodeStats, Registered, Config, Kill, ExitActor, RSpawn, SpawnOn, MonitorNode, Nodes, Peers,
-            KnownNodes, WhereisOn, MonitorNodes, PeerProcDown, GlobalWhereis):
+for _op in (
+    Alive,
+    ProcDown,
+    ProcsDown,
+    NodeDown,
+    NetPeer,
+    Stats,
+    Connect,
+    Info,
+    AdoptName,
+    DropName,
+    SpawnHere,
+    Halt,
+    Configure,
+    ApplyConfig,
+    Register,
+    Unregister,
+    Whereis,
+    Spawn,
+    SpawnDone,
+    HostUp,
+    Halting,
+    ConfigSet,
+    Hosts,
+    Actors,
+    NodeStats,
+    Registered,
+    Config,
+    Kill,
+    ExitActor,
+    RSpawn,
+    SpawnOn,
+    MonitorNode,
+    Nodes,
+    Peers,
+    KnownNodes,
+    WhereisOn,
+    MonitorNodes,
+    PeerProcDown,
+    GlobalWhereis,
+):
     assert _op.OP not in OPS, f"two operations named {_op.OP!r}"
     OPS[_op.OP] = _op
 del _op

@@ -42,8 +42,9 @@ CALL_TIMEOUT = 5.0
 class ClusterReplications(Replications):
     """`Replications` defined in the ``_replicator`` file ``replicator_db``, run by the nodes ``live()`` names."""
 
-    def __init__(self, node: Node, directory: str, live: Callable[[], list[str]], replicator_db: str,
-                 **kw: Any) -> None:
+    def __init__(
+        self, node: Node, directory: str, live: Callable[[], list[str]], replicator_db: str, **kw: Any
+    ) -> None:
         super().__init__(node, directory, **kw)
         if self.store is not None:
             replicator_db = self.store  # the store's own _replicator database
@@ -111,14 +112,24 @@ class ClusterReplications(Replications):
             moves, overlaps = self.moves, self.overlaps
         agreed = len(set(views.values())) == 1
         where = "the _replicator database of the PostgreSQL store" if self.store else "the _replicator file"
-        c.lines.append(f"replicator: {self.n_jobs} continuous jobs from {where}, run by the clustered "
-                       f"replicator of every node (each on its owner; last placement: {spread}); {moves} moves to "
-                       f"another node seen after a node was lost or came back; {overlaps} looks saw a job in two "
-                       f"nodes' schedulers (nodes are asked one after another: a move between two asks counts)")
-        c.lines.append("  members seen: " + ("all agree on " + next(iter(views.values())) if agreed and views
-                                             else "; ".join(f"{n} sees {v}" for n, v in views.items()) or "?"))
-        c.lines.append(f"  {self.writes} writes, {total} documents: {total - sum(gaps)} present in their target "
-                       f"at the latest revision, {sum(gaps)} missing")
+        c.lines.append(
+            f"replicator: {self.n_jobs} continuous jobs from {where}, run by the clustered "
+            f"replicator of every node (each on its owner; last placement: {spread}); {moves} moves to "
+            f"another node seen after a node was lost or came back; {overlaps} looks saw a job in two "
+            f"nodes' schedulers (nodes are asked one after another: a move between two asks counts)"
+        )
+        c.lines.append(
+            "  members seen: "
+            + (
+                "all agree on " + next(iter(views.values()))
+                if agreed and views
+                else "; ".join(f"{n} sees {v}" for n, v in views.items()) or "?"
+            )
+        )
+        c.lines.append(
+            f"  {self.writes} writes, {total} documents: {total - sum(gaps)} present in their target "
+            f"at the latest revision, {sum(gaps)} missing"
+        )
         c.lost = sum(gaps)
         c.counted = f"{total} replicated documents ({self.writes} acknowledged source writes)"
         if self.store is not None:
@@ -130,15 +141,25 @@ class ClusterReplications(Replications):
         runs = [r for r in read_runs(self.store) if r.job in self.job_ids]
         bad = overlapping_runs(runs)
         per_job: Counter = Counter(r.job for r in runs)
-        handovers = sum(1 for job in per_job for a, b in zip(*(lambda rs: (rs, rs[1:]))(
-            sorted((r for r in runs if r.job == job), key=lambda r: r.start))) if a.node != b.node)
+        handovers = sum(
+            1
+            for job in per_job
+            for a, b in zip(
+                *(lambda rs: (rs, rs[1:]))(sorted((r for r in runs if r.job == job), key=lambda r: r.start))
+            )
+            if a.node != b.node
+        )
         nodes = Counter(r.node for r in runs)
-        c.lines.append(f"  leases (audit in the store): {len(runs)} runs of {len(per_job)} jobs "
-                       f"(by node: {', '.join(f'{n} {k}' for n, k in sorted(nodes.items())) or 'none'}), "
-                       f"{handovers} handed to another node, highest fencing token "
-                       f"{max((r.token for r in runs), default=0)}; overlapping runs of one job: {len(bad)} "
-                       + ("-- no replication job ran on two nodes at once" if not bad else "-- A JOB RAN TWICE"))
+        c.lines.append(
+            f"  leases (audit in the store): {len(runs)} runs of {len(per_job)} jobs "
+            f"(by node: {', '.join(f'{n} {k}' for n, k in sorted(nodes.items())) or 'none'}), "
+            f"{handovers} handed to another node, highest fencing token "
+            f"{max((r.token for r in runs), default=0)}; overlapping runs of one job: {len(bad)} "
+            + ("-- no replication job ran on two nodes at once" if not bad else "-- A JOB RAN TWICE")
+        )
         for x, y in bad[:5]:
-            c.lines.append(f"    {x.job[:12]}: {x.node} token {x.token} [{x.start:.3f}, {x.end:.3f}) and "
-                           f"{y.node} token {y.token} [{y.start:.3f}, {y.end:.3f})")
+            c.lines.append(
+                f"    {x.job[:12]}: {x.node} token {x.token} [{x.start:.3f}, {x.end:.3f}) and "
+                f"{y.node} token {y.token} [{y.start:.3f}, {y.end:.3f})"
+            )
         c.lost += len(bad)

@@ -48,15 +48,26 @@ def make_files(directory: str, count: int, size: int, seed: int | None) -> list[
 
 def file_specs(paths: list[str], host: str = "demo_files") -> list[Any]:
     """Supervisor child specs: one `FileServer` per path, registered as ``demo_file_<i>``."""
-    return [ChildSpec(FILE_NAME.format(i), (FileServer, (path, False)), host=host, name=FILE_NAME.format(i))
-            for i, path in enumerate(paths)]
+    return [
+        ChildSpec(FILE_NAME.format(i), (FileServer, (path, False)), host=host, name=FILE_NAME.format(i))
+        for i, path in enumerate(paths)
+    ]
 
 
 class IoqReaders(Driver):
     name = "ioq-reader"
 
-    def __init__(self, node: Node, files: list[tuple[str, bytes]], *, threads: int = 3, period: float = 0.002,
-                 max_len: int = 8192, call_timeout: float = 10.0, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        files: list[tuple[str, bytes]],
+        *,
+        threads: int = 3,
+        period: float = 0.002,
+        max_len: int = 8192,
+        call_timeout: float = 10.0,
+        seed: int | None = None,
+    ) -> None:
         super().__init__(period, threads)
         self.node = node
         self.files = files
@@ -103,7 +114,7 @@ class IoqReaders(Driver):
         except Exit as exc:
             outcome = f"ioq server: {_reason(exc)}"
         else:
-            outcome = "ok" if bytes(got) == data[pos:pos + length] else "wrong"
+            outcome = "ok" if bytes(got) == data[pos : pos + length] else "wrong"
         with self.lock:
             if outcome == "ok":
                 self.ok += 1
@@ -114,8 +125,10 @@ class IoqReaders(Driver):
             else:
                 self.failed[outcome] += 1
             if outcome in ("wrong", "hung") and len(self.bad) < 50:
-                self.bad.append(f"{outcome}: file {i} ({ref}) pread {pos}+{length}, "
-                                f"after {time.monotonic() - began:.1f} s (thread {index})")
+                self.bad.append(
+                    f"{outcome}: file {i} ({ref}) pread {pos}+{length}, "
+                    f"after {time.monotonic() - began:.1f} s (thread {index})"
+                )
         if outcome not in ("ok", "wrong"):
             # the server or file is being restarted: give it a moment rather than failing in a tight loop
             self.stop_flag.wait(0.05)
@@ -123,9 +136,11 @@ class IoqReaders(Driver):
     def check(self) -> Check:
         c = Check("ioq")
         failed = sum(self.failed.values())
-        c.lines.append(f"ioq: {self.ok + self.wrong + failed + self.hung} reads through IOQ of {len(self.files)} "
-                       f"files: {self.ok} correct bytes, {self.wrong} wrong bytes, {failed} failed with an exit "
-                       f"reason, {self.hung} hung")
+        c.lines.append(
+            f"ioq: {self.ok + self.wrong + failed + self.hung} reads through IOQ of {len(self.files)} "
+            f"files: {self.ok} correct bytes, {self.wrong} wrong bytes, {failed} failed with an exit "
+            f"reason, {self.hung} hung"
+        )
         if self.failed:
             top = ", ".join(f"{k} x{v}" for k, v in self.failed.most_common(4))
             c.lines.append(f"  failures: {top}")
@@ -146,6 +161,11 @@ class IoqReaders(Driver):
 
 def _reason(exc: Exception) -> str:
     reason = getattr(exc, "reason", exc)
-    text = reason if isinstance(reason, str) else type(reason).__name__ if not isinstance(reason, tuple) else \
-        str(reason[0])
+    text = (
+        reason
+        if isinstance(reason, str)
+        else type(reason).__name__
+        if not isinstance(reason, tuple)
+        else str(reason[0])
+    )
     return str(text)[:40]

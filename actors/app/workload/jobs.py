@@ -69,8 +69,10 @@ class JobWorker(GenServer):
         try:
             with self.jobs.transaction() as tx:
                 p = getattr(tx, "param", "?")  # "%s" on PostgreSQL
-                tx.execute(f"INSERT INTO {LOG_TABLE} (job_id, worker, pid) VALUES ({p}, {p}, {p})",
-                           (job.id, self.no, os.getpid()))
+                tx.execute(
+                    f"INSERT INTO {LOG_TABLE} (job_id, worker, pid) VALUES ({p}, {p}, {p})",
+                    (job.id, self.no, os.getpid()),
+                )
                 self.jobs.finish(tx, job, {**data, "by": self.no, "digest": digest[:8]})
             self.done += 1
             _stats.current().increment("demo.jobs.finished")
@@ -92,8 +94,16 @@ class JobsDriver(Driver):
 
     name = "jobs-adder"
 
-    def __init__(self, node: Node, *, batch: int = 2, period: float = 0.1, type_timeout: float = 2.0,
-                 job_type: Any = JOB_TYPE, group: Callable[[int], str] | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        *,
+        batch: int = 2,
+        period: float = 0.1,
+        type_timeout: float = 2.0,
+        job_type: Any = JOB_TYPE,
+        group: Callable[[int], str] | None = None,
+    ) -> None:
         super().__init__(period)
         #: worker number -> where it runs (a node name), for a per-node count of finishes
         self.group = group
@@ -110,8 +120,10 @@ class JobsDriver(Driver):
     def setup(self) -> None:
         couch_jobs.set_type_timeout(self.type, self.type_timeout)
         with couch_jobs.transaction() as tx:
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {LOG_TABLE} "
-                       "(job_id TEXT NOT NULL, worker INTEGER NOT NULL, pid INTEGER NOT NULL)")
+            tx.execute(
+                f"CREATE TABLE IF NOT EXISTS {LOG_TABLE} "
+                "(job_id TEXT NOT NULL, worker INTEGER NOT NULL, pid INTEGER NOT NULL)"
+            )
         force_check_types()
 
     def tick(self, index: int) -> None:
@@ -139,8 +151,9 @@ class JobsDriver(Driver):
         jobs = {job_id: (str(state), data) for _t, job_id, state, data in couch_jobs.get_jobs(self.type)}
         states = {job_id: state for job_id, (state, _d) in jobs.items()}
         with couch_jobs.transaction(write=False) as tx:
-            rows = tx.execute(f"SELECT job_id, count(*), count(DISTINCT pid) FROM {LOG_TABLE} "
-                              "GROUP BY job_id").fetchall()
+            rows = tx.execute(
+                f"SELECT job_id, count(*), count(DISTINCT pid) FROM {LOG_TABLE} GROUP BY job_id"
+            ).fetchall()
         finishes = {job_id: n for job_id, n, _ in rows}
         processes = {pid for (pid,) in _pids(couch_jobs)}
         added = set(self.added)
@@ -150,10 +163,14 @@ class JobsDriver(Driver):
         stray = sorted(set(finishes) - added)
         c = Check("couch_jobs")
         by_state = Counter(states.get(j, "missing") for j in added)
-        c.lines.append(f"couch_jobs: {len(added)} jobs added, finished by workers in {len(processes)} OS processes; "
-                       f"states: {', '.join(f'{k} {v}' for k, v in sorted(by_state.items()))}")
-        c.lines.append(f"  finished exactly once: {sum(1 for j in added if finishes.get(j) == 1)}; "
-                       f"twice or more: {len(twice)}; never: {len(never)}; unknown ids logged: {len(stray)}")
+        c.lines.append(
+            f"couch_jobs: {len(added)} jobs added, finished by workers in {len(processes)} OS processes; "
+            f"states: {', '.join(f'{k} {v}' for k, v in sorted(by_state.items()))}"
+        )
+        c.lines.append(
+            f"  finished exactly once: {sum(1 for j in added if finishes.get(j) == 1)}; "
+            f"twice or more: {len(twice)}; never: {len(never)}; unknown ids logged: {len(stray)}"
+        )
         if self.group is not None:
             with couch_jobs.transaction(write=False) as tx:
                 per_worker = tx.execute(f"SELECT worker, count(*) FROM {LOG_TABLE} GROUP BY worker").fetchall()
@@ -176,8 +193,9 @@ class JobsDriver(Driver):
         with couch_jobs.transaction(write=False) as tx:
             p = getattr(tx, "param", "?")
             marks = ", ".join([p] * len(job_ids))
-            rows = tx.execute(f"SELECT job_id, worker, pid FROM {LOG_TABLE} WHERE job_id IN ({marks})",
-                              tuple(job_ids)).fetchall()
+            rows = tx.execute(
+                f"SELECT job_id, worker, pid FROM {LOG_TABLE} WHERE job_id IN ({marks})", tuple(job_ids)
+            ).fetchall()
         logged: dict[str, list[str]] = {}
         for job_id, worker, pid in rows:
             logged.setdefault(job_id, []).append(f"worker {worker} pid {pid}")
@@ -187,8 +205,10 @@ class JobsDriver(Driver):
                 at = self.added_at.get(job_id)
             state, data = jobs.get(job_id, ("missing from the store", None))
             when = f"added at t={at:.1f} s" if at is not None else "never added by this run"
-            out.append(f"{job_id}: {when}; state {state}, data {data!r}; finish rows: "
-                       f"{'; '.join(logged.get(job_id, [])) or 'none'}")
+            out.append(
+                f"{job_id}: {when}; state {state}, data {data!r}; finish rows: "
+                f"{'; '.join(logged.get(job_id, [])) or 'none'}"
+            )
         return out
 
     def snapshot(self) -> dict[str, Any]:

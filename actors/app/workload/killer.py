@@ -35,9 +35,17 @@ __all__ = ["Killer"]
 class Killer(Driver):
     name = "killer"
 
-    def __init__(self, node: Node, trees: list[ActorRef] | Callable[[], list[ActorRef]], rate: float, *,
-                 sigkill_share: float = 0.5, min_age: float = 1.0, seed: int | None = None,
-                 may_sigkill: Callable[[int], bool] | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        trees: list[ActorRef] | Callable[[], list[ActorRef]],
+        rate: float,
+        *,
+        sigkill_share: float = 0.5,
+        min_age: float = 1.0,
+        seed: int | None = None,
+        may_sigkill: Callable[[int], bool] | None = None,
+    ) -> None:
         if rate < 0:
             raise ValueError(f"kill rate must be >= 0, got {rate}")
         super().__init__(1.0 / rate if rate > 0 else 3600.0)
@@ -64,7 +72,7 @@ class Killer(Driver):
 
     def tick(self, index: int) -> None:
         workers: list[tuple[str, ActorRef]] = []
-        for top in (self.trees() if callable(self.trees) else self.trees):
+        for top in self.trees() if callable(self.trees) else self.trees:
             workers.extend(supervised_workers(top))
         now = time.monotonic()
         for _cid, ref in workers:

@@ -62,8 +62,18 @@ class NetChaos(Driver):
 
     name = "net-chaos"
 
-    def __init__(self, ctl: Node, nodes: NodeSet, topo: Topology, period: float, hold: float, heal_limit: float,
-                 *, first_after: float | None = None, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        ctl: Node,
+        nodes: NodeSet,
+        topo: Topology,
+        period: float,
+        hold: float,
+        heal_limit: float,
+        *,
+        first_after: float | None = None,
+        seed: int | None = None,
+    ) -> None:
         super().__init__(period)
         self.ctl = ctl
         self.nodes = nodes
@@ -150,8 +160,12 @@ class NetChaos(Driver):
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
-            return {"cuts": self.cuts, "pair_cuts": self.pair_cuts, "heals": self.heals,
-                    "last": self.log[-1] if self.log else ""}
+            return {
+                "cuts": self.cuts,
+                "pair_cuts": self.pair_cuts,
+                "heals": self.heals,
+                "last": self.log[-1] if self.log else "",
+            }
 
     def check(self) -> Check:
         """Every heal re-formed the cluster in time, and at the end every node lists every other."""
@@ -161,15 +175,20 @@ class NetChaos(Driver):
         final = full_mesh(views)
         with self.lock:
             longest = max(self.healed) if self.healed else 0.0
-            c.lines.append(f"network: {self.cuts} host cuts, {self.pair_cuts} pair cuts, {self.heals} heals; "
-                           f"{len(self.healed)} of them re-formed the whole cluster by itself (longest "
-                           f"{longest:.1f} s after the heal, limit {self.heal_limit:g} s)")
+            c.lines.append(
+                f"network: {self.cuts} host cuts, {self.pair_cuts} pair cuts, {self.heals} heals; "
+                f"{len(self.healed)} of them re-formed the whole cluster by itself (longest "
+                f"{longest:.1f} s after the heal, limit {self.heal_limit:g} s)"
+            )
             c.lines.extend(f"  {why}" for why in self.unhealed)
             if self.waiting and not self.heals:
                 c.lines.append(f"  no fault made: {self.waiting}")
             c.lost = len(self.unhealed) + (0 if final else 1)
-        c.lines.append("  every node back in the cluster: " + ("yes, " if final else "NO, ")
-                       + "; ".join(f"{n} lists {', '.join(v) if v else 'nobody'}" for n, v in views.items()))
+        c.lines.append(
+            "  every node back in the cluster: "
+            + ("yes, " if final else "NO, ")
+            + "; ".join(f"{n} lists {', '.join(v) if v else 'nobody'}" for n, v in views.items())
+        )
         c.counted = f"{self.heals} heals"
         return c
 

@@ -156,10 +156,12 @@ class Host:
 
     def reaches(self, other: "Host", timeout: float = 1.0) -> bool:
         """Whether a tcp SYN from here to ``other`` gets an answer (a refusal counts: no ping needed)."""
-        probe = ("import socket,sys\n"
-                 "try: socket.create_connection((sys.argv[1], 9), timeout=float(sys.argv[2])).close()\n"
-                 "except ConnectionRefusedError: pass\n"
-                 "except OSError: sys.exit(1)\n")
+        probe = (
+            "import socket,sys\n"
+            "try: socket.create_connection((sys.argv[1], 9), timeout=float(sys.argv[2])).close()\n"
+            "except ConnectionRefusedError: pass\n"
+            "except OSError: sys.exit(1)\n"
+        )
         return self.sh(sys.executable, "-c", probe, other.address, str(timeout), check=False).returncode == 0
 
 
@@ -196,8 +198,7 @@ class Topology:
         host = Host(self, name, index)
         self._make_ns(host.ns)
         tmp = f"o{os.getpid()}x{index}"  # briefly in the root namespace: unique per run
-        _ip("link", "add", tmp, "netns", host.ns, "type", "veth", "peer", "name", host.port,
-            "netns", self.switch)
+        _ip("link", "add", tmp, "netns", host.ns, "type", "veth", "peer", "name", host.port, "netns", self.switch)
         _ip("-n", host.ns, "link", "set", tmp, "name", "eth0")
         _ip("-n", host.ns, "addr", "add", f"{host.address}/24", "dev", "eth0")
         _ip("-n", host.ns, "link", "set", "eth0", "up")
@@ -237,8 +238,9 @@ class Topology:
 
     def slow(self, name: str, rate: str = "256kbit", burst: str = "16kb", latency: str = "200ms") -> None:
         """A token bucket on the host's port: everything it sends goes at ``rate``."""
-        self.hosts[name].sh("tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", rate, "burst", burst,
-                            "latency", latency)
+        self.hosts[name].sh(
+            "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", rate, "burst", burst, "latency", latency
+        )
 
     def unslow(self, name: str) -> None:
         self.hosts[name].sh("tc", "qdisc", "del", "dev", "eth0", "root", check=False)
@@ -278,5 +280,3 @@ class Topology:
             _signal_all(ns, signal.SIGKILL)
             _ip("netns", "del", ns, check=False)
         self._made.clear()
-
-

@@ -82,7 +82,7 @@ class NodeReader(GenServer):
         except (IoTargetDown, Exit):
             self.counts["failed"] += 1
         else:
-            self.counts["ok" if bytes(got) == data[pos:pos + length] else "wrong"] += 1
+            self.counts["ok" if bytes(got) == data[pos : pos + length] else "wrong"] += 1
 
 
 def reader_spec(paths: list[str], seed: int, host: str = "demo_files") -> Any:
@@ -147,11 +147,13 @@ class NodeReads(Driver):
         total, per_node = self.totals()
         answered = total["ok"] + total["wrong"] + total["hung"]
         c = Check("ioq-nodes")
-        c.lines.append(f"ioq on the nodes: {answered + total['failed']} reads through each node's own IOQ by "
-                       f"{len(self.reports)} readers (up to each one's last report): {total['ok']} correct bytes, "
-                       f"{total['wrong']} wrong bytes, {total['failed']} failed with an exit reason, "
-                       f"{total['hung']} hung; correct per node: "
-                       + (", ".join(f"{n} {k}" for n, k in sorted(per_node.items())) or "none"))
+        c.lines.append(
+            f"ioq on the nodes: {answered + total['failed']} reads through each node's own IOQ by "
+            f"{len(self.reports)} readers (up to each one's last report): {total['ok']} correct bytes, "
+            f"{total['wrong']} wrong bytes, {total['failed']} failed with an exit reason, "
+            f"{total['hung']} hung; correct per node: "
+            + (", ".join(f"{n} {k}" for n, k in sorted(per_node.items())) or "none")
+        )
         c.lost = total["wrong"] + total["hung"]
         c.failed = total["failed"]
         c.counted = f"{answered} answered reads on the nodes"

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors import CallTimeout, Exit, Node
-from actors.attach import Attached, NotANode
 from actors.app.couch import COUCH_SUP
 from actors.app.nodecmd import parse_ready
+from actors.attach import Attached, NotANode
 
 from .base import Check, Driver, wait_until
 
@@ -83,10 +83,19 @@ def _free_port() -> int:
 class NodeSet:
     """The controller's node processes: start, SIGKILL, restart, stop; nothing outlives `stop_all`."""
 
-    def __init__(self, controller: Node, names: list[str], *, key_path: str, config_path: str, state_dir: str,
-                 on_up: Callable[[NodeProc], None] | None = None, metrics: int | None = None,
-                 hosts: Mapping[str, tuple[str, list[str]]] | None = None,
-                 net_ticktime: float | None = None) -> None:
+    def __init__(
+        self,
+        controller: Node,
+        names: list[str],
+        *,
+        key_path: str,
+        config_path: str,
+        state_dir: str,
+        on_up: Callable[[NodeProc], None] | None = None,
+        metrics: int | None = None,
+        hosts: Mapping[str, tuple[str, list[str]]] | None = None,
+        net_ticktime: float | None = None,
+    ) -> None:
         """``metrics``: serve each node's ``/metrics`` too, on ``metrics + 1``, ``+ 2``, ... (0: free ports
         chosen now); None: no metrics.  ``hosts``: per node name, the address it listens on and the
         command prefix that runs it on its host (``ip netns exec NS``); without it every node runs here
@@ -121,10 +130,29 @@ class NodeSet:
                 others = [o.address for o in self.nodes.values() if o is not n and o.state != "killed" and o.address]
                 listen = n.address or "tcp://127.0.0.1:0"
         tick = ["--net-ticktime", f"{self.net_ticktime:g}"] if self.net_ticktime is not None else []
-        return [*prefix, sys.executable, "-m", "actors", "node", "--name", n.name, "--listen", listen,
-                "--cluster-key", self.key_path, "--config", self.config_path, "--state-dir", n.state_dir,
-                *tick, "--seeds", self.ctl.address, *others, "--stop-with-parent",
-                *(["--metrics", str(n.metrics_port)] if n.metrics_port is not None else [])]
+        return [
+            *prefix,
+            sys.executable,
+            "-m",
+            "actors",
+            "node",
+            "--name",
+            n.name,
+            "--listen",
+            listen,
+            "--cluster-key",
+            self.key_path,
+            "--config",
+            self.config_path,
+            "--state-dir",
+            n.state_dir,
+            *tick,
+            "--seeds",
+            self.ctl.address,
+            *others,
+            "--stop-with-parent",
+            *(["--metrics", str(n.metrics_port)] if n.metrics_port is not None else []),
+        ]
 
     def _launch(self, n: NodeProc) -> queue.Queue[str]:
         """Exec the node; a thread copies its stdout lines into the returned queue (and ``n.output``)."""
@@ -133,8 +161,14 @@ class NodeSet:
         with self.lock:
             if self.closing:
                 raise RuntimeError(f"not starting {n.name}: the node set is stopping")
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
             n.proc = proc
         lines: queue.Queue[str] = queue.Queue()
 
@@ -172,16 +206,18 @@ class NodeSet:
         ok = self._joined(n, ready, deadline)
         if ok:
             proc = n.proc
-            threading.Thread(target=self._follow, args=(n, proc, lines), name=f"node-{n.name}-follow",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._follow, args=(n, proc, lines), name=f"node-{n.name}-follow", daemon=True
+            ).start()
         return ok
 
     def _joined(self, n: NodeProc, ready: Any, deadline: float) -> bool:
         """A ready line came: wait until the controller reaches that incarnation, then run ``on_up``."""
         node_id = self._new_incarnation(n, deadline)
         if node_id is None:
-            return self._failed(n, f"{n.name}: ready at {ready.address} but its new incarnation never reached the "
-                                   f"controller")
+            return self._failed(
+                n, f"{n.name}: ready at {ready.address} but its new incarnation never reached the controller"
+            )
         with self.lock:
             n.address = ready.address
             n.rundir = ready.rundir
@@ -328,8 +364,10 @@ class NodeSet:
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
-            return {n.name: {"state": n.state, "pid": n.pid, "incarnations": len(n.node_ids), "kills": n.kills}
-                    for n in self.nodes.values()}
+            return {
+                n.name: {"state": n.state, "pid": n.pid, "incarnations": len(n.node_ids), "kills": n.kills}
+                for n in self.nodes.values()
+            }
 
     def line(self) -> str:
         """``n1 up pid 123 inc 2 killed 1; n2 starting ...`` for the live view."""
@@ -358,8 +396,11 @@ class NodeSet:
                 continue
             finally:
                 view.close()
-            out[name] = {k[len("supervision.restarts."):]: v for k, v in counters.items()
-                         if k.startswith("supervision.restarts.") and v}
+            out[name] = {
+                k[len("supervision.restarts.") :]: v
+                for k, v in counters.items()
+                if k.startswith("supervision.restarts.") and v
+            }
         return out
 
     def check(self) -> Check:
@@ -371,16 +412,21 @@ class NodeSet:
             rejoins = sum(n.rejoins for n in nodes)
             back = sum(min(n.kills, max(0, len(n.node_ids) - 1 - n.rejoins)) for n in nodes)
             down = [n.name for n in nodes if n.state not in ("up", "stopped")]
-        c.lines.append(f"nodes: {len(nodes)} node processes over tcp; {kills} SIGKILLed whole, {back} of them "
-                       f"restarted and reconnected as a new incarnation"
-                       + (f"; {rejoins} incarnations ended by a network fault and replaced by the node itself"
-                          if rejoins else "")
-                       + (f"; not up: {', '.join(down)}" if down else ""))
+        c.lines.append(
+            f"nodes: {len(nodes)} node processes over tcp; {kills} SIGKILLed whole, {back} of them "
+            f"restarted and reconnected as a new incarnation"
+            + (f"; {rejoins} incarnations ended by a network fault and replaced by the node itself" if rejoins else "")
+            + (f"; not up: {', '.join(down)}" if down else "")
+        )
         restarts = self.restarts()
         if restarts:
-            c.lines.append("  restarts per supervisor on the nodes (current incarnations): " + "; ".join(
-                f"{n}: " + (", ".join(f"{k} {v}" for k, v in sorted(r.items())) or "none")
-                for n, r in restarts.items()))
+            c.lines.append(
+                "  restarts per supervisor on the nodes (current incarnations): "
+                + "; ".join(
+                    f"{n}: " + (", ".join(f"{k} {v}" for k, v in sorted(r.items())) or "none")
+                    for n, r in restarts.items()
+                )
+            )
         for why in self.errors:
             c.lines.append(f"  {why}")
         c.lost = len(down)
@@ -393,8 +439,9 @@ class NodeKiller(Driver):
 
     name = "node-killer"
 
-    def __init__(self, nodes: NodeSet, period: float, *, first_after: float | None = None,
-                 seed: int | None = None) -> None:
+    def __init__(
+        self, nodes: NodeSet, period: float, *, first_after: float | None = None, seed: int | None = None
+    ) -> None:
         super().__init__(period)
         self.nodes = nodes
         self.first_after = period if first_after is None else first_after

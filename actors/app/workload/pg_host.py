@@ -69,17 +69,61 @@ class PgHost:
         self.proc: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str] = queue.Queue()
         try:
-            subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(bindir, "initdb"), "-D", self.data,
-                            "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"],
-                           check=True, capture_output=True, text=True, timeout=120)
+            subprocess.run(
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    os.path.join(bindir, "initdb"),
+                    "-D",
+                    self.data,
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "--no-sync",
+                    "-E",
+                    "UTF8",
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             with open(os.path.join(self.data, "pg_hba.conf"), "a", encoding="utf-8") as fh:
                 fh.write(f"host all all {SUBNET}.0/24 trust\n")
             self.proc = subprocess.Popen(
-                [*host.exec_prefix(), "runuser", "-u", "postgres", "--", os.path.join(bindir, "postgres"),
-                 "-D", self.data, "-p", str(port), "-k", self.root, "-c", f"listen_addresses={host.address}",
-                 "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-                 "-c", "max_connections=200", "-c", "shared_buffers=32MB"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                [
+                    *host.exec_prefix(),
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    os.path.join(bindir, "postgres"),
+                    "-D",
+                    self.data,
+                    "-p",
+                    str(port),
+                    "-k",
+                    self.root,
+                    "-c",
+                    f"listen_addresses={host.address}",
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                    "-c",
+                    "max_connections=200",
+                    "-c",
+                    "shared_buffers=32MB",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             threading.Thread(target=self._read, daemon=True, name="pg-host-log").start()
             line = self._await_log(lambda ln: _READY in ln or ln == "EOF", 60.0)
             if line is None or line == "EOF":

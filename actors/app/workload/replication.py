@@ -36,8 +36,18 @@ __all__ = ["Replications"]
 class Replications(Driver):
     name = "replication-writer"
 
-    def __init__(self, node: Node, directory: str, *, jobs: int = 8, initial_docs: int = 20, period: float = 0.05,
-                 readd_every: float = 1.0, seed: int | None = None, store: str | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        directory: str,
+        *,
+        jobs: int = 8,
+        initial_docs: int = 20,
+        period: float = 0.05,
+        readd_every: float = 1.0,
+        seed: int | None = None,
+        store: str | None = None,
+    ) -> None:
         super().__init__(period)
         self.node = node
         self.directory = directory
@@ -61,11 +71,22 @@ class Replications(Driver):
             self.sources.append(open_db(source, store=self.store, create=True))
             for _ in range(self.initial_docs):
                 self._write(i)
-            self.reps.append(Rep(
-                id=f"repl{i}", source=source, target=target,
-                options={"continuous": True, "create_target": True, "worker_batch_size": 25,
-                         "worker_processes": 2, "checkpoint_interval": 500, "changes_poll_interval": 200},
-                db_name="_replicator"))
+            self.reps.append(
+                Rep(
+                    id=f"repl{i}",
+                    source=source,
+                    target=target,
+                    options={
+                        "continuous": True,
+                        "create_target": True,
+                        "worker_batch_size": 25,
+                        "worker_processes": 2,
+                        "checkpoint_interval": 500,
+                        "changes_poll_interval": 200,
+                    },
+                    db_name="_replicator",
+                )
+            )
         self.add_all()
         self._last_readd = time.monotonic()
 
@@ -135,8 +156,13 @@ class Replications(Driver):
                     have = {d.id: d.rev for d in target.open_docs(list(want))}
             except DatabaseNotFound:
                 have = {}
-            out.append([f"{doc_id} want {rev}, has {have.get(doc_id)}"
-                        for doc_id, rev in sorted(want.items()) if have.get(doc_id) != rev])
+            out.append(
+                [
+                    f"{doc_id} want {rev}, has {have.get(doc_id)}"
+                    for doc_id, rev in sorted(want.items())
+                    if have.get(doc_id) != rev
+                ]
+            )
         return out
 
     def settle(self, deadline: float) -> bool:
@@ -162,19 +188,22 @@ class Replications(Driver):
             stats = self.node.stats()["counters"]
         except Exception:
             stats = {}
-        c.lines.append(f"replicator: {self.n_jobs} continuous jobs rotating through the scheduler "
-                       f"({stats.get('couch_replicator.jobs.starts', 0)} starts, "
-                       f"{stats.get('couch_replicator.jobs.stops', 0)} stops, "
-                       f"{stats.get('couch_replicator.jobs.crashes', 0)} crashes); "
-                       f"{self.readds} re-added after a scheduler restart")
-        c.lines.append(f"  {self.writes} writes, {total} documents: {total - sum(gaps)} present in their target "
-                       f"at the latest revision, {sum(gaps)} missing")
+        c.lines.append(
+            f"replicator: {self.n_jobs} continuous jobs rotating through the scheduler "
+            f"({stats.get('couch_replicator.jobs.starts', 0)} starts, "
+            f"{stats.get('couch_replicator.jobs.stops', 0)} stops, "
+            f"{stats.get('couch_replicator.jobs.crashes', 0)} crashes); "
+            f"{self.readds} re-added after a scheduler restart"
+        )
+        c.lines.append(
+            f"  {self.writes} writes, {total} documents: {total - sum(gaps)} present in their target "
+            f"at the latest revision, {sum(gaps)} missing"
+        )
         c.lost = sum(gaps)
         c.counted = f"{total} replicated documents ({self.writes} acknowledged source writes)"
         for rep, gone in zip(self.reps, docs):
             if gone:
-                c.lines.append(f"  LOST in {rep.id} ({rep.target}): {len(gone)} documents, e.g. "
-                               + "; ".join(gone[:8]))
+                c.lines.append(f"  LOST in {rep.id} ({rep.target}): {len(gone)} documents, e.g. " + "; ".join(gone[:8]))
         return c
 
     def close(self) -> None:

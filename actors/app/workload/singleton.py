@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from actors import ActorRef, CallTimeout, Exit, GenServer, Node
-from actors import global_names
+from actors import ActorRef, CallTimeout, Exit, GenServer, Node, global_names
 from supervision import ChildSpec
 
 from .base import Check, Driver, wait_until
@@ -41,8 +40,7 @@ class Beacon(GenServer):
 
 def singleton_spec(nodes: list[str]) -> ChildSpec:
     """The beacon's spec: named cluster-wide, started on the first of ``nodes`` that is up."""
-    return ChildSpec(SINGLETON, (Beacon, ()), name=global_names.GlobalName(SINGLETON), node=tuple(nodes),
-                     shutdown=2.0)
+    return ChildSpec(SINGLETON, (Beacon, ()), name=global_names.GlobalName(SINGLETON), node=tuple(nodes), shutdown=2.0)
 
 
 def _alive(ref: ActorRef) -> bool:
@@ -118,7 +116,8 @@ class SingletonWatch(Driver):
                 f"restarts), on {where} at the end; "
                 f"{self.looks} looks at every node's copy: {self.two_live} found two live holders, "
                 f"{self.behind} found a copy a moment behind a failover; "
-                f"at the end {len(copies)} copies name {'one live holder' if holder else sorted(map(repr, holders))}")
+                f"at the end {len(copies)} copies name {'one live holder' if holder else sorted(map(repr, holders))}"
+            )
             c.lost = self.two_live + (0 if holder is not None else 1)
         c.counted = f"{self.looks} looks at the singleton"
         return c

@@ -67,9 +67,20 @@ class _Db:
 class DbWriter(Driver):
     name = "smoosh-writer"
 
-    def __init__(self, node: Node, data_dir: str, smoosh_state_dir: str, *, dbs: int = 8, rows: int = 400,
-                 blob: int = 2048, period: float = 0.1, resend_after: float = 4.0, seed: int | None = None,
-                 suffix: str = ".sqlite") -> None:
+    def __init__(
+        self,
+        node: Node,
+        data_dir: str,
+        smoosh_state_dir: str,
+        *,
+        dbs: int = 8,
+        rows: int = 400,
+        blob: int = 2048,
+        period: float = 0.1,
+        resend_after: float = 4.0,
+        seed: int | None = None,
+        suffix: str = ".sqlite",
+    ) -> None:
         super().__init__(period)
         self.node = node
         self.data_dir = data_dir
@@ -122,13 +133,16 @@ class DbWriter(Driver):
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany("INSERT INTO docs (body) VALUES (?)",
-                             ((self.rng.randbytes(self.blob),) for _ in range(self.rows)))
+            conn.executemany(
+                "INSERT INTO docs (body) VALUES (?)", ((self.rng.randbytes(self.blob),) for _ in range(self.rows))
+            )
             conn.execute("COMMIT")
             # Keep only the newest quarter: live data stays about rows/4 blobs
             # whatever the round, so every round leaves a ratio of about 4.
-            conn.execute("DELETE FROM docs WHERE id NOT IN (SELECT id FROM docs ORDER BY id DESC LIMIT ?)",
-                         (max(1, self.rows // 4),))
+            conn.execute(
+                "DELETE FROM docs WHERE id NOT IN (SELECT id FROM docs ORDER BY id DESC LIMIT ?)",
+                (max(1, self.rows // 4),),
+            )
         finally:
             conn.close()
         with self.lock:
@@ -211,7 +225,7 @@ class DbWriter(Driver):
         return where
 
     def _below_threshold(self, db: str) -> str | None:
-        """"ratio r <= min_priority" when smoosh rightly has nothing to do for ``db``."""
+        """ "ratio r <= min_priority" when smoosh rightly has nothing to do for ``db``."""
 
         info = header_info(self.path(db))
         if info is None:
@@ -240,11 +254,13 @@ class DbWriter(Driver):
         c.lines.append(
             f"smoosh: {len(dbs)} databases, {announced} write rounds ({self.bytes_written / 1e6:.0f} MB inserted, "
             f"3/4 deleted), {sum(d.events for d in dbs)} events sent, {sum(d.resends for d in dbs)} re-sent "
-            f"after a stall (smoosh restarted)")
+            f"after a stall (smoosh restarted)"
+        )
         c.lines.append(
             f"  compactions verified on disk (free pages back to 0): {sum(d.compactions for d in dbs)}; "
             f"observer saw {sum(d.enqueued for d in dbs)} enqueued, {sum(d.started for d in dbs)} started, "
-            f"{sum(d.exits_normal for d in dbs)} exited normal, {sum(d.exits_other for d in dbs)} abnormal")
+            f"{sum(d.exits_normal for d in dbs)} exited normal, {sum(d.exits_other for d in dbs)} abnormal"
+        )
         if still:
             detail = ", ".join(f"{d.name}: {self.final[d.name]}" for d in still)
             c.lines.append(f"  not yet compacted: {len(still)} ({detail})")
@@ -256,18 +272,23 @@ class DbWriter(Driver):
             c.lines.append(f"  LOST (enqueued, not compacted, in no queue or checkpoint): {', '.join(lost)}")
             for d in dbs:
                 if d.name in lost:
-                    c.lines.append(f"    {d.name}: {d.rounds} rounds, {d.compactions} compactions verified, "
-                                   f"{d.events} events sent ({d.resends} re-sent), observer saw {d.enqueued} "
-                                   f"enqueued, {d.started} started, {d.exits_normal} exited normal, "
-                                   f"{d.exits_other} abnormal; free pages now {self.free_pages(d.name)}")
+                    c.lines.append(
+                        f"    {d.name}: {d.rounds} rounds, {d.compactions} compactions verified, "
+                        f"{d.events} events sent ({d.resends} re-sent), observer saw {d.enqueued} "
+                        f"enqueued, {d.started} started, {d.exits_normal} exited normal, "
+                        f"{d.exits_other} abnormal; free pages now {self.free_pages(d.name)}"
+                    )
             if self.unasked:
-                c.lines.append("    channels that could not be asked (their queues unknown): "
-                               + "; ".join(self.unasked))
+                c.lines.append(
+                    "    channels that could not be asked (their queues unknown): " + "; ".join(self.unasked)
+                )
         return c
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
-            return {"rounds": sum(d.rounds for d in self.dbs.values()),
-                    "compactions": sum(d.compactions for d in self.dbs.values()),
-                    "pending": sum(1 for d in self.dbs.values() if d.pending),
-                    "resends": sum(d.resends for d in self.dbs.values())}
+            return {
+                "rounds": sum(d.rounds for d in self.dbs.values()),
+                "compactions": sum(d.compactions for d in self.dbs.values()),
+                "pending": sum(1 for d in self.dbs.values() if d.pending),
+                "resends": sum(d.resends for d in self.dbs.values()),
+            }

@@ -59,21 +59,29 @@ class LiveView:
         return f"{100 * (used - before[1]) / (now - before[0]):.0f}%"
 
     def restarts(self, counters: dict[str, Any]) -> dict[str, int]:
-        return {k[len("supervision.restarts."):]: v for k, v in counters.items()
-                if k.startswith("supervision.restarts.") and v}
+        return {
+            k[len("supervision.restarts.") :]: v
+            for k, v in counters.items()
+            if k.startswith("supervision.restarts.") and v
+        }
 
     def queues(self) -> str:
         depths = _try(lambda: get_queue_depths(timeout=0.3), {})
         if isinstance(depths, dict) and depths:
             chans = depths.get("channels") or {}
-            ioq = (f"ioq compaction {depths.get('compaction', 0)} replication {depths.get('replication', 0)} "
-                   f"low {depths.get('low', 0)} channels {sum(sum(v) for v in chans.values())}")
+            ioq = (
+                f"ioq compaction {depths.get('compaction', 0)} replication {depths.get('replication', 0)} "
+                f"low {depths.get('low', 0)} channels {sum(sum(v) for v in chans.values())}"
+            )
         else:
             ioq = "ioq ?"
         smoosh = _try(lambda: status(self.node, timeout=0.5), None)
         if isinstance(smoosh, dict):
-            busy = [f"{ch} w{s['waiting']['size']}/a{s['active']}" for ch, s in sorted(smoosh.items())
-                    if s.get("active") or s.get("starting") or s["waiting"]["size"]]
+            busy = [
+                f"{ch} w{s['waiting']['size']}/a{s['active']}"
+                for ch, s in sorted(smoosh.items())
+                if s.get("active") or s.get("starting") or s["waiting"]["size"]
+            ]
             sm = "smoosh " + (" ".join(busy) if busy else "idle")
         else:
             sm = "smoosh ?"
@@ -85,8 +93,10 @@ class LiveView:
         parts = []
         if jobs is not None:
             states = _try(jobs.states, {})
-            parts.append(f"couch_jobs added {len(jobs.added)} " + (" ".join(
-                f"{k} {v}" for k, v in sorted(states.items())) if isinstance(states, dict) else "?"))
+            parts.append(
+                f"couch_jobs added {len(jobs.added)} "
+                + (" ".join(f"{k} {v}" for k, v in sorted(states.items())) if isinstance(states, dict) else "?")
+            )
         if repl is not None:
             running = _try(repl.running, None)
             rtext = f"{running[0]}/{running[1]} running" if running else "?"
@@ -126,14 +136,18 @@ class LiveView:
         per_host: dict[int, int] = {}
         for a in actors:
             per_host[a.get("pid")] = per_host.get(a.get("pid"), 0) + 1
-        lines = [f"couch demo  {phase} {elapsed:5.1f}/{self.duration:.0f} s   node {self.node.id}  "
-                 f"{len(actors)} actors in {len(hosts) + 1} OS processes   state {self.app.state_dir}"]
+        lines = [
+            f"couch demo  {phase} {elapsed:5.1f}/{self.duration:.0f} s   node {self.node.id}  "
+            f"{len(actors)} actors in {len(hosts) + 1} OS processes   state {self.app.state_dir}"
+        ]
         me = os.getpid()
         host_cells = [f"node pid {me} cpu {self._cpu_percent(me)} ({per_host.get(me, 0)} actors)"]
         for h in hosts:
             cpus = ",".join(map(str, h["cpus"])) if h.get("cpus") else "any"
-            host_cells.append(f"{h['label'] or h['proc']} pid {h['pid']} cpus {cpus} cpu "
-                              f"{self._cpu_percent(h['pid'])} ({per_host.get(h['pid'], 0)})")
+            host_cells.append(
+                f"{h['label'] or h['proc']} pid {h['pid']} cpus {cpus} cpu "
+                f"{self._cpu_percent(h['pid'])} ({per_host.get(h['pid'], 0)})"
+            )
         row = "hosts: "
         for cell in host_cells:  # wrapped to the terminal width, cells kept whole
             if len(row) + len(cell) + 2 > width and row.strip() != "hosts:":
@@ -159,5 +173,6 @@ class LiveView:
         restarts = sum(self.restarts(counters).values()) if isinstance(counters, dict) else "?"
         nodes = self.drivers.get("nodes")
         where = f"  | nodes: {nodes.line()}" if nodes is not None else ""
-        return (f"  {elapsed:5.1f}/{self.duration:.0f} s  {self.workload()}  | {self.jobs()}  | restarts {restarts}"
-                + where)
+        return (
+            f"  {elapsed:5.1f}/{self.duration:.0f} s  {self.workload()}  | {self.jobs()}  | restarts {restarts}" + where
+        )

@@ -94,22 +94,31 @@ class Collector:
             restarted = max(0, restarts_total - (self._restarts_total or 0))
             self._history.add(time.time(), restarted, handled / dt)
         self._restarts_total, self._last_t = restarts_total, now
-        usage = self._sampler.sample([self.source.node_pid] + [h.get("pid") or 0 for h in hosts
-                                                                 if h.get("state") == "up"])
+        usage = self._sampler.sample(
+            [self.source.node_pid] + [h.get("pid") or 0 for h in hosts if h.get("state") == "up"]
+        )
         tree = model.tree_rows(actors, rates)
         names = {r["actor"]: str(r["name"]) for r in tree if r.get("actor") and r.get("name")}
         picture = {
-            "node": {"id": self.source.node_id, "pid": self.source.node_pid, "time": time.time(),
-                     "actors": len(actors), "hosts": sum(1 for h in hosts if h.get("state") == "up"),
-                     "restarts": restarts_total, "embedded": self.source.embedded,
-                     "dropped": counters.get("actors.mailbox.dropped", 0)},
+            "node": {
+                "id": self.source.node_id,
+                "pid": self.source.node_pid,
+                "time": time.time(),
+                "actors": len(actors),
+                "hosts": sum(1 for h in hosts if h.get("state") == "up"),
+                "restarts": restarts_total,
+                "embedded": self.source.embedded,
+                "dropped": counters.get("actors.mailbox.dropped", 0),
+            },
             "tree": tree,
             "hosts": model.host_rows(hosts, actors, self.source.node_pid, usage, names),
             "peers": peers,
             "distributed": "@" in self.source.node_id,
             "panels": panels(self.source, actors),
-            "log": [{**r, "supervisor": names.get(r["actor"], r.get("supervisor"))}
-                    for r in self._reports.merge(actors)[:80]],
+            "log": [
+                {**r, "supervisor": names.get(r["actor"], r.get("supervisor"))}
+                for r in self._reports.merge(actors)[:80]
+            ],
             "series": self._history.series(),
             "errors": errors,
         }

@@ -12,6 +12,7 @@ configuration names another store, and closed with the observer.
 from __future__ import annotations
 
 import threading
+
 from actors.couch_jobs import Store, counts, encode_type, open_store
 from actors.couch_jobs.attachment import DATABASE_PATH_KEY, STORE_KEY
 from actors.couch_jobs.settings import SECTION
@@ -44,8 +45,9 @@ class JobsView:
         with self._lock:
             if location != self._location or self._store is None:
                 self._close_store()
-                self._store = open_store(location, read_only=True, busy_timeout=_TIMEOUT,
-                                         connect_timeout=_TIMEOUT, pool_size=1)
+                self._store = open_store(
+                    location, read_only=True, busy_timeout=_TIMEOUT, connect_timeout=_TIMEOUT, pool_size=1
+                )
                 self._location = location
             store = self._store
         return {encode_type(t): c for t, c in counts(store).items()}

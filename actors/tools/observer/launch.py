@@ -22,8 +22,9 @@ __all__ = ["observe"]
 EXTRA_HINT = "the observer needs its extra: pip install 'otpy-actors[observer]'"
 
 
-def observe(target: Any, port: int = 8421, host: str = "127.0.0.1", token: str | None = None,
-            interval: float = 0.5) -> "Observer":
+def observe(
+    target: Any, port: int = 8421, host: str = "127.0.0.1", token: str | None = None, interval: float = 0.5
+) -> "Observer":
     """Serve the observer page for ``target`` (a `Node` or `actors.attach.Attached`); returns the
     running `actors.tools.observer.server.Observer` (``.url``, ``.close()``).
 

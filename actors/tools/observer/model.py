@@ -46,8 +46,13 @@ def _actor_fields(entry: dict[str, Any], rates: dict[str, float]) -> dict[str, A
         "registered": entry.get("registered"),
     }
     if detail is not None:
-        row.update(supervisor=True, strategy=status.get("strategy"), used=detail.get("used", 0),
-                   intensity=detail.get("intensity"), period=detail.get("period"))
+        row.update(
+            supervisor=True,
+            strategy=status.get("strategy"),
+            used=detail.get("used", 0),
+            intensity=detail.get("intensity"),
+            period=detail.get("period"),
+        )
     return row
 
 
@@ -71,8 +76,13 @@ def tree_rows(actors: list[dict[str, Any]], rates: dict[str, float] | None = Non
             row["state"] = "running"
             seen.add(entry["id"])
         if spec is not None:
-            row.update(spec_id=spec.get("id"), restart=spec.get("restart"), type=spec.get("type"),
-                       restarts=spec.get("restarts", 0), last_exit=spec.get("last_exit"))
+            row.update(
+                spec_id=spec.get("id"),
+                restart=spec.get("restart"),
+                type=spec.get("type"),
+                restarts=spec.get("restarts", 0),
+                last_exit=spec.get("last_exit"),
+            )
             row["state"] = spec.get("state", row.get("state"))
             if spec.get("type") == "supervisor":
                 row["supervisor"] = row.get("supervisor") or entry is None
@@ -102,8 +112,13 @@ def tree_rows(actors: list[dict[str, Any]], rates: dict[str, float] | None = Non
     return rows
 
 
-def host_rows(hosts: list[dict[str, Any]], actors: list[dict[str, Any]], node_pid: int,
-              usage: dict[int, dict[str, float]], names: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def host_rows(
+    hosts: list[dict[str, Any]],
+    actors: list[dict[str, Any]],
+    node_pid: int,
+    usage: dict[int, dict[str, float]],
+    names: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
     """The node's own process first, then each live host, with its actors and their mailboxes.
 
     ``names`` gives an actor the name the tree shows (its child id) where it has no registered one.
@@ -113,16 +128,38 @@ def host_rows(hosts: list[dict[str, Any]], actors: list[dict[str, Any]], node_pi
     for entry in actors:
         by_proc.setdefault(entry.get("proc") or "?", []).append(entry)
     procs = [{"proc": "n", "label": "node", "pid": node_pid, "cpus": None, "node": True}]
-    procs += [{"proc": h["proc"], "label": h.get("label") or h["proc"], "pid": h.get("pid"), "cpus": h.get("cpus"),
-               "node": False} for h in hosts if h.get("state") == "up"]
+    procs += [
+        {
+            "proc": h["proc"],
+            "label": h.get("label") or h["proc"],
+            "pid": h.get("pid"),
+            "cpus": h.get("cpus"),
+            "node": False,
+        }
+        for h in hosts
+        if h.get("state") == "up"
+    ]
     rows = []
     for proc in procs:
         members = sorted(by_proc.get(proc["proc"], []), key=lambda e: (-e.get("mailbox", 0), _id_key(e["id"])))
         used = usage.get(proc["pid"] or 0, {})
-        rows.append({**proc, "cpu": used.get("cpu"), "rss": used.get("rss"), "count": len(members),
-                     "mailbox": sum(e.get("mailbox", 0) for e in members),
-                     "actors": [{"name": e.get("registered") or names.get(e["id"]) or e.get("class"), "id": e["id"],
-                                 "mailbox": e.get("mailbox", 0)} for e in members[:12]]})
+        rows.append(
+            {
+                **proc,
+                "cpu": used.get("cpu"),
+                "rss": used.get("rss"),
+                "count": len(members),
+                "mailbox": sum(e.get("mailbox", 0) for e in members),
+                "actors": [
+                    {
+                        "name": e.get("registered") or names.get(e["id"]) or e.get("class"),
+                        "id": e["id"],
+                        "mailbox": e.get("mailbox", 0),
+                    }
+                    for e in members[:12]
+                ],
+            }
+        )
     return rows
 
 
@@ -150,9 +187,11 @@ class History:
             self._samples.popleft()
 
     def series(self) -> dict[str, list[float]]:
-        return {"t": [round(s[0], 2) for s in self._samples],
-                "restarts": [s[1] for s in self._samples],
-                "messages": [round(s[2], 1) for s in self._samples]}
+        return {
+            "t": [round(s[0], 2) for s in self._samples],
+            "restarts": [s[1] for s in self._samples],
+            "messages": [round(s[2], 1) for s in self._samples],
+        }
 
 
 class ReportLog:

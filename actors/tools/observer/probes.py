@@ -32,17 +32,24 @@ def _by_name(actors: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def ioq(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any] | None:
-    servers = sorted((a for a in actors if a.get("class") in IOQ_CLASSES),
-                     key=lambda a: (a.get("registered") or a["id"]))
+    servers = sorted((a for a in actors if a.get("class") in IOQ_CLASSES), key=lambda a: a.get("registered") or a["id"])
     if not servers:
         return None
     rows = []
     for entry in servers:
         depths = source.call(ref_of(source.node_id, entry), "get_queue_depths", CALL_TIMEOUT)
         channels = {user: list(counts) for user, counts in sorted(depths.get("channels", {}).items())}
-        rows.append({"server": entry.get("registered") or entry["id"], "class": entry["class"],
-                     "compaction": depths.get("compaction", 0), "replication": depths.get("replication", 0),
-                     "low": depths.get("low", 0), "channels": channels, "mailbox": entry.get("mailbox", 0)})
+        rows.append(
+            {
+                "server": entry.get("registered") or entry["id"],
+                "class": entry["class"],
+                "compaction": depths.get("compaction", 0),
+                "replication": depths.get("replication", 0),
+                "low": depths.get("low", 0),
+                "channels": channels,
+                "mailbox": entry.get("mailbox", 0),
+            }
+        )
     return {"servers": rows}
 
 
@@ -54,8 +61,16 @@ def smoosh(source: Source, actors: list[dict[str, Any]]) -> dict[str, Any] | Non
     rows = []
     for name, chan in sorted(status.items()):
         waiting = chan.get("waiting") or {}
-        rows.append({"channel": name, "active": chan.get("active", 0), "starting": chan.get("starting", 0),
-                     "queued": waiting.get("size", 0), "min": waiting.get("min"), "max": waiting.get("max")})
+        rows.append(
+            {
+                "channel": name,
+                "active": chan.get("active", 0),
+                "starting": chan.get("starting", 0),
+                "queued": waiting.get("size", 0),
+                "min": waiting.get("min"),
+                "max": waiting.get("max"),
+            }
+        )
     return {"channels": rows}
 
 
@@ -82,9 +97,18 @@ def replication_rows(jobs: list[dict[str, Any]], backoffs: list[dict[str, Any]],
         crashes = backoff["crashes"] if backoff else 0
         wait = max(0.0, backoff["retry_at"] - now) if backoff else 0.0
         last = next((e.get("reason") for e in job.get("history", []) if e.get("type") == "crashed"), None)
-        rows.append({"id": job_id[:24], "source": job.get("source"), "target": job.get("target"),
-                     "state": state, "crashes": crashes, "backoff": backoff["backoff"] if backoff else 0.0,
-                     "wait": wait, "last_error": last})
+        rows.append(
+            {
+                "id": job_id[:24],
+                "source": job.get("source"),
+                "target": job.get("target"),
+                "state": state,
+                "crashes": crashes,
+                "backoff": backoff["backoff"] if backoff else 0.0,
+                "wait": wait,
+                "last_error": last,
+            }
+        )
     order = {"running": 0, "crashing": 1, "pending": 2}
     rows.sort(key=lambda r: (order[r["state"]], r["id"]))
     return rows
@@ -125,7 +149,10 @@ def _type_label(key: str) -> str:
 
 
 PROBES: dict[str, Callable[[Source, list[dict[str, Any]]], dict[str, Any] | None]] = {
-    "ioq": ioq, "smoosh": smoosh, "replicator": replicator, "couch_jobs": couch_jobs,
+    "ioq": ioq,
+    "smoosh": smoosh,
+    "replicator": replicator,
+    "couch_jobs": couch_jobs,
 }
 
 

@@ -63,8 +63,9 @@ class _TokenGate:
         else:
             offered = header  # actions: the header only, which another site's page cannot set
         if not hmac.compare_digest(offered.encode(), self.token.encode()):
-            await PlainTextResponse("403: this observer needs the token printed with its URL\n",
-                                    status_code=403)(scope, receive, send)
+            await PlainTextResponse("403: this observer needs the token printed with its URL\n", status_code=403)(
+                scope, receive, send
+            )
             return
         await self.app(scope, receive, send)
 
@@ -72,8 +73,9 @@ class _TokenGate:
 class Observer:
     """A running observer: ``url`` (with the token), ``close()``; a context manager."""
 
-    def __init__(self, target: Any, port: int = 8421, host: str = "127.0.0.1", token: str | None = None,
-                 interval: float = 0.5) -> None:
+    def __init__(
+        self, target: Any, port: int = 8421, host: str = "127.0.0.1", token: str | None = None, interval: float = 0.5
+    ) -> None:
         self.source = Source(target)
         self.token = token or secrets.token_urlsafe(24)
         self.collector = Collector(self.source, interval=interval)
@@ -89,8 +91,9 @@ class Observer:
         self.port = self._sock.getsockname()[1]
         self._cookie = f"otpy_observer_{self.port}"
         self.app = _TokenGate(self._build_app(), self.token, self._cookie)
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1,
-                                access_log=False)
+        config = uvicorn.Config(
+            self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, access_log=False
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name="otpy-observer-http", daemon=True)
 
@@ -167,8 +170,9 @@ class Observer:
                     yield b"data: " + _dumps(self.collector.latest) + b"\n\n"
                 await asyncio.sleep(0.1)
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        )
 
     # -- actions -------------------------------------------------------------------
 
@@ -192,13 +196,20 @@ class Observer:
         if not isinstance(reason, str) or not reason.strip():
             return JSONResponse({"ok": False, "error": "exit needs a reason"}, 400)
         ref = ref_of(self.source.node_id, entry)
-        return await self._act(lambda: self.source.exit(ref, reason.strip()),
-                               f"sent exit {reason.strip()!r} to {ref.name or ref.id}")
+        return await self._act(
+            lambda: self.source.exit(ref, reason.strip()), f"sent exit {reason.strip()!r} to {ref.name or ref.id}"
+        )
 
     async def _sigkill(self, request: Request) -> Response:
         body = await request.json()
-        host = next((h for h in self.collector.hosts
-                     if h.get("proc") == body.get("proc") and h.get("state") == "up" and h.get("pid")), None)
+        host = next(
+            (
+                h
+                for h in self.collector.hosts
+                if h.get("proc") == body.get("proc") and h.get("state") == "up" and h.get("pid")
+            ),
+            None,
+        )
         if host is None:
             return JSONResponse({"ok": False, "error": f"no live host process {body.get('proc')!r}"}, 404)
         pid = int(host["pid"])

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any, Hashable
 
 from actors import ActorRef, AlreadyRegistered, GenServer, Node, SpawnError
+from supervision._children import ChildInfo
 from supervision._policy import add_restart, is_normal_exit, plan_restart, should_restart
 from supervision._spec import ChildSpec, SupFlags, check_childspecs
-from supervision._supervisor import ChildInfo, Supervisor, _StaticSupervisor, unwrap
+from supervision._supervisor import Supervisor, _StaticSupervisor, unwrap
 from supervision.errors import (
     AlreadyPresent,
     AlreadyStarted,

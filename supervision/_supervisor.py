@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import itertools
 import logging
-from dataclasses import dataclass
-from typing import Any, Hashable, NamedTuple, Sequence
+from typing import Any, Sequence
 
 from actors import ActorRef, AlreadyRegistered, Exit, GenServer, SpawnError, global_names, ignore, is_normal_exit
 from actors.clock import MonotonicClock
+from supervision._children import Child, ChildInfo, count_children, which_children
 from supervision._policy import (
     RESTARTING,
     RUNNING,
     STOPPED,
     ChildRecord,
-    ChildStatus,
     add_restart,
     decide_exit,
     decide_restart,
@@ -41,32 +40,11 @@ from supervision.errors import (
     SupervisorError,
 )
 
-__all__ = ["RESTARTS_BY_CHILD", "ChildInfo", "Supervisor"]
+__all__ = ["RESTARTS_BY_CHILD", "Supervisor"]
 
 log = logging.getLogger("supervision")
 
 _TRY_AGAIN = "$supervisor_try_again_restart"
-
-
-class ChildInfo(NamedTuple):
-    """One row of `which_children`: ``child`` is a ref, ``"restarting"`` or None."""
-
-    id: Hashable
-    child: ActorRef | str | None
-    type: str
-    modules: list[str] | str  # or "dynamic", as OTP's
-
-
-@dataclass
-class _Child:
-    spec: ChildSpec
-    ref: ActorRef | None = None
-    status: ChildStatus = STOPPED
-    starts: int = 0
-    last_exit: Any = None
-
-    def record(self) -> ChildRecord:
-        return ChildRecord(self.spec.id, self.spec.restart, self.status, self.spec.significant)
 
 
 class Supervisor(GenServer):
@@ -93,11 +71,11 @@ class Supervisor(GenServer):
             raise Exit(("bad_return", result), "Supervisor.init must return (flags, children)") from None
         self.flags, checked = check_startspec(flags, specs)
         self.trap_exit = True
-        self._children: list[_Child] = []
-        self._dynamic: dict[ActorRef, _Child] = {}
+        self._children: list[Child] = []
+        self._dynamic: dict[ActorRef, Child] = {}
         self._restarts: tuple[float, ...] = ()
         self._template: ChildSpec | None = None
-        self._dynamic_restarting: dict[int, _Child] = {}
+        self._dynamic_restarting: dict[int, Child] = {}
         self._tokens = itertools.count(1)
         for spec in checked:
             self._reports.child_counter(self._label(), spec.id)
@@ -105,7 +83,7 @@ class Supervisor(GenServer):
             self._template = checked[0]
             return None
         for spec in checked:
-            child = _Child(spec)
+            child = Child(spec)
             self._children.append(child)
             try:
                 self._start(child)
@@ -118,7 +96,7 @@ class Supervisor(GenServer):
                 self._children.remove(child)
         return None
 
-    def _start(self, child: _Child) -> ActorRef | None:
+    def _start(self, child: Child) -> ActorRef | None:
         spec = child.spec
         cls, name = spec.start_class, spec.name
         if isinstance(name, global_names.GlobalName):
@@ -154,26 +132,10 @@ class Supervisor(GenServer):
             return ("error", exc)
 
     def _call_which_children(self) -> list[ChildInfo]:
-        rows = []
-        for child in self._all_children():
-            if child.status == RUNNING:
-                shown: Any = child.ref
-            elif child.status == RESTARTING:
-                shown = "restarting"
-            else:
-                shown = None
-            spec = child.spec
-            rows.append(ChildInfo(spec.id if self._template is None else None, shown, spec.type, spec.module_names))
-        return rows
+        return which_children(self._all_children(), dynamic=self._template is not None)
 
     def _call_count_children(self) -> dict[str, int]:
-        children = self._all_children()
-        return {
-            "specs": 1 if self._template is not None else len(children),
-            "active": sum(1 for c in children if c.status == RUNNING),
-            "supervisors": sum(1 for c in children if c.spec.type == "supervisor"),
-            "workers": sum(1 for c in children if c.spec.type == "worker"),
-        }
+        return count_children(self._all_children(), dynamic=self._template is not None)
 
     def _call_get_childspec(self, key: Any) -> ChildSpec:
         if self._template is not None:
@@ -192,7 +154,7 @@ class Supervisor(GenServer):
     def _call_start_child(self, arg: Any) -> ActorRef | None:
         if self._template is not None:
             extra = tuple(arg) if isinstance(arg, (list, tuple)) else (arg,)
-            child = _Child(self._template.with_args(extra))
+            child = Child(self._template.with_args(extra))
             try:
                 ref = self._start(child)
             except AlreadyRegistered as exc:
@@ -210,7 +172,7 @@ class Supervisor(GenServer):
             if existing.status == RUNNING:
                 raise AlreadyStarted(existing.ref, spec.id)
             raise AlreadyPresent(spec.id)
-        child = _Child(spec)
+        child = Child(spec)
         self._children.append(child)
         try:
             ref = self._start(child)
@@ -345,7 +307,7 @@ class Supervisor(GenServer):
             self._report("child_terminated", child.spec.id, reason, action, ref=ref)
         self._carry_out(child, decision)
 
-    def _restart_dynamic(self, child: _Child) -> None:
+    def _restart_dynamic(self, child: Child) -> None:
         """Restart a simple_one_for_one child; a failure is retried through the
         mailbox (OTP ``try_again_restart``), each retry counting toward intensity."""
         try:
@@ -360,7 +322,7 @@ class Supervisor(GenServer):
         if new is not None:
             self._dynamic[new] = child
 
-    def _carry_out(self, child: _Child, decision: Any) -> None:
+    def _carry_out(self, child: Child, decision: Any) -> None:
         if decision.drop_exited and child in self._children:
             self._children.remove(child)
         if decision.shutdown is not None:
@@ -419,7 +381,7 @@ class Supervisor(GenServer):
                 self._shutdown(child)
             child.status = STOPPED
 
-    def _shutdown(self, child: _Child) -> None:
+    def _shutdown(self, child: Child) -> None:
         """OTP ``shutdown/2``: unlink, ask politely, wait, then kill."""
         ref = child.ref
         child.ref = None
@@ -428,7 +390,7 @@ class Supervisor(GenServer):
             return
         stop_refs(self, [ref], child.spec.shutdown, child.spec.id)
 
-    def _shutdown_many(self, children: Sequence[_Child]) -> None:
+    def _shutdown_many(self, children: Sequence[Child]) -> None:
         refs = [c.ref for c in children if c.ref is not None]
         for c in children:
             c.ref = None
@@ -438,7 +400,7 @@ class Supervisor(GenServer):
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _all_children(self) -> list[_Child]:
+    def _all_children(self) -> list[Child]:
         if self._template is not None:
             return list(self._dynamic.values()) + list(self._dynamic_restarting.values())
         return list(self._children)
@@ -446,17 +408,17 @@ class Supervisor(GenServer):
     def _records(self) -> list[ChildRecord]:
         return [c.record() for c in self._children]
 
-    def _dynamic_child(self, ref: ActorRef) -> _Child | None:
+    def _dynamic_child(self, ref: ActorRef) -> Child | None:
         """A simple_one_for_one child by its ref, running or being restarted."""
         child = self._dynamic.get(ref)
         if child is None:
             child = next((c for c in self._dynamic_restarting.values() if c.ref == ref), None)
         return child
 
-    def _lookup(self, child_id: Any) -> _Child | None:
+    def _lookup(self, child_id: Any) -> Child | None:
         return next((c for c in self._children if c.spec.id == child_id), None)
 
-    def _find(self, child_id: Any) -> _Child:
+    def _find(self, child_id: Any) -> Child:
         child = self._lookup(child_id)
         if child is None:
             raise NotFound(child_id)

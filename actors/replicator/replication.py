@@ -35,6 +35,7 @@ from .docstore import DocStore
 from .docstore_sql import SQLDocStore
 from .lease_policy import Fence
 from .records import Rep
+from .rep_history import LOWEST_SEQ, compare_replication_logs
 from .stores import open_db
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
 
 log = logging.getLogger("actors.replicator.job")
 
-LOWEST_SEQ = 0
 REP_ID_VERSION = 3
 #: Milliseconds, as the seed's ``DEFAULT_CHECKPOINT_INTERVAL``.
 DEFAULT_CHECKPOINT_INTERVAL = 30000
@@ -137,36 +137,6 @@ class SeqTracker:
     @property
     def needs_checkpoint(self) -> bool:
         return self.current_through_seq != self.committed_seq
-
-
-# -- checkpoint logs --------------------------------------------------------------
-
-
-def _has_session_id(session_id: Any, history: list[dict]) -> bool:
-    return any(entry.get("session_id", None) == session_id for entry in history)
-
-
-def _compare_rep_history(source: list[dict], target: list[dict]) -> tuple[Any, list[dict]]:
-    # Iterative form of the seed's compare_rep_history/2 (bounded by the histories).
-    while source and target:
-        s, source_rest = source[0], source[1:]
-        t, target_rest = target[0], target[1:]
-        if _has_session_id(s.get("session_id"), target):
-            log.info("found a common replication record with source_seq %r", s.get("recorded_seq"))
-            return s.get("recorded_seq", LOWEST_SEQ), source_rest
-        if _has_session_id(t.get("session_id"), source_rest):
-            log.info("found a common replication record with source_seq %r", t.get("recorded_seq"))
-            return t.get("recorded_seq", LOWEST_SEQ), target_rest
-        source, target = source_rest, target_rest
-    log.info("no common ancestry -- performing full replication")
-    return LOWEST_SEQ, []
-
-
-def compare_replication_logs(source_log: dict, target_log: dict) -> tuple[Any, list[dict]]:
-    """Where to resume: ``(start sequence, history)`` from the two checkpoint bodies."""
-    if source_log.get("session_id") == target_log.get("session_id"):
-        return source_log.get("source_last_seq", LOWEST_SEQ), list(source_log.get("history", []))
-    return _compare_rep_history(list(source_log.get("history", [])), list(target_log.get("history", [])))
 
 
 # -- the worker -------------------------------------------------------------------

@@ -15,6 +15,7 @@ What it does with them is above: signals and death in
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from typing import Any, Callable
 
 from actors._core.cell.entries import M_BATCH
@@ -46,8 +47,10 @@ class Behaviour:
     terminate: Callable[[Any], None]
 
 
-class CellState:
-    """The kernel side of one actor: its state and mailbox (see the module's docstring)."""
+class CellState(ABC):
+    """The kernel side of one actor: its state and mailbox (see the module's docstring).
+
+    Abstract: the loop its thread runs (`_boot`, `_handle`) is `actors._core.cell.cell.Cell`'s."""
 
     def __init__(
         self,
@@ -136,13 +139,13 @@ class CellState:
 
     # -- what the actor's thread runs: the loop's (`actors._core.cell.cell.Cell`) ---
 
+    @abstractmethod
     def _boot(self) -> None:
         """Register, run ``init``, tell the spawner, then ``handle_continue``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _handle(self, message: tuple[int, Any, Any]) -> None:
         """Handle one mailbox entry."""
-        raise NotImplementedError
 
     # -- mailbox (any thread) ------------------------------------------------------
 

@@ -138,6 +138,9 @@ def resubmit(tx: StoreTx, type_key: str, job_id: str, sched_time: int | None, da
         if stime != record.sched_time:
             pending.remove(tx, type_key, job_id, record.sched_time)
             pending.enqueue(tx, type_key, stime, job_id)
+        # Wake the type's waiters either way: an accept that skipped this row
+        # while we held it (SKIP LOCKED on PostgreSQL) sleeps until told.
+        tx.touch(type_key)
         return updated
     updated = record.evolve(sched_time=stime, resubmit=True)
     tx.put_job(updated)

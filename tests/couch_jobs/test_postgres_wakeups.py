@@ -106,3 +106,39 @@ def test_a_job_added_before_the_listener_listens_wakes_the_accept(pg_url: str) -
         worker.close()
         store.close()
         adder.close()
+
+
+def test_resubmitting_a_pending_job_at_its_own_time_notifies_every_process(pg_url: str) -> None:
+    """An `accept` that skipped the job's row while the resubmit held it (SKIP
+    LOCKED) sleeps until a NOTIFY: a resubmit that leaves the time as it was
+    must send one too, not only one that moves the job in the queue."""
+    jobs = CouchJobs(pg_url)
+    watcher = PostgresStore(pg_url)  # another process's store, as far as NOTIFY can tell
+    heard: "queue.Queue[frozenset[str]]" = queue.Queue()
+    watcher.add_change_listener(heard.put)
+    try:
+        jobs.set_type_timeout(TYPE, 60)
+        jobs.add(None, TYPE, "again", {"v": 1})
+        key = _heard_a_type(heard)  # the add's NOTIFY: the listener is in place
+        for _ in range(100):  # bounded: drain what else the set-up committed
+            try:
+                heard.get_nowait()
+            except queue.Empty:
+                break
+        jobs.add(None, TYPE, "again", {"v": 2})  # pending, same time: resubmitted in place
+        assert _heard_a_type(heard) == key
+        assert jobs.get_job_data(None, TYPE, "again") == {"v": 2}
+    finally:
+        watcher.close()
+        jobs.close()
+
+
+def _heard_a_type(heard: "queue.Queue[frozenset[str]]") -> str:
+    """The type named by the next notice that names one (a listener that has
+    just LISTENed wakes everyone with an empty one first)."""
+    for _ in range(100):
+        types = heard.get(timeout=20)
+        if types:
+            (key,) = types
+            return key
+    raise AssertionError("no notice named a type")

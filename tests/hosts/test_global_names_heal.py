@@ -245,7 +245,9 @@ def _cut_register_heal(
     assert agents.whereis(cut_off) == (second if both_register else None)
     assert agents.whereis("h1") == first  # the other side kept its own
     if both_register:  # the history must hold the cut-off side's holder before the heal
-        poll_until(lambda: _sampled(samples, lock, cut_off, second), f"a sample of {cut_off}'s holder", 30.0)
+        # The cut-off side may be a new incarnation: its sampler re-attaches and spawns an agent
+        # there, which may take up to that spawn's own 30 s bound before a retry; wait past it.
+        poll_until(lambda: _sampled(samples, lock, cut_off, second), f"a sample of {cut_off}'s holder", 75.0)
     cluster.topo.heal()
     cluster.wait_mesh(HEAL_WITHIN)
     poll_until(lambda: all(agents.whereis(n) == first for n in cluster.nodes), "every node answers h1's holder", 20.0)

@@ -53,10 +53,11 @@ class ThreadOwner(Protocol):
 
 
 class _Gone:
-    """What a dead cell holds in place of its behaviour once its thread has ended."""
+    """What a dead cell holds in place of its behaviour once its thread has ended.
 
-    def terminate(self, reason: Any) -> None:
-        pass
+    Nothing calls into it: a dead cell's loop is over (`Cell._finish` returns at
+    once for a cell that is not alive), and `CellState.info` only names its class.
+    """
 
 
 _GONE = _Gone()

@@ -229,6 +229,7 @@ SCHEMA: dict[str, Section] = {
             "seeds": text,
             "net_ticktime": number(0, strict=True),
             "connect_all": boolean,
+            "direct": boolean,
         }
     ),
     "metrics": Section({"port": integer(0, 65535), "bind": text}),

@@ -220,6 +220,8 @@ def host_main(boot: dict[str, Any]) -> None:
     _config.set_current(_config.Config(boot["config"]))
     forward_host_logs(boot["rundir"], boot.get("log_level"), boot["proc"])  # records reach the node's logging
     rt = Runtime(boot["node_id"], boot["rundir"], boot["proc"], node_proc=boot["node_proc"])
+    if boot.get("tcp") is not None:
+        rt.transport.enable_tcp(boot["tcp"], endpoint=True)  # frames from other nodes, straight here
     _spawn.install(rt, warm_thread=True)  # the first actor's thread, started off its path
     _prefault(rt)
     halted = threading.Event()

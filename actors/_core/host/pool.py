@@ -29,6 +29,7 @@ from actors._core.base import config as _config
 from actors._core.host import sched as _sched
 from actors._core.host.zygote import Zygote
 from actors._core.runtime.runtime import DEFER, Runtime
+from actors._core.transport.tcp import TcpSettings
 from actors._core.wire import system as sysop
 
 __all__ = ["HostInfo", "HostPool"]
@@ -92,6 +93,8 @@ class HostPool:
         #: Set by the node once it closes: no spare is forked any more, and a host that dies is
         #: reported with ``noconnection``.
         self.closed = False
+        #: Where this node's hosts listen on tcp for other nodes (None: they do not).
+        self.tcp: TcpSettings | None = None
         self.normal_priority = _sched.current()  # the zygote's, so every host's
         self.zygote = Zygote(rundir)
 
@@ -269,6 +272,7 @@ class HostPool:
             "idle": idle,
             "zygote_pid": self.zygote.pid,
             "log_level": logging.getLogger().getEffectiveLevel(),
+            "tcp": self.tcp,
         }
         try:
             self.zygote.send(("fork", boot))

@@ -9,6 +9,7 @@
     seeds = tcp://10.0.0.2:7100, tcp://10.0.0.3:7100   ; dialed at start, retried until up, re-dialed when lost
     net_ticktime = 15                 ; seconds of silence before a node is declared down
     connect_all = true                ; connect to the nodes a connected node knows (Erlang's default)
+    direct = true                     ; processes listen on tcp too: one hop between nodes (false: one port per node)
 
 Parsed once into a frozen `ClusterSettings`, validated as a whole so a bad
 value is reported before anything listens: a name without a listen address
@@ -33,7 +34,7 @@ from actors._core.net.tick import DEFAULT_NET_TICKTIME
 __all__ = ["SECTION", "ClusterSettings", "parse_seeds"]
 
 SECTION = "cluster"
-KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime", "connect_all")
+KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime", "connect_all", "direct")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,255}$")
 
@@ -63,6 +64,10 @@ class ClusterSettings:
     seeds: tuple[str, ...] = ()
     net_ticktime: float = DEFAULT_NET_TICKTIME
     connect_all: bool = True
+    #: Host processes (and reply channels) listen on tcp themselves, so a
+    #: frame between nodes takes one hop (`actors._core.net.direct`); false
+    #: keeps every frame on the node's one listening port.
+    direct: bool = True
 
     def __post_init__(self) -> None:
         if self.name is not None and not _NAME.match(self.name):
@@ -87,6 +92,8 @@ class ClusterSettings:
         object.__setattr__(self, "net_ticktime", float(tick))
         if not isinstance(self.connect_all, bool):
             raise ConfigError(f"[{SECTION}] connect_all = {self.connect_all!r} must be true or false")
+        if not isinstance(self.direct, bool):
+            raise ConfigError(f"[{SECTION}] direct = {self.direct!r} must be true or false")
 
     @property
     def distributed(self) -> bool:
@@ -111,6 +118,7 @@ class ClusterSettings:
         values["seeds"] = parse_seeds(section.get("seeds", ""))
         values["net_ticktime"] = config.get_float(SECTION, "net_ticktime", DEFAULT_NET_TICKTIME)
         values["connect_all"] = config.get_boolean(SECTION, "connect_all", True)
+        values["direct"] = config.get_boolean(SECTION, "direct", True)
         values.update(overrides)
         return cls(**values)
 

@@ -142,7 +142,11 @@ class Distribution:
     # -- this node's hosts, as other nodes must know them --------------------------------
 
     def host_up(self, proc: str) -> None:
-        """A host of this node is up: it may reach every connected node on a connection of its own."""
+        """A host of this node is up: it may reach every connected node on a
+        connection of its own, and it fences the incarnations declared down
+        before it was up, as the hosts up then do (`actors._core.runtime.dispatch`)."""
+        for node_id in list(self.peers.lost):
+            self._rt.sys_send(proc, sysop.NodeDown(node_id, "noconnection"))
         self.router.tell_net_peers(proc, dict(self.peers.ids))
 
     def host_gone(self, proc: str, reason: Any) -> None:
@@ -161,6 +165,9 @@ class Distribution:
         for host in self._pool.up():
             self.router.tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
         address = self.net.address_of(peer) if self.net is not None else None
+        direct, key = self._rt.direct, self.net.key if self.net is not None else None
+        if direct is not None and address is not None:  # this process's own frames to that node's processes
+            direct.learn(f"{peer}@{incarnation:x}", address, key.public if key else None, key.secret if key else None)
         self.peers.up(peer, address, incarnation)
         log.info("nodeup: node %s (incarnation %x) at %s", peer, incarnation, address)
         self._rt.call_soon(lambda: self.events.publish("nodeup", peer))

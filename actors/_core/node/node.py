@@ -37,6 +37,7 @@ from actors._core.runtime.mailbox import mailbox_limit
 from actors._core.runtime.monitor import Monitor
 from actors._core.runtime.registry import Registry
 from actors._core.runtime.runtime import EXIT_KILL, Runtime, Timer, runtime_for
+from actors._core.transport.tcp import TcpSettings
 from actors._core.wire import system as sysop
 from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered
 from actors._core.wire.ref import ActorRef
@@ -109,6 +110,13 @@ class Node(OtherNodes):
             self._peers = Peers(cluster.name or "")
             self._remote = Remote(self._rt, self._peers, cluster.name)
             self._dist = Distribution(self._rt, self._pool, self._peers, self._remote, cluster, self.id)
+            if cluster.name is not None and cluster.listen is not None and cluster.direct:
+                # Before the first spare is forked: every host listens on tcp
+                # itself, and so do the reply channels of this process's
+                # threads, so frames from other nodes take one hop.
+                tcp = TcpSettings.from_listen(cluster.listen, key.public if key else None, key.secret if key else None)
+                self._pool.tcp = tcp
+                self._rt.transport.enable_tcp(tcp, endpoint=False)
             self._install_handlers()
             self._previous_config = _config.set_current(self.config)
             self._config_listener = self.config.listen(self._pool.broadcast_config)

@@ -53,6 +53,9 @@ class Router:
             # whatever waits on that process fails with noconnection.
             self._rt.call_soon(lambda: self.remote_proc_gone(owner_of(dest), "noconnection"))
             return
+        direct = self._rt.direct
+        if direct is not None and direct.send(node_id, proc, frame):
+            return  # straight to that process, which listens itself
         try:
             net.send(peer, [proc.encode(), frame])
         except NetError:
@@ -93,7 +96,9 @@ class Router:
             self._rt.stats.increment("actors.net.dropped_frames")
             return
         try:
-            dest = frames[0].decode()
+            # A reply channel that listens itself says its port (``h1~r3:41234``):
+            # through this path it is reached by name.
+            dest = frames[0].decode().partition(":")[0]
             frame = requalify(frames[1], f"{peer}@{inc:x}")
         except (UnicodeDecodeError, FrameError):
             self._rt.stats.increment("actors.net.dropped_frames")

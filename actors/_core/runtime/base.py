@@ -79,15 +79,18 @@ class RuntimeBase:
         self.relay: Callable[[str, bytes], None] | None = None
         #: Other nodes known lost (node id -> reason).
         self.dead_nodes: dict[str, Any] = {}
-        #: In a host of a distributed node: its own connections to other nodes
-        #: (`actors._core.net.direct`), opened for a node the node process told it
-        #: of; it also remembers the nodes it reached through the relay, whose
-        #: frames keep that one path.
+        #: In a process of a distributed node: its own connections to the
+        #: processes of other nodes (`actors._core.net.direct`), opened for a
+        #: node the node process told it of (the node process: one its link
+        #: is up with); it also remembers the processes it reached through
+        #: the relay, whose frames keep that one path.
         self.direct: DirectLinks | None = None
-        if "@" in node_id and not self.is_node:
+        if "@" in node_id:
             # Backpressure as on the ipc pipes: any thread but the I/O thread
             # waits for room on a full connection.
-            self.direct = DirectLinks(transport.ctx, node_id, self.proc, transport.io_thread, SEND_WAIT)
+            self.direct = DirectLinks(
+                transport.ctx, node_id, self.proc, transport.io_thread, SEND_WAIT, via_node=not self.is_node
+            )
         #: The handler of each frame kind (`handle_kind`); unknown kinds are garbage.
         self._kinds: dict[int, KindHandler] = {}
         _ref.local_node_ids.add(node_id)
@@ -131,7 +134,7 @@ class RuntimeBase:
         over the link; a host on its own connection to that node when it has
         one (`actors._core.net.direct`), else through its node process."""
         relay = self.relay
-        if relay is not None:
+        if relay is not None:  # the node process: it checks the node is up first
             relay(dest, frame)
             return
         direct = self.direct
@@ -150,7 +153,7 @@ class RuntimeBase:
         return next(self._ref_counter)
 
     def make_ref(self, actor_id: str, name: str | None = None) -> ActorRef:
-        return ActorRef(self.node_id, self.proc, actor_id, self.pid, name)
+        return ActorRef(self.node_id, self.proc, actor_id, self.pid, name, port=self.transport.tcp_port)
 
     def _dead_reason(self, proc: str) -> str:
         """What a request to a process known gone fails with: ``noconnection``

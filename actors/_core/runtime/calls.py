@@ -21,7 +21,7 @@ from actors._core.runtime.kinds import K_CALL, K_CAST, K_INFO, K_REPLY, K_REPLY_
 from actors._core.runtime.mailbox import Admit
 from actors._core.runtime.waiters import ChannelWaiter, FutureWaiter, Waiter, exit_of
 from actors._core.transport.transport import ReplyChannel, Transport
-from actors._core.wire.codec import FrameError, decode_frame, encode_frame
+from actors._core.wire.codec import FrameError, decode_frame, encode_frame, unwrap_remote
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
 
@@ -106,8 +106,11 @@ class Calls(Dispatch):
         # Across processes the reply comes straight to this thread's channel.
         channel = self.reply_channel()
         self.pending[ref] = ChannelWaiter(proc, self._answer_channel, channel.name, ref)
+        # A process of another node answers straight to the channel, on the
+        # tcp port it names (`actors._core.net.direct`).
+        reply_to = self.transport.remote_reply_name(channel) if "|" in proc else channel.name
         self._emit(
-            proc, proc, encode_frame(kind, target.id, [cell.id if cell else None, channel.name], ref, self.proc, body)
+            proc, proc, encode_frame(kind, target.id, [cell.id if cell else None, reply_to], ref, self.proc, body)
         )
         ok, value = self._await_channel(channel, ref, target, timeout)
         if ok:
@@ -177,6 +180,11 @@ class Calls(Dispatch):
                 deadline = None  # resolved meanwhile: its answer is on the way
                 continue
             try:
+                if frame[:1] == b"S":  # straight from the other node's process
+                    origin, frame = unwrap_remote(frame)
+                    if origin in self.dead_nodes:  # an incarnation declared down here: fenced
+                        self.stats.increment("actors.net.fenced_frames")
+                        continue
                 kind, _to, _frm, got, _src, body = decode_frame(frame)
             except FrameError:
                 self._count_garbage()

@@ -34,6 +34,8 @@ class Deaths(Signals):
         for sink in list(self.sinks.values()):
             sink.proc_down(proc, reason)
         self.close_peer(proc)
+        if self.direct is not None and "|" in proc:
+            self.direct.forget_proc(proc)
 
     def procs_gone_before(self, gone: Iterable[Sequence[Any]]) -> None:
         """``[(proc, reason)]``: processes that died before this one was up

@@ -16,7 +16,7 @@ from actors._core.runtime.context import thread_state
 from actors._core.runtime.kinds import K_BATCH, K_CALL, K_CAST, K_INFO, K_STOP
 from actors._core.runtime.sending import Sending
 from actors._core.transport.transport import Transport
-from actors._core.wire.codec import FrameError, decode_frame, unwrap_relay
+from actors._core.wire.codec import FrameError, decode_frame, requalify, unwrap_relay, unwrap_remote
 from actors._core.wire.ref import From
 
 __all__ = ["Dispatch"]
@@ -71,6 +71,9 @@ class Dispatch(Sending):
         try:
             kind, to, frm, ref, src, body = decode_frame(frame)
         except FrameError:  # garbage is dropped and counted, never fatal
+            if frame[:1] == b"S":  # straight from a process of another node
+                self._on_remote_frame(frame, batch)
+                return
             if self.relay is not None and frame[:1] == b"R":  # a host's frame for another node
                 try:
                     dest, inner = unwrap_relay(frame)
@@ -128,6 +131,23 @@ class Dispatch(Sending):
         except Exception:  # a well-formed frame with a body its kind cannot take
             self._count_garbage()
             log.exception("failed to deliver a frame of kind %s to %s", kind, to)
+
+    def _on_remote_frame(self, data: bytes, batch: dict[Any, _Mail]) -> None:
+        """A frame a process of another node sent straight here
+        (`actors._core.net.direct`): dropped and counted when its node's
+        incarnation was declared down here (fencing: a node cut off and
+        declared down must restart to be heard again), else handled as one
+        from this node, its names qualified with the node they came from."""
+        try:
+            origin, frame = unwrap_remote(data)
+            if origin in self.dead_nodes:
+                self.stats.increment("actors.net.fenced_frames")
+                return
+            frame = requalify(frame, origin)
+        except FrameError:
+            self._count_garbage()
+            return
+        self._on_frame(frame, batch)
 
     def _flush_batch(self, batch: dict[Any, _Mail]) -> None:
         for cell, mail in batch.items():

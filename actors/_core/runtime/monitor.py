@@ -31,7 +31,9 @@ class Monitor:
         self._event = threading.Event()
         self._result: tuple[ActorRef, Any] | None = None
         rt.sinks[self.id] = self
-        rt.request_monitor(ActorRef(rt.node_id, rt.proc, self.id, rt.pid), target, self.mref)
+        rt.request_monitor(
+            ActorRef(rt.node_id, rt.proc, self.id, rt.pid, port=rt.transport.tcp_port), target, self.mref
+        )
 
     def __repr__(self) -> str:
         return f"<Monitor of {self.target!r}>"

@@ -26,12 +26,15 @@ class ReplyChannel:
     the transport's pool when the thread ends.
     """
 
-    __slots__ = ("name", "sock", "timeout_ms")
+    __slots__ = ("name", "sock", "timeout_ms", "remote_name")
 
     def __init__(self, name: str, sock: zmq.Socket[bytes]) -> None:
         self.name = name
         self.sock = sock
         self.timeout_ms = -1
+        #: Its name with the tcp port it listens on for answers from other
+        #: nodes (`Transport.remote_reply_name`); None until it first does.
+        self.remote_name: str | None = None
 
 
 class _ChannelLease:

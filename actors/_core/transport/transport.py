@@ -24,14 +24,27 @@ from collections.abc import Callable
 from typing import Protocol
 
 import zmq
+from zmq.utils import z85
 
 from actors._core.base import stats as _stats
+from actors._core.net.zap import open_zap, serve_zap
 from actors._core.transport.channels import ChannelPool, ReplyChannel
 from actors._core.transport.endpoint_loan import IO, EndpointLoan, drain, timers_available
 from actors._core.transport.peers import RCVHWM, SEND_WAIT, SNDHWM, Peers, owner_of
+from actors._core.transport.tcp import TcpSettings, bind_tcp
 from actors._core.transport.timers import Timer, TimerHeap
 
-__all__ = ["RCVHWM", "SEND_WAIT", "SNDHWM", "ReplyChannel", "Timer", "Transport", "Upcalls", "owner_of"]
+__all__ = [
+    "RCVHWM",
+    "SEND_WAIT",
+    "SNDHWM",
+    "ReplyChannel",
+    "TcpSettings",
+    "Timer",
+    "Transport",
+    "Upcalls",
+    "owner_of",
+]
 
 log = logging.getLogger("actors.transport")
 
@@ -72,6 +85,12 @@ class Transport:
         self._fd_handlers: dict[int, Callable[[int], None]] = {}
         self._stopping = False
         self._loan: EndpointLoan | None = None
+        #: Where this process listens on tcp for other nodes' frames
+        #: (`enable_tcp`; None: it does not), the endpoint's port (0: only its
+        #: reply channels listen), and the ZAP handler's socket.
+        self.tcp: TcpSettings | None = None
+        self.tcp_port = 0
+        self._zap: zmq.Socket[bytes] | None = None
         self.stats = _stats.current()
         self.io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
         self.timers = TimerHeap(self.wake, upcalls.fire_timer)
@@ -123,6 +142,44 @@ class Transport:
         self.wake()  # the I/O thread starts polling the loan's timer
         return loan
 
+    # -- tcp -------------------------------------------------------------------
+
+    def enable_tcp(self, settings: TcpSettings, endpoint: bool) -> None:
+        """Let other nodes' processes send here straight (`actors._core.transport.tcp`):
+        the reply channels of threads that call across nodes listen on tcp
+        from now on, and with ``endpoint`` the endpoint too, which must be
+        said before `start` (the I/O thread owns the endpoint from then on)."""
+        if self.tcp is not None:
+            return
+        if endpoint and self.io_thread.is_alive():
+            raise RuntimeError("the endpoint listens on tcp only if told so before the transport starts")
+        if settings.public is not None and settings.secret is not None:
+            # Bound before any tcp endpoint, so ZeroMQ asks it about every
+            # client: without a handler it would let any CURVE client in.
+            self._zap = open_zap(self.ctx)
+            self.wake()
+        if endpoint:
+            self.tcp_port = bind_tcp(self.pull, settings)
+        self.tcp = settings
+
+    def remote_reply_name(self, channel: ReplyChannel) -> str:
+        """The name a call across nodes gives for ``channel`` (the calling
+        thread's own): with the tcp port it listens on (``h1~r3:41234``),
+        bound on the first such call, so the answer comes straight to it."""
+        name = channel.remote_name
+        if name is None:
+            settings = self.tcp
+            if settings is None:
+                return channel.name
+            name = channel.remote_name = f"{channel.name}:{bind_tcp(channel.sock, settings)}"
+        return name
+
+    def _serve_zap(self, sock: zmq.Socket[bytes]) -> None:
+        settings = self.tcp
+        if settings is None or settings.public is None:
+            return
+        serve_zap(sock, z85.decode(settings.public), lambda what: self.stats.increment(f"actors.net.{what}"))
+
     # -- lifecycle -----------------------------------------------------------
 
     def start(self) -> None:
@@ -148,6 +205,8 @@ class Transport:
         self.peers.close(linger)
         self.channels.close()
         self.pull.close(linger=0)
+        if self._zap is not None:
+            self._zap.close(linger=0)
         if loan is not None:
             loan.close()
         self.ctx.term()
@@ -207,11 +266,15 @@ class Transport:
         polling_pull = True
         loan: EndpointLoan | None = None
         loan_timer = -1
+        zap: zmq.Socket[bytes] | None = None
         handle_frames = self._upcalls.handle_frames
         fd_handlers = self._fd_handlers
         fire_timers = self.timers.fire_due
         next_deadline: float | None = None
         while not self._stopping:
+            if zap is not self._zap and self._zap is not None:
+                zap = self._zap
+                poller.register(zap, zmq.POLLIN)
             if loan is not self._loan:
                 if loan is not None:
                     poller.unregister(loan_timer)
@@ -248,6 +311,8 @@ class Transport:
                 elif sock == loan_timer and loan is not None:
                     loan.timer.clear()
                     timer_fired = True
+                elif sock is zap and zap is not None:
+                    self._serve_zap(zap)
                 else:
                     ready_fds.append(sock)
             if self._tasks:

@@ -27,7 +27,9 @@ __all__ = [
     "is_scalar",
     "requalify",
     "unwrap_relay",
+    "unwrap_remote",
     "wrap_relay",
+    "wrap_remote",
 ]
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -160,6 +162,31 @@ def unwrap_relay(data: bytes) -> tuple[str, bytes]:
         return data[3 : 3 + size].decode(), data[3 + size :]
     except Exception as exc:
         raise FrameError(f"undecodable relay frame: {exc!r}") from None
+
+
+_S = 83  # ord("S"): a frame another node's process sent straight to this one
+
+
+def wrap_remote(origin: bytes, frame: bytes) -> bytes:
+    """``frame`` as a process sends it straight to a process of another node
+    (`actors._core.net.direct`): behind the node id and incarnation it comes
+    from, ``origin`` (``b"name@inc"``), which the receiver fences on and
+    qualifies the frame's names with."""
+    return b"S" + len(origin).to_bytes(2, "big") + origin + frame
+
+
+def unwrap_remote(data: bytes) -> tuple[str, bytes]:
+    """``(origin, frame)`` from `wrap_remote`; raises `FrameError` on anything else."""
+    try:
+        if data[0] != _S:
+            raise ValueError("not a frame from another node")
+        size = int.from_bytes(data[1:3], "big")
+        raw = data[3 : 3 + size]
+        if len(raw) != size or b"@" not in raw:
+            raise ValueError("no node id")
+        return raw.decode(), data[3 + size :]
+    except Exception as exc:
+        raise FrameError(f"undecodable frame from another node: {exc!r}") from None
 
 
 def requalify(frame: bytes, node_id: str) -> bytes:

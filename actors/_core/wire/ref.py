@@ -18,6 +18,12 @@ _resolve_remote: Callable[[], Any] | None = None
 #: which the transport routes through the node process and the node's link.
 local_node_ids: set[str] = set()
 
+#: The tcp ports of processes of other nodes that listen for frames
+#: themselves (qualified proc -> port): learned from the refs that arrive
+#: here (a ref says where its process listens), so a frame for one of them
+#: leaves on a connection straight to it (`actors._core.net.direct`).
+remote_ports: dict[str, int] = {}
+
 
 def set_runtime_resolver(resolve: Callable[[str], Any], resolve_remote: Callable[[], Any]) -> None:
     """Called once by `actors._core.runtime.runtime` when it is imported."""
@@ -40,16 +46,25 @@ class ActorRef:
     process of the node.
     """
 
-    __slots__ = ("node_id", "proc", "home_proc", "id", "os_pid", "name", "blocks", "_hash")
+    __slots__ = ("node_id", "proc", "home_proc", "id", "os_pid", "name", "blocks", "port", "_hash")
 
     def __init__(
-        self, node_id: str, proc: str, id: str, os_pid: int, name: str | None = None, blocks: bool = False
+        self,
+        node_id: str,
+        proc: str,
+        id: str,
+        os_pid: int,
+        name: str | None = None,
+        blocks: bool = False,
+        port: int = 0,
     ) -> None:
         self.node_id = node_id
         #: The process on the actor's own node; ``proc`` is where this process sends to.
         self.home_proc = proc
         if "@" in node_id and node_id not in local_node_ids:
             proc = qualify(node_id, proc)
+            if port:
+                remote_ports[proc] = port
         self.proc = proc
         self.id = id
         self.os_pid = os_pid
@@ -57,6 +72,9 @@ class ActorRef:
         #: The actor's mailbox is bounded with ``overflow="block"``: a sender
         #: waits for room (see `actors._core.runtime.mailbox`).
         self.blocks = blocks
+        #: The tcp port the actor's process reads frames from other nodes on
+        #: (0: none; they go through its node process).
+        self.port = port
         self._hash = hash((node_id, id))
 
     # -- identity ------------------------------------------------------------
@@ -74,14 +92,15 @@ class ActorRef:
         return f"<ActorRef {self.id}{label} pid={self.os_pid}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self.blocks:
-            return (ActorRef, (self.node_id, self.home_proc, self.id, self.os_pid, self.name, True))
-        return (ActorRef, (self.node_id, self.home_proc, self.id, self.os_pid, self.name))
+        return (ActorRef, tuple(self.to_wire()))
 
     def to_wire(self) -> list[Any]:
-        if self.blocks:
-            return [self.node_id, self.home_proc, self.id, self.os_pid, self.name, True]
-        return [self.node_id, self.home_proc, self.id, self.os_pid, self.name]
+        wire = [self.node_id, self.home_proc, self.id, self.os_pid, self.name]
+        if self.port:
+            wire += [self.blocks, self.port]
+        elif self.blocks:
+            wire.append(True)
+        return wire
 
     @classmethod
     def from_wire(cls, data: list[Any]) -> "ActorRef":

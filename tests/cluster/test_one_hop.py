@@ -1,0 +1,159 @@
+"""One hop between nodes (`actors._core.net.direct`, `actors._core.transport.tcp`):
+a process of one node sends straight to the process of another node an
+actor lives in, and the answer comes straight to the calling thread, with
+neither node process on the way; only the cluster key gets a frame in, and
+an incarnation declared down is not heard."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import zmq
+
+from actors import Node
+from actors._core.net.keys import load
+from actors._core.runtime.kinds import K_CAST
+from actors._core.transport.tcp import TcpSettings
+from actors._core.wire.codec import FrameError, encode_frame, unwrap_remote, wrap_remote
+from tests.cluster.dist_actors import Worker
+from tests.cluster.netkit import NodeProcess
+from tests.cluster.test_direct import Forwarder
+
+pytestmark = pytest.mark.integration
+
+
+def _link_traffic(node: Node) -> int:
+    """Frames node ``node``'s link carried either way (ticks not counted)."""
+    assert node._dist.net is not None
+    stats = node._dist.net.stats()
+    return sum(stats.get(k, 0) for k in ("frames_out", "frames_in", "host_frames_in"))
+
+
+def _seen_within(ref: Any, want: Any, timeout: float = 10.0) -> list[Any]:
+    deadline = time.monotonic() + timeout
+    seen: list[Any] = ref.call("seen")
+    while want not in seen and time.monotonic() < deadline:
+        time.sleep(0.02)  # polling an actor's state; every round is a real call
+        seen = ref.call("seen")
+    return seen
+
+
+# -- the envelope and the settings, without processes ---------------------------------
+
+
+def test_the_envelope_names_the_origin_and_refuses_garbage() -> None:
+    frame = encode_frame(K_CAST, "h1.1", None, None, "h2", "x")
+    assert unwrap_remote(wrap_remote(b"node-a@1f", frame)) == ("node-a@1f", frame)
+    for bad in (b"", b"J[]", b"S", b"S\x00\x05ab", b"S\x00\x02ab" + frame):
+        with pytest.raises(FrameError):
+            unwrap_remote(bad)
+
+
+def test_processes_listen_where_their_node_listens() -> None:
+    assert TcpSettings.from_listen("tcp://10.1.2.3:7100", None, None).host == "10.1.2.3"
+    assert TcpSettings.from_listen("tcp://0.0.0.0:0", None, None).host == "0.0.0.0"
+    assert TcpSettings.from_listen("tcp://[::1]:7100", None, None).host == "[::1]"
+
+
+# -- through Node ------------------------------------------------------------------------
+
+
+def test_calls_between_hosts_of_two_nodes_pass_no_node_process(node_a: Node, peer_b: NodeProcess) -> None:
+    node_a.connect(peer_b.address)
+    there = node_a.spawn(Worker, "b", node="b", host="own")
+    here = node_a.spawn(Forwarder, host="own")
+    from_b = node_a.spawn(Forwarder, node="b", host="own")
+    local = node_a.spawn(Worker, "a", host="own")
+    assert there.port and here.port and from_b.port  # each listens itself
+    assert here.call(("call", there, "ping"))[0] == "pong"  # connections made
+    assert from_b.call(("call", local, "ping"))[0] == "pong"
+    assert there.call("ping")[0] == "pong"
+    before = _link_traffic(node_a)
+    for i in range(50):
+        assert here.call(("call", there, ("echo", i))) == i  # a's host -> b's host and back
+        assert from_b.call(("call", local, ("echo", i))) == i  # b's host -> a's host and back
+        assert there.call(("echo", i)) == i  # a's main thread -> b's host and back
+    assert here.call(("casts", there, 300)) == [("cast", i) for i in range(300)]  # order per pair
+    # Nothing of it crossed node a's link: b's node process saw none of it either,
+    # as every frame went straight between the two processes.
+    assert _link_traffic(node_a) == before
+
+
+def test_only_the_cluster_key_gets_a_frame_into_a_process(node_a: Node, peer_b: NodeProcess, key: str) -> None:
+    node_a.connect(peer_b.address)
+    there = node_a.spawn(Worker, "b", node="b", host="own")
+    assert there.call("ping")[0] == "pong"
+    cluster = load(key)
+    address = f"tcp://127.0.0.1:{there.port}"
+    ctx = zmq.Context()
+    try:
+
+        def push(public: bytes | None, secret: bytes | None, body: str) -> None:
+            sock = ctx.socket(zmq.PUSH)
+            sock.linger = 2000
+            if public is not None and secret is not None:
+                sock.curve_serverkey = cluster.public
+                sock.curve_publickey = public
+                sock.curve_secretkey = secret
+            sock.connect(address)
+            frame = encode_frame(K_CAST, there.id, None, None, "h99", body)
+            sock.send(wrap_remote(node_a.id.encode(), frame))
+            sock.close()
+
+        push(None, None, "plain")  # no CURVE at all
+        other_public, other_secret = zmq.curve_keypair()
+        push(other_public, other_secret, "other key")  # a keypair that is not the cluster's
+        push(cluster.public, cluster.secret, "member")  # the control: the cluster key gets in
+        seen = _seen_within(there, ("cast", "member"))
+        assert ("cast", "member") in seen
+        assert ("cast", "plain") not in seen and ("cast", "other key") not in seen
+    finally:
+        ctx.destroy(linger=0)
+
+
+def test_an_incarnation_declared_down_is_not_heard(key: str, peer_b: NodeProcess) -> None:
+    first = Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key)
+    try:
+        first.connect(peer_b.address)
+        there = first.spawn(Worker, "b", node="b", host="own")
+        assert there.call("ping")[0] == "pong"
+        gone_id = first.id
+    finally:
+        first.close()  # b declares that incarnation of a down
+    second = Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key)
+    try:
+        second.connect(peer_b.address)
+        peer_b.command("wait_for a")
+        peer_b.expect("WAITED")
+        there_again = second.spawn(Worker, "b2", node="b", host="own")
+        assert there_again.call("ping")[0] == "pong"
+        cluster = load(key)
+        ctx = zmq.Context()
+        try:
+            for origin, body in ((gone_id, "from the old incarnation"), (second.id, "from the new one")):
+                sock = ctx.socket(zmq.PUSH)
+                sock.linger = 2000
+                sock.curve_serverkey = cluster.public
+                sock.curve_publickey = cluster.public
+                sock.curve_secretkey = cluster.secret
+                sock.connect(f"tcp://127.0.0.1:{there_again.port}")
+                sock.send(wrap_remote(origin.encode(), encode_frame(K_CAST, there_again.id, None, None, "h9", body)))
+                sock.close()
+            seen = _seen_within(there_again, ("cast", "from the new one"))
+            assert ("cast", "from the new one") in seen
+            assert ("cast", "from the old incarnation") not in seen
+        finally:
+            ctx.destroy(linger=0)
+    finally:
+        second.close()
+
+
+def test_direct_false_keeps_every_frame_on_the_nodes_port(key: str, peer_b: NodeProcess) -> None:
+    with Node(config={"cluster": {"direct": "false"}}, name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as quiet:
+        quiet.connect(peer_b.address)
+        here = quiet.spawn(Forwarder, host="own")
+        there = quiet.spawn(Worker, "b", node="b", host="own")
+        assert here.port == 0  # a's host does not listen
+        assert here.call(("call", there, ("echo", 7))) == 7  # b's answers reach it through a's node

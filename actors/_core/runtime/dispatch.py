@@ -16,7 +16,7 @@ from actors._core.runtime.context import thread_state
 from actors._core.runtime.kinds import K_BATCH, K_CALL, K_CAST, K_INFO, K_STOP
 from actors._core.runtime.sending import Sending
 from actors._core.transport.transport import Transport
-from actors._core.wire.codec import FrameError, decode_frame, requalify, unwrap_relay, unwrap_remote
+from actors._core.wire.codec import FrameError, decode_frame, unwrap_relay, unwrap_remote
 from actors._core.wire.ref import From
 
 __all__ = ["Dispatch"]
@@ -84,6 +84,9 @@ class Dispatch(Sending):
                 return
             self._count_garbage()
             return
+        self._on_signal(kind, to, frm, ref, src, body, batch)
+
+    def _on_signal(self, kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, batch: dict[Any, _Mail]) -> None:
         try:
             if kind == K_BATCH:
                 if type(body) is not list or any(
@@ -143,11 +146,18 @@ class Dispatch(Sending):
             if origin in self.dead_nodes:
                 self.stats.increment("actors.net.fenced_frames")
                 return
-            frame = requalify(frame, origin)
+            kind, to, frm, ref, src, body = decode_frame(frame)
+            if type(src) is not str:
+                raise FrameError("no source process")
         except FrameError:
             self._count_garbage()
             return
-        self._on_frame(frame, batch)
+        # Decoded once: the names are qualified here (as `requalify` does to
+        # a frame the node process relays), not in a re-encoded frame.
+        src = f"{origin}|{src}"
+        if type(frm) is list and len(frm) == 2 and type(frm[1]) is str:  # a call's [caller, reply channel]
+            frm = [frm[0], f"{origin}|{frm[1]}"]
+        self._on_signal(kind, to, frm, ref, src, body, batch)
 
     def _flush_batch(self, batch: dict[Any, _Mail]) -> None:
         for cell, mail in batch.items():

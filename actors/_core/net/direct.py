@@ -125,7 +125,10 @@ class DirectLinks:
             else:
                 parts = [wrap_remote(self._origin, frame)]
             try:
-                sock.send_multipart(parts, zmq.NOBLOCK)
+                if path.to_node:
+                    sock.send_multipart(parts, zmq.NOBLOCK)
+                else:
+                    sock.send(parts[0], zmq.NOBLOCK)
             except zmq.Again:
                 wait = 0.0 if threading.current_thread() is self._io_thread else self._wait
                 if not self._send_when_room(node_id, sock, parts, wait):

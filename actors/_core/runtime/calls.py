@@ -180,12 +180,13 @@ class Calls(Dispatch):
                 deadline = None  # resolved meanwhile: its answer is on the way
                 continue
             try:
+                data: bytes | memoryview = frame
                 if frame[:1] == b"S":  # straight from the other node's process
-                    origin, frame = unwrap_remote(frame)
+                    origin, data = unwrap_remote(frame)
                     if origin in self.dead_nodes:  # an incarnation declared down here: fenced
                         self.stats.increment("actors.net.fenced_frames")
                         continue
-                kind, _to, _frm, got, _src, body = decode_frame(frame)
+                kind, _to, _frm, got, _src, body = decode_frame(data)
             except FrameError:
                 self._count_garbage()
                 continue

@@ -68,12 +68,12 @@ class Dispatch(Sending):
             self._flush_batch(batch)
 
     def _on_frame(self, frame: bytes, batch: dict[Any, _Mail]) -> None:
+        if frame and frame[0] == 83:  # b"S": straight from a process of another node
+            self._on_remote_frame(frame, batch)
+            return
         try:
             kind, to, frm, ref, src, body = decode_frame(frame)
         except FrameError:  # garbage is dropped and counted, never fatal
-            if frame[:1] == b"S":  # straight from a process of another node
-                self._on_remote_frame(frame, batch)
-                return
             if self.relay is not None and frame[:1] == b"R":  # a host's frame for another node
                 try:
                     dest, inner = unwrap_relay(frame)

@@ -115,7 +115,7 @@ def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, pl
     return b"P" + len(header).to_bytes(2, "big") + header + _pdumps(body, protocol=5)
 
 
-def decode_frame(frame: bytes) -> tuple[int, Any, Any, Any, str, Any]:
+def decode_frame(frame: bytes | memoryview) -> tuple[int, Any, Any, Any, str, Any]:
     """``(kind, to, from, ref, source, body)``; raises `FrameError` on garbage."""
     try:
         tag = frame[0]
@@ -153,13 +153,22 @@ def wrap_relay(dest: str, frame: bytes) -> bytes:
     return b"R" + len(name).to_bytes(2, "big") + name + frame
 
 
+def _unwrap_named(data: bytes, tag: int) -> tuple[bytes, bytes]:
+    """``(name, frame)`` behind a one-byte ``tag`` and a two-byte length."""
+    if not data or data[0] != tag:
+        raise ValueError(f"not a frame tagged {chr(tag)!r}")
+    size = int.from_bytes(data[1:3], "big")
+    name = data[3 : 3 + size]
+    if len(name) != size:
+        raise ValueError("truncated name")
+    return name, data[3 + size :]
+
+
 def unwrap_relay(data: bytes) -> tuple[str, bytes]:
     """``(dest, frame)`` from `wrap_relay`; raises `FrameError` on anything else."""
     try:
-        if data[0] != _R:
-            raise ValueError("not a relay frame")
-        size = int.from_bytes(data[1:3], "big")
-        return data[3 : 3 + size].decode(), data[3 + size :]
+        name, frame = _unwrap_named(data, _R)
+        return name.decode(), frame
     except Exception as exc:
         raise FrameError(f"undecodable relay frame: {exc!r}") from None
 
@@ -175,16 +184,17 @@ def wrap_remote(origin: bytes, frame: bytes) -> bytes:
     return b"S" + len(origin).to_bytes(2, "big") + origin + frame
 
 
-def unwrap_remote(data: bytes) -> tuple[str, bytes]:
-    """``(origin, frame)`` from `wrap_remote`; raises `FrameError` on anything else."""
+def unwrap_remote(data: bytes) -> tuple[str, memoryview]:
+    """``(origin, frame)`` from `wrap_remote`; raises `FrameError` on anything else.
+
+    The frame is a view into ``data``, not a copy (a 1 MB message would
+    otherwise be copied once more here); `decode_frame` reads it as it is."""
     try:
-        if data[0] != _S:
-            raise ValueError("not a frame from another node")
         size = int.from_bytes(data[1:3], "big")
-        raw = data[3 : 3 + size]
-        if len(raw) != size or b"@" not in raw:
-            raise ValueError("no node id")
-        return raw.decode(), data[3 + size :]
+        origin = data[3 : 3 + size]
+        if data[0] != _S or len(origin) != size or b"@" not in origin:
+            raise ValueError("not a frame from another node")
+        return origin.decode(), memoryview(data)[3 + size :]
     except Exception as exc:
         raise FrameError(f"undecodable frame from another node: {exc!r}") from None
 

@@ -44,6 +44,8 @@ def _pdumps(value: Any, protocol: int = 5) -> bytes:
     """The C pickler first (about 15x faster than cloudpickle); cloudpickle
     for what it cannot do by reference: lambdas, local classes, and anything
     defined in ``__main__``, which another process may not be able to import."""
+    if type(value) is bytes:  # nothing in it refers to a module: no scan of a 1 MB body
+        return _fast_dumps(value, protocol=protocol)
     try:
         data = _fast_dumps(value, protocol=protocol)
     except Exception:
@@ -125,7 +127,8 @@ def decode_frame(frame: bytes | memoryview) -> tuple[int, Any, Any, Any, str, An
         if tag == _P:
             size = int.from_bytes(frame[1:3], "big")
             kind, to, frm, ref, src = _loads(frame[3 : 3 + size])
-            return kind, to, frm, ref, src, _ploads(frame[3 + size :])
+            # The body read in place, not from a sliced copy of the frame.
+            return kind, to, frm, ref, src, _ploads(memoryview(frame)[3 + size :])
     except Exception as exc:
         raise FrameError(f"undecodable frame: {exc!r}") from None
     raise FrameError("unknown frame tag")

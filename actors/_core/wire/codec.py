@@ -127,8 +127,9 @@ def decode_frame(frame: bytes | memoryview) -> tuple[int, Any, Any, Any, str, An
         if tag == _P:
             size = int.from_bytes(frame[1:3], "big")
             kind, to, frm, ref, src = _loads(frame[3 : 3 + size])
-            # The body read in place, not from a sliced copy of the frame.
-            return kind, to, frm, ref, src, _ploads(memoryview(frame)[3 + size :])
+            # A big body read in place, not from a sliced copy of the frame.
+            body = memoryview(frame)[3 + size :] if len(frame) > _VIEW_FROM else frame[3 + size :]
+            return kind, to, frm, ref, src, _ploads(body)
     except Exception as exc:
         raise FrameError(f"undecodable frame: {exc!r}") from None
     raise FrameError("unknown frame tag")
@@ -187,17 +188,31 @@ def wrap_remote(origin: bytes, frame: bytes) -> bytes:
     return b"S" + len(origin).to_bytes(2, "big") + origin + frame
 
 
-def unwrap_remote(data: bytes) -> tuple[str, memoryview]:
+#: Origins seen, raw -> str: a few per cluster, decoded once each.
+_origins: dict[bytes, str] = {}
+#: A body bigger than this is read as a view of its frame; a smaller one is
+#: sliced (a view costs more than copying a few hundred bytes).
+_VIEW_FROM = 4096
+
+
+def unwrap_remote(data: bytes) -> tuple[str, bytes | memoryview]:
     """``(origin, frame)`` from `wrap_remote`; raises `FrameError` on anything else.
 
-    The frame is a view into ``data``, not a copy (a 1 MB message would
+    A big frame is a view into ``data``, not a copy (a 1 MB message would
     otherwise be copied once more here); `decode_frame` reads it as it is."""
     try:
-        size = int.from_bytes(data[1:3], "big")
-        origin = data[3 : 3 + size]
-        if data[0] != _S or len(origin) != size or b"@" not in origin:
+        end = 3 + ((data[1] << 8) | data[2])
+        raw = data[3:end]
+        origin = _origins.get(raw)
+        if origin is None:
+            if data[0] != _S or len(raw) != end - 3 or b"@" not in raw:
+                raise ValueError("not a frame from another node")
+            origin = raw.decode()
+            if len(_origins) < 1024:
+                _origins[raw] = origin
+        elif data[0] != _S:
             raise ValueError("not a frame from another node")
-        return origin.decode(), memoryview(data)[3 + size :]
+        return origin, (memoryview(data)[end:] if len(data) > _VIEW_FROM else data[end:])
     except Exception as exc:
         raise FrameError(f"undecodable frame from another node: {exc!r}") from None
 

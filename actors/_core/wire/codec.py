@@ -5,7 +5,10 @@ those) travels as orjson, which is fast and safe: the whole frame is then a
 single orjson array ``[kind, to, from, ref, source, body]`` behind a ``J``
 byte.  Anything else — tuples included, since orjson would turn them into
 lists — travels as cloudpickle: ``P``, a two-byte header length, the orjson
-header ``[kind, to, from, ref, source]``, then the pickled body.  Frames only
+header ``[kind, to, from, ref, source]``, then the pickled body.  A body that
+is exactly ``bytes`` travels as itself behind the same header, tagged ``B``:
+neither pickled nor unpickled, so a 100-byte or a 1 MB payload costs one
+copy in and one out.  Frames only
 come from processes of our own node (the ipc sockets live in a 0700
 directory), so unpickling them is as safe as the node itself.
 """
@@ -57,6 +60,7 @@ def _pdumps(value: Any, protocol: int = 5) -> bytes:
 
 _J = 74  # ord("J")
 _P = 80  # ord("P")
+_B = 66  # ord("B")
 
 
 class FrameError(ValueError):
@@ -142,6 +146,8 @@ def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, pl
         except orjson.JSONEncodeError:  # a str JSON cannot hold (a lone surrogate): pickle keeps it
             pass
     header = _dumps([kind, to, frm, ref, src])
+    if t is bytes:
+        return b"B" + len(header).to_bytes(2, "big") + header + body
     return b"P" + len(header).to_bytes(2, "big") + header + _pdumps(body, protocol=5)
 
 
@@ -158,6 +164,10 @@ def decode_frame(frame: bytes | memoryview) -> tuple[int, Any, Any, Any, str, An
             # A big body read in place, not from a sliced copy of the frame.
             body = memoryview(frame)[3 + size :] if len(frame) > _VIEW_FROM else frame[3 + size :]
             return kind, to, frm, ref, src, _ploads(body)
+        if tag == _B:
+            size = int.from_bytes(frame[1:3], "big")
+            kind, to, frm, ref, src = _loads(frame[3 : 3 + size])
+            return kind, to, frm, ref, src, bytes(frame[3 + size :])
     except Exception as exc:
         raise FrameError(f"undecodable frame: {exc!r}") from None
     raise FrameError("unknown frame tag")
@@ -167,7 +177,7 @@ def frame_kind(frame: bytes) -> int | None:
     """The kind of a frame, read from its first bytes without decoding the
     rest (orjson writes ``[kind,`` with no space); None when it is not one."""
     tag = frame[:1]
-    start = 2 if tag == b"J" else 4 if tag == b"P" else 0
+    start = 2 if tag == b"J" else 4 if tag == b"P" or tag == b"B" else 0
     if not start or frame[start - 1 : start] != b"[":
         return None
     end = frame.find(b",", start, start + 4)
@@ -256,12 +266,12 @@ def requalify(frame: bytes, node_id: str) -> bytes:
             items = _loads(frame[1:])
             _fix_header(items, node_id)
             return b"J" + _dumps(items)
-        if tag == _P:
+        if tag == _P or tag == _B:
             size = int.from_bytes(frame[1:3], "big")
             header = _loads(frame[3 : 3 + size])
             _fix_header(header, node_id)
             data = _dumps(header)
-            return b"P" + len(data).to_bytes(2, "big") + data + frame[3 + size :]
+            return frame[:1] + len(data).to_bytes(2, "big") + data + frame[3 + size :]
     except Exception as exc:
         raise FrameError(f"undecodable frame: {exc!r}") from None
     raise FrameError("unknown frame tag")

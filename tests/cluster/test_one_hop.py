@@ -6,7 +6,6 @@ an incarnation declared down is not heard."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from actors._core.wire.codec import FrameError, encode_frame, unwrap_remote, wra
 from tests.cluster.dist_actors import Worker
 from tests.cluster.netkit import NodeProcess
 from tests.cluster.test_direct import Forwarder
+from tests.polling import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -32,11 +32,13 @@ def _link_traffic(node: Node) -> int:
 
 
 def _seen_within(ref: Any, want: Any, timeout: float = 10.0) -> list[Any]:
-    deadline = time.monotonic() + timeout
-    seen: list[Any] = ref.call("seen")
-    while want not in seen and time.monotonic() < deadline:
-        time.sleep(0.02)  # polling an actor's state; every round is a real call
-        seen = ref.call("seen")
+    """What ``ref`` has seen, once it has seen ``want`` (each try a real call)."""
+
+    def seen_it() -> list[Any] | None:
+        got: list[Any] = ref.call("seen")
+        return got if want in got else None
+
+    seen: list[Any] = poll_until(seen_it, f"{want!r} seen by {ref!r}", timeout)
     return seen
 
 

@@ -16,6 +16,7 @@ directory), so unpickling them is as safe as the node itself.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterable
 from typing import Any
 
 import cloudpickle
@@ -91,40 +92,34 @@ _INT_MIN, _INT_END = -(2**63), 2**64
 
 def _is_plain(value: Any, depth: int = 0) -> bool:
     """Whether ``value`` is plain data JSON carries unchanged.  Scalars
-    inside a list or dict are checked in the loop, not by a call each: a
+    inside a list or dict are checked in a loop, not by a call each: a
     small dict is checked in a third of the time a recursive walk took."""
     t = type(value)
     if t is dict:
         if depth > 8:
             return False
-        for k, v in value.items():
+        for k in value:
             if type(k) is not str:
                 return False
-            tv = type(v)
-            if tv is str or tv is float or tv is bool or v is None:
-                continue
-            if tv is int:
-                if not _INT_MIN <= v < _INT_END:
-                    return False
-            elif not _is_plain(v, depth + 1):
-                return False
-        return True
+        return _plain_values(value.values(), depth)
     if t is list:
-        if depth > 8:
-            return False
-        for v in value:
-            tv = type(v)
-            if tv is str or tv is float or tv is bool or v is None:
-                continue
-            if tv is int:
-                if not _INT_MIN <= v < _INT_END:
-                    return False
-            elif not _is_plain(v, depth + 1):
-                return False
-        return True
+        return depth <= 8 and _plain_values(value, depth)
     if t is int:
         return _INT_MIN <= value < _INT_END
     return t in _SCALARS
+
+
+def _plain_values(values: Iterable[Any], depth: int) -> bool:
+    for v in values:
+        tv = type(v)
+        if tv is str or tv is float or tv is bool or v is None:
+            continue
+        if tv is int:
+            if not _INT_MIN <= v < _INT_END:
+                return False
+        elif not _is_plain(v, depth + 1):
+            return False
+    return True
 
 
 def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, plain: bool = False) -> bytes:

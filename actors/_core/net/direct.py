@@ -102,9 +102,6 @@ class DirectLinks:
         with self._lock:
             self._known[node_id] = (address, public, secret)
 
-    def knows(self, node_id: str) -> bool:
-        return node_id in self._known
-
     def send(self, node_id: str, proc: str, frame: bytes) -> bool:
         """Send ``frame`` to process ``proc`` of node ``node_id`` directly;
         False when it goes by the node-process relay.  A full connection is
@@ -120,14 +117,12 @@ class DirectLinks:
             sock = path.sock
             if sock is None:  # that node or process is gone: dropped, as a send to a dead process is
                 return True
-            if path.to_node:
-                parts = [_HOST_DATA, self._origin, proc.partition(":")[0].encode(), frame]
-            else:
-                parts = [wrap_remote(self._origin, frame)]
             try:
                 if path.to_node:
+                    parts = [_HOST_DATA, self._origin, proc.partition(":")[0].encode(), frame]
                     sock.send_multipart(parts, zmq.NOBLOCK)
                 else:
+                    parts = [wrap_remote(self._origin, frame)]
                     sock.send(parts[0], zmq.NOBLOCK)
             except zmq.Again:
                 wait = 0.0 if threading.current_thread() is self._io_thread else self._wait

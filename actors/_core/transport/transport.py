@@ -91,6 +91,7 @@ class Transport:
         self.tcp: TcpSettings | None = None
         self.tcp_port = 0
         self._zap: zmq.Socket[bytes] | None = None
+        self._zap_key = b""  # the cluster public key, raw, as ZAP requests carry it
         self.stats = _stats.current()
         self.io_thread = threading.Thread(target=self._io_loop, name=f"actors-io-{proc}", daemon=True)
         self.timers = TimerHeap(self.wake, upcalls.fire_timer)
@@ -156,6 +157,7 @@ class Transport:
         if settings.public is not None and settings.secret is not None:
             # Bound before any tcp endpoint, so ZeroMQ asks it about every
             # client: without a handler it would let any CURVE client in.
+            self._zap_key = z85.decode(settings.public)
             self._zap = open_zap(self.ctx)
             self.wake()
         if endpoint:
@@ -175,10 +177,7 @@ class Transport:
         return name
 
     def _serve_zap(self, sock: zmq.Socket[bytes]) -> None:
-        settings = self.tcp
-        if settings is None or settings.public is None:
-            return
-        serve_zap(sock, z85.decode(settings.public), lambda what: self.stats.increment(f"actors.net.{what}"))
+        serve_zap(sock, self._zap_key, lambda what: self.stats.increment(f"actors.net.{what}"))
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from actors._core.cluster.pg_state import Change, PgState
 from actors._core.runtime.runtime import current_cell
-from actors._core.wire.reasons import Exit
+from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
 from actors.api import whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
@@ -97,8 +97,13 @@ class Scope(GenServer):
 
     def _discover(self, node: str) -> None:
         """Say hello to ``node``'s scope of the same name, if it runs one yet
-        (one that starts later discovers this one itself)."""
-        peer = self.whereis(scope_name(self.scope), node=node)
+        (one that starts later discovers this one itself).  A node that is
+        gone again, or does not answer, is not an error of this scope (OTP's
+        ``pg`` only sends here): its next ``nodeup`` brings the hello."""
+        try:
+            peer = self.whereis(scope_name(self.scope), node=node)
+        except (Exit, CallTimeout):
+            return
         if peer is not None:
             _tell(peer, (_TAG, "discover", self.ref))
 

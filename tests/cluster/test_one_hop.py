@@ -152,6 +152,48 @@ def test_an_incarnation_declared_down_is_not_heard(key: str, peer_b: NodeProcess
         second.close()
 
 
+def test_a_frame_from_a_node_not_yet_up_waits_until_it_is(node_a: Node, peer_b: NodeProcess, key: str) -> None:
+    """A node's side of a link may be up a few milliseconds before the
+    other's, and its processes send straight at once: the receiving process
+    holds what it gets from a node it has not been told is up, and handles it
+    once told, before anything later from that node (acting on it earlier
+    would answer through a node process that does not know the sender yet)."""
+    node_a.connect(peer_b.address)
+    there = node_a.spawn(Worker, "b", node="b", host="own")
+    here = node_a.spawn(Forwarder, host="own")  # asks for us: node c below is this process's newest node
+
+    def seen_once(want: Any) -> list[Any]:
+        def seen() -> list[Any] | None:
+            got: list[Any] = here.call(("call", there, "seen"))
+            return got if want in got else None
+
+        found: list[Any] = poll_until(seen, f"{want!r} seen by b's worker", 10.0)
+        return found
+
+    assert here.call(("call", there, "ping"))[0] == "pong"
+    cluster = load(key)
+    with Node(name="c", listen="tcp://127.0.0.1:0", cluster_key=key) as early:
+        ctx = zmq.Context()
+        try:
+            sock = ctx.socket(zmq.PUSH)
+            sock.linger = 2000
+            sock.curve_serverkey = cluster.public
+            sock.curve_publickey = cluster.public
+            sock.curve_secretkey = cluster.secret
+            sock.connect(f"tcp://127.0.0.1:{there.port}")
+            # One connection, so b's host reads them in this order.
+            for origin, body in ((early.id, "before c is up"), (node_a.id, "marker")):
+                sock.send(wrap_remote(origin.encode(), encode_frame(K_CAST, there.id, None, None, "h9", body)))
+            assert ("cast", "before c is up") not in seen_once(("cast", "marker"))  # held, not dropped:
+            early.connect(peer_b.address)
+            seen = seen_once(("cast", "before c is up"))  # handled once b told its host c is up
+            assert seen.index(("cast", "marker")) < seen.index(("cast", "before c is up"))
+            assert seen.count(("cast", "before c is up")) == 1
+            sock.close()
+        finally:
+            ctx.destroy(linger=0)
+
+
 def test_direct_false_keeps_every_frame_on_the_nodes_port(key: str, peer_b: NodeProcess) -> None:
     with Node(config={"cluster": {"direct": "false"}}, name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as quiet:
         quiet.connect(peer_b.address)

@@ -102,6 +102,10 @@ class DirectLinks:
         with self._lock:
             self._known[node_id] = (address, public, secret)
 
+    def knows(self, node_id: str) -> bool:
+        """Whether this process was told node ``node_id`` is up (and not since that it is down)."""
+        return node_id in self._known
+
     def send(self, node_id: str, proc: str, frame: bytes) -> bool:
         """Send ``frame`` to process ``proc`` of node ``node_id`` directly;
         False when it goes by the node-process relay.  A full connection is

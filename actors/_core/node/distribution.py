@@ -162,13 +162,16 @@ class Distribution:
         self._after_up[f"{peer}@{incarnation:x}"] = _greeting.accept(self.id, peer, data)
 
     def _net_up(self, peer: str, incarnation: int) -> None:
+        address = self.net.address_of(peer) if self.net is not None else None
+        # Up here before the hosts hear of it: a host handles what the peer
+        # sent it straight only once told (`actors._core.runtime.unheard`),
+        # and what it sends back through this process must find the peer up.
+        self.peers.up(peer, address, incarnation)
         for host in self._pool.up():
             self.router.tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
-        address = self.net.address_of(peer) if self.net is not None else None
         direct, key = self._rt.direct, self.net.key if self.net is not None else None
         if direct is not None and address is not None:  # this process's own frames to that node's processes
             direct.learn(f"{peer}@{incarnation:x}", address, key.public if key else None, key.secret if key else None)
-        self.peers.up(peer, address, incarnation)
         log.info("nodeup: node %s (incarnation %x) at %s", peer, incarnation, address)
         self._rt.call_soon(lambda: self.events.publish("nodeup", peer))
         _greeting.run_after_up(self._after_up.pop(f"{peer}@{incarnation:x}", []), peer)

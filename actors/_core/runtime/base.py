@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors._core.net.direct import DirectLinks
 from actors._core.runtime.meter import Meters
+from actors._core.runtime.unheard import UnheardFrames
 from actors._core.transport.transport import SEND_WAIT, Transport
 from actors._core.wire import ref as _ref
 from actors._core.wire.codec import wrap_relay
@@ -91,6 +92,9 @@ class RuntimeBase:
             self.direct = DirectLinks(
                 transport.ctx, node_id, self.proc, transport.io_thread, SEND_WAIT, via_node=not self.is_node
             )
+        #: Frames straight from a node this process was not told is up yet
+        #: (`actors._core.runtime.unheard`): handled once it is, dropped if it is lost.
+        self.unheard = UnheardFrames()
         #: The handler of each frame kind (`handle_kind`); unknown kinds are garbage.
         self._kinds: dict[int, KindHandler] = {}
         _ref.local_node_ids.add(node_id)

@@ -52,6 +52,7 @@ class Deaths(Signals):
         if self.direct is None or node_id in self.dead_nodes:
             return
         self.direct.learn(node_id, address, public.encode() if public else None, secret.encode() if secret else None)
+        self.heard_of(node_id)
 
     def node_down(self, node_id: str, reason: Any) -> None:
         """Another node is lost: every process of it that anything here
@@ -72,6 +73,9 @@ class Deaths(Signals):
         self.dead_nodes[node_id] = reason
         if self.direct is not None:
             self.direct.forget(node_id)
+        fenced = len(self.unheard.take(node_id))
+        if fenced:
+            self.stats.increment("actors.net.fenced_frames", fenced)
         for proc in procs:
             if proc.startswith(prefix):
                 self.proc_down(proc, reason)

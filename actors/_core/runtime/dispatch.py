@@ -139,12 +139,21 @@ class Dispatch(Sending):
         """A frame a process of another node sent straight here
         (`actors._core.net.direct`): dropped and counted when its node's
         incarnation was declared down here (fencing: a node cut off and
-        declared down must restart to be heard again), else handled as one
-        from this node, its names qualified with the node they came from."""
+        declared down must restart to be heard again); held when this process
+        has not been told that node is up yet (`actors._core.runtime.unheard`);
+        else handled as one from this node, its names qualified with the node
+        they came from."""
         try:
             origin, frame = unwrap_remote(data)
             if origin in self.dead_nodes:
                 self.stats.increment("actors.net.fenced_frames")
+                return
+            direct = self.direct
+            if direct is not None and not direct.knows(origin):
+                if batch:  # what came before it is handled before it, whenever that is
+                    self._flush_batch(batch)
+                if not self.unheard.hold(origin, data):
+                    self.stats.increment("actors.net.unheard_dropped")
                 return
             kind, to, frm, ref, src, body = decode_frame(frame)
             if type(src) is not str:
@@ -158,6 +167,16 @@ class Dispatch(Sending):
         if type(frm) is list and len(frm) == 2 and type(frm[1]) is str:  # a call's [caller, reply channel]
             frm = [frm[0], f"{origin}|{frm[1]}"]
         self._on_signal(kind, to, frm, ref, src, body, batch)
+
+    def heard_of(self, origin: str) -> None:
+        """Node ``origin`` is up here now: what it sent before, held, is handled first."""
+        held = self.unheard.take(origin)
+        if held:
+            batch: dict[Any, _Mail] = {}
+            for data in held:
+                self._on_remote_frame(data, batch)
+            if batch:
+                self._flush_batch(batch)
 
     def _flush_batch(self, batch: dict[Any, _Mail]) -> None:
         for cell, mail in batch.items():

@@ -295,6 +295,8 @@ def test_a_subcommand_is_one_function_in_commands(capsys):
         ("[replicator]\nstore = /var/lib/repl.db\n", "[replicator] store = '/var/lib/repl.db': not a PostgreSQL URL"),
         ("[replicator]\nlease = sometimes\n", "[replicator] lease = 'sometimes': not a boolean"),
         ("[replicator]\nlease_ttl = 0\n", "[replicator] lease_ttl = '0': must be > 0"),
+        ("[cluster]\ndirect_ports = 9-2\n", "[cluster] direct_ports = '9-2': ports go from 1 to 65535"),
+        ("[cluster]\ndirect_ports = high\n", "[cluster] direct_ports = 'high': not FIRST-LAST"),
     ],
 )
 def test_bad_config_values_are_refused_before_boot(tmp_path, capsys, text, named):

@@ -19,7 +19,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from actors.config import Config
+from actors.cluster_settings import parse_port_range
+from actors.config import Config, ConfigError
 from actors.smoosh.policy import parse_time
 
 __all__ = ["CheckResult", "SCHEMA", "check"]
@@ -102,6 +103,14 @@ def auto_or_boolean(raw: str) -> str | None:
 
 def msec_or_infinity(raw: str) -> str | None:
     return None if raw.strip().lower() == "infinity" else integer(0)(raw)
+
+
+def port_range(raw: str) -> str | None:
+    try:
+        parse_port_range(raw)
+    except ConfigError as exc:
+        return str(exc).partition(": ")[2]
+    return None
 
 
 def time_of_day(raw: str) -> str | None:
@@ -230,6 +239,7 @@ SCHEMA: dict[str, Section] = {
             "net_ticktime": number(0, strict=True),
             "connect_all": boolean,
             "direct": boolean,
+            "direct_ports": port_range,
         }
     ),
     "metrics": Section({"port": integer(0, 65535), "bind": text}),

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from actors._core.net.keys import KeyFileError, write_new
-from actors.cluster_settings import ClusterSettings, parse_seeds
+from actors.cluster_settings import ClusterSettings, parse_port_range, parse_seeds
 from actors.config import Config, ConfigError
 
 
@@ -40,6 +40,19 @@ def test_full_section_from_an_ini_file(tmp_path):
 def test_connect_all_can_be_turned_off():
     assert settings(name="a", listen="tcp://127.0.0.1:0", connect_all="false").connect_all is False
     assert settings(name="a", listen="tcp://127.0.0.1:0", connect_all="true").connect_all is True
+
+
+def test_direct_ports_name_a_range_or_one_port():
+    assert settings(name="a", listen="tcp://127.0.0.1:0").direct_ports is None  # any free port
+    assert settings(name="a", listen="tcp://127.0.0.1:0", direct_ports=" 41000-41999 ").direct_ports == (41000, 41999)
+    assert settings(name="a", listen="tcp://127.0.0.1:0", direct_ports="41000").direct_ports == (41000, 41000)
+    assert ClusterSettings.from_config(
+        Config(), name="a", listen="tcp://127.0.0.1:0", direct_ports=(5, 6)
+    ).direct_ports == (
+        5,
+        6,
+    )
+    assert parse_port_range("1-65535") == (1, 65535)
 
 
 def test_loopback_needs_no_key_and_port_zero_is_allowed():
@@ -88,6 +101,13 @@ def test_overrides_complete_and_replace_the_section_before_it_is_checked():
             {"name": "a", "listen": "tcp://127.0.0.1:0", "connect_all": "maybe"},
             "connect_all = 'maybe' is not a boolean",
         ),
+        (
+            {"name": "a", "listen": "tcp://127.0.0.1:0", "direct_ports": "41000-"},
+            "direct_ports = '41000-': not FIRST-LAST",
+        ),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "direct_ports": "2-1"}, "the first not after the last"),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "direct_ports": "0-10"}, "ports go from 1 to 65535"),
+        ({"name": "a", "listen": "tcp://127.0.0.1:0", "direct_ports": "1-70000"}, "ports go from 1 to 65535"),
     ],
 )
 def test_bad_values_name_the_key_and_the_value(values, why):

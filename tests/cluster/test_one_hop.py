@@ -6,6 +6,8 @@ an incarnation declared down is not heard."""
 
 from __future__ import annotations
 
+import random
+import socket
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ import zmq
 from actors import Node
 from actors._core.net.keys import load
 from actors._core.runtime.kinds import K_CAST
-from actors._core.transport.tcp import TcpSettings
+from actors._core.transport.tcp import NoFreePort, TcpSettings, bind_tcp
 from actors._core.wire.codec import FrameError, encode_frame, unwrap_remote, wrap_remote
 from tests.cluster.dist_actors import Worker
 from tests.cluster.netkit import NodeProcess
@@ -57,6 +59,18 @@ def test_processes_listen_where_their_node_listens() -> None:
     assert TcpSettings.from_listen("tcp://10.1.2.3:7100", None, None).host == "10.1.2.3"
     assert TcpSettings.from_listen("tcp://0.0.0.0:0", None, None).host == "0.0.0.0"
     assert TcpSettings.from_listen("tcp://[::1]:7100", None, None).host == "[::1]"
+
+
+def test_a_port_range_is_tried_whole_and_a_full_one_says_so() -> None:
+    ctx = zmq.Context()
+    try:
+        first = ctx.socket(zmq.PULL)
+        taken = first.bind_to_random_port("tcp://127.0.0.1")
+        other = ctx.socket(zmq.PULL)
+        with pytest.raises(NoFreePort, match=f"direct_ports = {taken}-{taken} is taken"):
+            bind_tcp(other, TcpSettings("127.0.0.1", ports=(taken, taken)))
+    finally:
+        ctx.destroy(linger=0)
 
 
 # -- through Node ------------------------------------------------------------------------
@@ -192,6 +206,40 @@ def test_a_frame_from_a_node_not_yet_up_waits_until_it_is(node_a: Node, peer_b: 
             sock.close()
         finally:
             ctx.destroy(linger=0)
+
+
+def test_direct_ports_keep_every_process_in_the_range_and_a_full_range_falls_back(
+    key: str, peer_b: NodeProcess
+) -> None:
+    """``[cluster] direct_ports``: hosts and reply channels listen in the range;
+    where the range is full a process does not listen, and frames to it come
+    through its node's port instead."""
+    base = random.randrange(20_000, 30_000)  # below Linux's ephemeral ports: outgoing connections stay out
+    config = {"cluster": {"direct_ports": f"{base}-{base + 199}"}}
+    with Node(config=config, name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as ranged:
+        ranged.connect(peer_b.address)
+        here = ranged.spawn(Forwarder, host="own")
+        there = ranged.spawn(Worker, "b", node="b", host="own")
+        assert base <= here.port <= base + 199
+        assert here.call(("call", there, ("echo", 1))) == 1
+        assert there.call(("echo", 2)) == 2  # the main thread's reply channel listens in the range too
+        channel = ranged._rt.reply_channel()
+        assert channel.remote_name is not None and base <= int(channel.remote_name.rpartition(":")[2]) <= base + 199
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        full = {"cluster": {"direct_ports": f"{port}-{port}"}}
+        with Node(config=full, name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as crowded:
+            crowded.connect(peer_b.address)
+            here = crowded.spawn(Worker, "a", host="own")
+            assert here.port == 0  # no free port in its range: it does not listen
+            from_b = crowded.spawn(Forwarder, node="b", host="own")
+            assert from_b.call(("call", here, ("echo", 3))) == 3  # through a's node port
+            assert from_b.call(("call", here, "ping"))[0] == "pong"
+    finally:
+        taken.close()
 
 
 def test_direct_false_keeps_every_frame_on_the_nodes_port(key: str, peer_b: NodeProcess) -> None:

@@ -10,6 +10,7 @@
     net_ticktime = 15                 ; seconds of silence before a node is declared down
     connect_all = true                ; connect to the nodes a connected node knows (Erlang's default)
     direct = true                     ; processes listen on tcp too: one hop between nodes (false: one port per node)
+    direct_ports = 41000-41999        ; the ports they listen on (default: any free port)
 
 Parsed once into a frozen `ClusterSettings`, validated as a whole so a bad
 value is reported before anything listens: a name without a listen address
@@ -31,10 +32,10 @@ from actors._core.net.keys import ClusterKey, load
 from actors._core.net.protocol import NetError, is_loopback, parse_tcp
 from actors._core.net.tick import DEFAULT_NET_TICKTIME
 
-__all__ = ["SECTION", "ClusterSettings", "parse_seeds"]
+__all__ = ["SECTION", "ClusterSettings", "parse_port_range", "parse_seeds"]
 
 SECTION = "cluster"
-KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime", "connect_all", "direct")
+KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime", "connect_all", "direct", "direct_ports")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,255}$")
 
@@ -45,6 +46,18 @@ def _address(key: str, raw: str) -> str:
     except NetError:
         raise ConfigError(f"[{SECTION}] {key} = {raw!r} is not tcp://HOST:PORT") from None
     return raw
+
+
+def parse_port_range(raw: str) -> tuple[int, int]:
+    """``"41000-41999"`` (or one port, ``"41000"``): the first and last port, checked."""
+    first, dash, last = raw.strip().partition("-")
+    try:
+        lo, hi = int(first), int(last if dash else first)
+    except ValueError:
+        raise ConfigError(f"[{SECTION}] direct_ports = {raw!r}: not FIRST-LAST (e.g. 41000-41999)") from None
+    if not 1 <= lo <= hi <= 65535:
+        raise ConfigError(f"[{SECTION}] direct_ports = {raw!r}: ports go from 1 to 65535, the first not after the last")
+    return lo, hi
 
 
 def parse_seeds(seeds: str | Iterable[str]) -> tuple[str, ...]:
@@ -68,6 +81,9 @@ class ClusterSettings:
     #: frame between nodes takes one hop (`actors._core.net.direct`); false
     #: keeps every frame on the node's one listening port.
     direct: bool = True
+    #: The first and last tcp port those processes listen on (None: any
+    #: free port), so a firewall can open a range rather than every port.
+    direct_ports: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.name is not None and not _NAME.match(self.name):
@@ -94,6 +110,13 @@ class ClusterSettings:
             raise ConfigError(f"[{SECTION}] connect_all = {self.connect_all!r} must be true or false")
         if not isinstance(self.direct, bool):
             raise ConfigError(f"[{SECTION}] direct = {self.direct!r} must be true or false")
+        if isinstance(self.direct_ports, str):
+            object.__setattr__(self, "direct_ports", parse_port_range(self.direct_ports))
+        elif self.direct_ports is not None:
+            ports = self.direct_ports
+            if not (isinstance(ports, tuple) and len(ports) == 2 and all(type(p) is int for p in ports)):
+                raise ConfigError(f"[{SECTION}] direct_ports = {ports!r} must be FIRST-LAST or a (first, last) pair")
+            parse_port_range(f"{ports[0]}-{ports[1]}")
 
     @property
     def distributed(self) -> bool:
@@ -119,6 +142,9 @@ class ClusterSettings:
         values["net_ticktime"] = config.get_float(SECTION, "net_ticktime", DEFAULT_NET_TICKTIME)
         values["connect_all"] = config.get_boolean(SECTION, "connect_all", True)
         values["direct"] = config.get_boolean(SECTION, "direct", True)
+        ports = section.get("direct_ports", "").strip()
+        if ports:
+            values["direct_ports"] = parse_port_range(ports)
         values.update(overrides)
         return cls(**values)
 

@@ -114,7 +114,9 @@ class Node(OtherNodes):
                 # Before the first spare is forked: every host listens on tcp
                 # itself, and so do the reply channels of this process's
                 # threads, so frames from other nodes take one hop.
-                tcp = TcpSettings.from_listen(cluster.listen, key.public if key else None, key.secret if key else None)
+                tcp = TcpSettings.from_listen(
+                    cluster.listen, key.public if key else None, key.secret if key else None, cluster.direct_ports
+                )
                 self._pool.tcp = tcp
                 self._rt.transport.enable_tcp(tcp, endpoint=False)
             self._install_handlers()

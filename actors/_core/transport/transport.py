@@ -31,7 +31,7 @@ from actors._core.net.zap import open_zap, serve_zap
 from actors._core.transport.channels import ChannelPool, ReplyChannel
 from actors._core.transport.endpoint_loan import IO, EndpointLoan, drain, timers_available
 from actors._core.transport.peers import RCVHWM, SEND_WAIT, SNDHWM, Peers, owner_of
-from actors._core.transport.tcp import TcpSettings, bind_tcp
+from actors._core.transport.tcp import NoFreePort, TcpSettings, bind_tcp
 from actors._core.transport.timers import Timer, TimerHeap
 
 __all__ = [
@@ -161,7 +161,10 @@ class Transport:
             self._zap = open_zap(self.ctx)
             self.wake()
         if endpoint:
-            self.tcp_port = bind_tcp(self.pull, settings)
+            try:
+                self.tcp_port = bind_tcp(self.pull, settings)
+            except NoFreePort as exc:  # frames from other nodes come through the node's port instead
+                log.warning("%s does not listen on tcp: %s", self.proc, exc)
         self.tcp = settings
 
     def remote_reply_name(self, channel: ReplyChannel) -> str:
@@ -173,7 +176,12 @@ class Transport:
             settings = self.tcp
             if settings is None:
                 return channel.name
-            name = channel.remote_name = f"{channel.name}:{bind_tcp(channel.sock, settings)}"
+            try:
+                name = f"{channel.name}:{bind_tcp(channel.sock, settings)}"
+            except NoFreePort as exc:  # answers come through the node's port instead, for good
+                log.warning("reply channel %s does not listen on tcp: %s", channel.name, exc)
+                name = channel.name
+            channel.remote_name = name
         return name
 
     def _serve_zap(self, sock: zmq.Socket[bytes]) -> None:

@@ -22,6 +22,7 @@ overlap (`overlapping_runs`); any overlap fails the run.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -66,6 +67,28 @@ class ClusterReplications(Replications):
 
     def readd_missing(self) -> int:
         """Nothing to add (the doc processors own that); look where each job runs now."""
+        self._look()
+        return 0
+
+    def settle(self, deadline: float) -> bool:
+        """Wait (bounded) until every target has caught up and then until the
+        placement has settled: every job running on one node, and every node
+        seeing the same members.  Right after a node returns its jobs are on
+        their way back to it (a membership change waits ``cluster_quiet_period``
+        before jobs move), and the summary's placement would be a moment of
+        that move, not where the cluster runs its jobs."""
+        caught_up = super().settle(deadline)
+        while time.monotonic() < deadline:
+            seen, members = self._look()
+            views = {tuple(m) for m in members.values()}
+            if len(seen) == len(self.job_ids) and all(len(w) == 1 for w in seen.values()) and len(views) == 1:
+                break
+            time.sleep(0.3)  # polling the nodes' schedulers until a deadline, not synchronising actors
+        return caught_up
+
+    def _look(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Ask every live node which jobs it runs and whom it sees; noted in the
+        counts; returns (document id -> nodes running it, node -> members it sees)."""
         seen: dict[str, list[str]] = {}
         members: dict[str, list[str]] = {}
         for n in self.live():
@@ -87,7 +110,7 @@ class ClusterReplications(Replications):
                 if before is not None and before not in where:
                     self.moves += 1
                 self.placed[doc_id] = where[0]
-        return 0
+        return seen, members
 
     def running(self) -> tuple[int, int]:
         running = total = 0

@@ -18,6 +18,10 @@ class Burst(GenServer):
 
     def handle_call(self, request: Any, from_: Any) -> Any:
         what, target, n = request
+        if what == "mixed":  # n: the casts, small and big, in the order to send them
+            for body in n:
+                target.cast(body)
+            return "sent"
         for i in range(n):
             target.cast(("c", i))
         if what == "exit":

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from actors import Node
+from actors._core.runtime.outbox import BIG_ITEM
 from actors._core.runtime.runtime import K_BATCH, K_CAST, K_EXIT, K_INFO, K_LINK, K_MONITOR, K_REPLY
 from actors._core.wire.codec import FrameError, decode_frame
 from tests.kernel.order_actors import Burst, Receiver
@@ -78,3 +79,21 @@ def test_casts_then_another_kind_arrive_in_the_order_sent(
         assert got == [("cast", ("c", i)) for i in range(N)]
     # The casts left as one batch, and the signal came after it, not before.
     assert arrived == [K_BATCH, SIGNAL[what]], f"arrival order {arrived}"
+
+
+def test_big_casts_leave_alone_and_keep_their_place_among_small_ones(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``bytes`` or ``str`` body of `BIG_ITEM` or more is never batched (a
+    batch of them would be pickled only to be found too big): it leaves in a
+    frame of its own, after the small casts batched before it."""
+    q: "queue.Queue[Any]" = queue.Queue()
+    receiver = node.spawn(Receiver, q)
+    sender = node.spawn(Burst, host="own")
+    arrived = _spy_arrivals(node, monkeypatch, sender.proc)
+    big_bytes, big_str = b"b" * BIG_ITEM, "s" * BIG_ITEM
+    sent = [("c", 0), ("c", 1), big_bytes, ("c", 2), big_str, big_bytes, ("c", 3)]
+    assert sender.call(("mixed", receiver, sent), timeout=10.0) == "sent"
+    got = [q.get(timeout=10.0) for _ in sent]
+    assert got == [("cast", body) for body in sent]
+    assert arrived == [K_BATCH, K_CAST, K_CAST, K_CAST, K_CAST, K_CAST], f"arrival order {arrived}"

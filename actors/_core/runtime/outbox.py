@@ -16,7 +16,7 @@ from typing import Any
 from actors._core.runtime.kinds import K_BATCH
 from actors._core.wire.codec import encode_frame
 
-__all__ = ["BIG_BATCH", "CAST_BATCH", "CAST_FLUSH_AFTER", "Outbox"]
+__all__ = ["BIG_BATCH", "BIG_ITEM", "CAST_BATCH", "CAST_FLUSH_AFTER", "Outbox"]
 
 #: A thread's casts to one process go out as one frame after this many...
 CAST_BATCH = 64
@@ -27,6 +27,10 @@ CAST_FLUSH_AFTER = 0.002
 #: again: one huge frame would hold every other frame on its way (the same
 #: connection, the same ZeroMQ I/O thread) until the whole of it has passed.
 BIG_BATCH = 512 * 1024
+#: A ``bytes`` or ``str`` body this big is never batched: it goes out in a
+#: frame of its own at once (after the batch before it), so a stream of big
+#: casts does not first pickle a batch of them only to find it too big.
+BIG_ITEM = BIG_BATCH // CAST_BATCH
 
 
 class _Batch:

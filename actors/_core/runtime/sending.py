@@ -14,7 +14,7 @@ from typing import Any
 from actors._core.runtime.base import RuntimeBase
 from actors._core.runtime.context import thread_state
 from actors._core.runtime.kinds import K_REPLY, K_REPLY_EXIT
-from actors._core.runtime.outbox import CAST_BATCH, CAST_FLUSH_AFTER, Outbox
+from actors._core.runtime.outbox import BIG_ITEM, CAST_BATCH, CAST_FLUSH_AFTER, Outbox
 from actors._core.wire.codec import encode_frame, is_scalar
 from actors._core.wire.ref import From
 
@@ -67,6 +67,11 @@ class Sending(RuntimeBase):
             return
         with outbox.lock:
             batch = outbox.batches.get(proc)
+            if (type(body) is bytes or type(body) is str) and len(body) >= BIG_ITEM:
+                if batch is not None:
+                    outbox.flush_locked(proc, self.proc, self.send_frame)
+                self.send_frame(proc, encode_frame(kind, to, None, None, self.proc, body))
+                return
             if batch is None:
                 batch = outbox.new_batch(proc)
                 if not outbox.armed:

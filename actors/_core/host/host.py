@@ -36,6 +36,7 @@ from actors._core.cell.cell import Cell
 from actors._core.cell.gen_server import GenServer  # imported once in the zygote, so forks start warm
 from actors._core.host import sched as _sched
 from actors._core.host.logs import forward_host_logs
+from actors._core.host.malloc import tune_for_big_frames
 from actors._core.runtime.runtime import K_SYS, Runtime
 from actors._core.wire import system as sysop
 from actors._core.wire.codec import decode_frame, encode_frame
@@ -104,6 +105,8 @@ def zygote_main(cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[s
     # every host would then report them again, and `Node.stats` (which sums
     # the processes) would count them once per host.
     _stats.current().reset()
+    # Every host is forked from here: their big frames' buffers are reused, not faulted in anew.
+    tune_for_big_frames()
     # Everything a host needs is imported at the top of this module, once,
     # so forks start warm.  Hosts are forked with a bare os.fork: what
     # multiprocess's Process adds (its bootstrap, stdin to /dev/null, the

@@ -72,31 +72,39 @@ class ClusterReplications(Replications):
 
     def settle(self, deadline: float) -> bool:
         """Wait (bounded) until every target has caught up and then until the
-        placement has settled: every job running on one node, and every node
-        seeing the same members.  Right after a node returns its jobs are on
-        their way back to it (a membership change waits ``cluster_quiet_period``
-        before jobs move), and the summary's placement would be a moment of
-        that move, not where the cluster runs its jobs."""
+        placement has settled: every node sees the same members and calls
+        them stable, and runs exactly the jobs it owns, each job on one node.
+        Right after a node returns its jobs are on their way back to it (a
+        membership change waits ``cluster_quiet_period`` before jobs move),
+        and the summary's placement would be a moment of that move, not where
+        the cluster runs its jobs."""
         caught_up = super().settle(deadline)
         while time.monotonic() < deadline:
-            seen, members = self._look()
+            seen, members, settled = self._look()
             views = {tuple(m) for m in members.values()}
-            if len(seen) == len(self.job_ids) and all(len(w) == 1 for w in seen.values()) and len(views) == 1:
+            if settled and len(views) == 1 and len(seen) == len(self.job_ids):
                 break
             time.sleep(0.3)  # polling the nodes' schedulers until a deadline, not synchronising actors
         return caught_up
 
-    def _look(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    def _look(self) -> tuple[dict[str, list[str]], dict[str, list[str]], bool]:
         """Ask every live node which jobs it runs and whom it sees; noted in the
-        counts; returns (document id -> nodes running it, node -> members it sees)."""
+        counts; returns (document id -> nodes running it, node -> members it
+        sees, whether every node answered stable and runs exactly what it owns)."""
         seen: dict[str, list[str]] = {}
         members: dict[str, list[str]] = {}
+        settled = True
         for n in self.live():
             try:
                 status = cluster_status(self.node, node=n, timeout=CALL_TIMEOUT)
             except (Exit, CallTimeout):
+                settled = False
                 continue
             members[n] = sorted(status.get("live") or [])
+            ours = set(self.job_ids)
+            running = {str(j) for j in status.get("running") or []} & ours
+            owned = {str(j) for j in status.get("owned") or []} & ours
+            settled = settled and bool(status.get("stable")) and running == owned
             for job_id in status.get("running") or []:
                 doc_id = self.job_ids.get(str(job_id))
                 if doc_id is not None:
@@ -110,7 +118,8 @@ class ClusterReplications(Replications):
                 if before is not None and before not in where:
                     self.moves += 1
                 self.placed[doc_id] = where[0]
-        return seen, members
+        settled = settled and all(len(where) == 1 for where in seen.values())
+        return seen, members, settled
 
     def running(self) -> tuple[int, int]:
         running = total = 0

@@ -43,6 +43,8 @@ __all__ = ["NodeKiller", "NodeProc", "NodeSet"]
 START_TIMEOUT = 60.0
 #: Seconds a node gets to stop after SIGTERM before it is SIGKILLed.
 STOP_TIMEOUT = 30.0
+#: Seconds a node's counters may take to read after the load (every process of it answers).
+STATS_TIMEOUT = 10.0
 
 
 @dataclass
@@ -379,20 +381,23 @@ class NodeSet:
             parts.append(text)
         return "; ".join(parts)
 
-    def restarts(self) -> dict[str, dict[str, int]]:
+    def restarts(self, timeout: float = STATS_TIMEOUT) -> dict[str, dict[str, int] | str]:
         """Per node up, its restarts per supervisor (read through its runtime directory, as
-        ``otpy status`` does: the current incarnation's counters only)."""
-        out: dict[str, dict[str, int]] = {}
+        ``otpy status`` does: the current incarnation's counters only), or why they could
+        not be read.  Read once the load has stopped, so a loaded machine gets ``timeout``."""
+        out: dict[str, dict[str, int] | str] = {}
         with self.lock:
             where = {n.name: n.rundir for n in self.nodes.values() if n.state == "up" and n.rundir}
         for name, rundir in sorted(where.items()):
             try:
-                view = Attached(rundir, timeout=2.0)
-            except (NotANode, OSError):
+                view = Attached(rundir, timeout=timeout)
+            except (NotANode, OSError) as exc:
+                out[name] = f"not read ({exc})"
                 continue
             try:
                 counters = view.stats().get("counters", {})
-            except (Exit, CallTimeout, NotANode, OSError):
+            except (Exit, CallTimeout, NotANode, OSError) as exc:
+                out[name] = f"not read ({exc})"
                 continue
             finally:
                 view.close()
@@ -423,7 +428,8 @@ class NodeSet:
             c.lines.append(
                 "  restarts per supervisor on the nodes (current incarnations): "
                 + "; ".join(
-                    f"{n}: " + (", ".join(f"{k} {v}" for k, v in sorted(r.items())) or "none")
+                    f"{n}: "
+                    + (r if isinstance(r, str) else ", ".join(f"{k} {v}" for k, v in sorted(r.items())) or "none")
                     for n, r in restarts.items()
                 )
             )

@@ -44,6 +44,18 @@ def _seen_within(ref: Any, want: Any, timeout: float = 10.0) -> list[Any]:
     return seen
 
 
+def _member_push(ctx: "zmq.Context[zmq.Socket[bytes]]", key: str, port: int) -> "zmq.Socket[bytes]":
+    """A PUSH holding the cluster key, connected to a process's tcp ``port`` on loopback."""
+    cluster = load(key)
+    sock = ctx.socket(zmq.PUSH)
+    sock.linger = 2000
+    sock.curve_serverkey = cluster.public
+    sock.curve_publickey = cluster.public
+    sock.curve_secretkey = cluster.secret
+    sock.connect(f"tcp://127.0.0.1:{port}")
+    return sock
+
+
 # -- the envelope and the settings, without processes ---------------------------------
 
 
@@ -145,16 +157,10 @@ def test_an_incarnation_declared_down_is_not_heard(key: str, peer_b: NodeProcess
         peer_b.expect("WAITED")
         there_again = second.spawn(Worker, "b2", node="b", host="own")
         assert there_again.call("ping")[0] == "pong"
-        cluster = load(key)
         ctx = zmq.Context()
         try:
             for origin, body in ((gone_id, "from the old incarnation"), (second.id, "from the new one")):
-                sock = ctx.socket(zmq.PUSH)
-                sock.linger = 2000
-                sock.curve_serverkey = cluster.public
-                sock.curve_publickey = cluster.public
-                sock.curve_secretkey = cluster.secret
-                sock.connect(f"tcp://127.0.0.1:{there_again.port}")
+                sock = _member_push(ctx, key, there_again.port)
                 sock.send(wrap_remote(origin.encode(), encode_frame(K_CAST, there_again.id, None, None, "h9", body)))
                 sock.close()
             seen = _seen_within(there_again, ("cast", "from the new one"))
@@ -185,16 +191,10 @@ def test_a_frame_from_a_node_not_yet_up_waits_until_it_is(node_a: Node, peer_b: 
         return found
 
     assert here.call(("call", there, "ping"))[0] == "pong"
-    cluster = load(key)
     with Node(name="c", listen="tcp://127.0.0.1:0", cluster_key=key) as early:
         ctx = zmq.Context()
         try:
-            sock = ctx.socket(zmq.PUSH)
-            sock.linger = 2000
-            sock.curve_serverkey = cluster.public
-            sock.curve_publickey = cluster.public
-            sock.curve_secretkey = cluster.secret
-            sock.connect(f"tcp://127.0.0.1:{there.port}")
+            sock = _member_push(ctx, key, there.port)
             # One connection, so b's host reads them in this order.
             for origin, body in ((early.id, "before c is up"), (node_a.id, "marker")):
                 sock.send(wrap_remote(origin.encode(), encode_frame(K_CAST, there.id, None, None, "h9", body)))

@@ -64,8 +64,9 @@ from actors.app.workload.ioq_reads import file_specs, make_files
 from actors.app.workload.jobs import JOB_TYPE, JobWorker
 from actors.app.workload.netchaos import NetChaos
 from actors.app.workload.netns import Topology
+from actors.app.workload.node_killer import NodeKiller
 from actors.app.workload.node_reads import NodeReads, reader_spec
-from actors.app.workload.nodes import NodeKiller, NodeProc, NodeSet
+from actors.app.workload.nodes import NodeProc, NodeSet
 from actors.app.workload.singleton import SingletonWatch, singleton_spec
 from actors.app.workload.view import LiveView
 from actors.cluster_key import write_new

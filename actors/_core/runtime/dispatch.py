@@ -150,8 +150,6 @@ class Dispatch(Sending):
                 return
             direct = self.direct
             if direct is not None and not direct.knows(origin):
-                if batch:  # what came before it is handled before it, whenever that is
-                    self._flush_batch(batch)
                 if not self.unheard.hold(origin, data):
                     self.stats.increment("actors.net.unheard_dropped")
                 return

@@ -94,6 +94,7 @@ class ClusterReplications(Replications):
         seen: dict[str, list[str]] = {}
         members: dict[str, list[str]] = {}
         settled = True
+        ours = set(self.job_ids)
         for n in self.live():
             try:
                 status = cluster_status(self.node, node=n, timeout=CALL_TIMEOUT)
@@ -101,14 +102,11 @@ class ClusterReplications(Replications):
                 settled = False
                 continue
             members[n] = sorted(status.get("live") or [])
-            ours = set(self.job_ids)
             running = {str(j) for j in status.get("running") or []} & ours
             owned = {str(j) for j in status.get("owned") or []} & ours
             settled = settled and bool(status.get("stable")) and running == owned
-            for job_id in status.get("running") or []:
-                doc_id = self.job_ids.get(str(job_id))
-                if doc_id is not None:
-                    seen.setdefault(doc_id, []).append(n)
+            for job_id in running:
+                seen.setdefault(self.job_ids[job_id], []).append(n)
         with self.lock:
             self.members.update(members)
             for doc_id, where in seen.items():

@@ -169,7 +169,9 @@ class GenServer(Behaviour):
         when its process does.  ``wait=False`` does not wait at all, for an
         actor that must never wait on another node (the DOWN comes all the same)."""
         cell = self._actor_cell
-        mref = (cell.id, next(_mrefs))
+        # Unique across the cluster, as Erlang's references are: the target's process keys
+        # its monitors by it, and actor ids repeat from node to node ("n.2" on every one).
+        mref = (cell.runtime.node_id, cell.id, next(_mrefs))
         with cell.lock:
             cell.monitors_out[mref] = ref
         if not wait:

@@ -27,7 +27,7 @@ class Monitor:
         self._rt = rt
         self.target = target
         self.id = f"$mon.{rt.proc}.{next(_sink_ids)}"
-        self.mref = (rt.proc, self.id)
+        self.mref = (rt.node_id, rt.proc, self.id)  # unique across the cluster (see `GenServer.monitor`)
         self._event = threading.Event()
         self._result: tuple[ActorRef, Any] | None = None
         rt.sinks[self.id] = self

@@ -8,7 +8,19 @@ from actors._core.net.net import ConnectError, NetError
 from actors._core.runtime.mailbox import MailboxFull
 from actors._core.runtime.monitor import Monitor
 from actors._core.runtime.runtime import Timer
-from actors._core.wire.reasons import CallTimeout, Continue, Crash, Exit, Stop, Timeout, ignore, is_normal_exit, noreply
+from actors._core.wire.reasons import (
+    INCARNATION_ENDED,
+    CallTimeout,
+    Continue,
+    Crash,
+    Exit,
+    IncarnationEnded,
+    Stop,
+    Timeout,
+    ignore,
+    is_normal_exit,
+    noreply,
+)
 from actors._core.wire.ref import ActorRef, From
 from actors.api import call, cast, monitor, send, whereis
 from actors.config import Config
@@ -27,6 +39,8 @@ __all__ = [
     "Exit",
     "From",
     "GenServer",
+    "INCARNATION_ENDED",
+    "IncarnationEnded",
     "MailboxFull",
     "Monitor",
     "NetError",

@@ -138,9 +138,17 @@ class NodeProcess(LineProcess):
     what = "node process"
 
     def __init__(
-        self, name: str, key: str | None, ticktime: float = 15.0, port: int = 0, seeds: tuple[str, ...] = ()
+        self,
+        name: str,
+        key: str | None,
+        ticktime: float = 15.0,
+        port: int = 0,
+        seeds: tuple[str, ...] = (),
+        rejoin: bool = False,
     ) -> None:
         cmd = [sys.executable, NODE_PEER, "--name", name, "--ticktime", str(ticktime), "--port", str(port)]
+        if rejoin:
+            cmd.append("--rejoin")
         if key:
             cmd += ["--key", key]
         for seed in seeds:

@@ -1,7 +1,8 @@
 """A distributed node in its own OS process, driven by the tests over stdin/stdout.
 
 Prints ``ADDR <address>`` once listening, then serves until stdin closes
-(so it never outlives the test that started it).  Commands, one a line:
+(so it never outlives the test that started it); with ``--rejoin`` an
+incarnation that ends is followed by a new one (prints ``REJOINED <node id>``).  Commands, one a line:
 ``connect ADDR`` (prints ``CONNECTED <name>`` or ``CONNECT_FAILED <error>``),
 ``spawn NAME`` (a `Worker` in a host process of its own, registered as NAME;
 prints ``SPAWNED NAME``), ``wait_for NAME`` (prints ``WAITED True`` once
@@ -22,7 +23,7 @@ import argparse
 import sys
 import threading
 
-from actors import Node, global_names, pg
+from actors import IncarnationEnded, Node, global_names, pg
 from actors._core.net.net import NetError
 from actors.couch_jobs import app
 from tests.cluster.dist_actors import Worker
@@ -37,6 +38,7 @@ def main() -> int:
     parser.add_argument("--ticktime", type=float, default=15.0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seed", action="append", default=[])
+    parser.add_argument("--rejoin", action="store_true", help="start a new incarnation in place after one ends")
     args = parser.parse_args()
     couch_jobs_started = False
     with Node(
@@ -45,6 +47,7 @@ def main() -> int:
         cluster_key=args.key,
         net_ticktime=args.ticktime,
         seeds=args.seed,
+        rejoin=(lambda node: say(f"REJOINED {node.id}")) if args.rejoin else None,
     ) as node:
 
         def spawn(words: list[str]) -> None:
@@ -93,7 +96,7 @@ def main() -> int:
         try:
             serve(
                 {
-                    "connect": connect_command(node.connect, 5.0, NetError),
+                    "connect": connect_command(node.connect, 5.0, (NetError, IncarnationEnded)),
                     "spawn": spawn,
                     "wait_for": lambda words: say(f"WAITED {node.wait_for_node(words[0], timeout=10.0)}"),
                     "wait_down": wait_down,

@@ -109,7 +109,12 @@ def start_here(
     warm: list[WarmThread] | None = None,
     mailbox: MailboxLimit | None = None,
 ) -> None:
-    """Create the cell and its thread (or take one of ``warm``); ``on_started(kind, detail)`` reports init."""
+    """Create the cell and its thread (or take one of ``warm``); ``on_started(kind, detail)`` reports init.
+
+    Nothing starts in a process of an incarnation that ended."""
+    if rt.ended is not None:
+        on_started("error", rt.refused().reason)
+        return
     try:
         server = cls()
     except BaseException as exc:  # noqa: BLE001 - a constructor failure is a start error
@@ -157,6 +162,8 @@ def spawn(
     ``overflow`` bound its mailbox (`actors._core.runtime.mailbox`)."""
     if not (isinstance(cls, type) and issubclass(cls, Behaviour)):
         raise TypeError(f"spawn needs a GenServer subclass, got {cls!r}")
+    if rt.ended is not None:
+        raise rt.refused()
     if name is not None and not isinstance(name, str):
         raise TypeError(f"actor names are strings, got {name!r}")
     cpu_list = normalise_cpus(cpus)

@@ -253,6 +253,7 @@ def host_main(boot: dict[str, Any]) -> None:
                     pass
 
     rt.register_sys(sysop.Halt, halt)
+    rt.register_sys(sysop.EndIncarnation, lambda src, m: rt.end_incarnation(m.why, m.actors))
     rt.register_sys(sysop.Configure, configure)
     rt.register_sys(sysop.ApplyConfig, apply_config)
     emptied = [False]

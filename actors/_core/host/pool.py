@@ -137,6 +137,9 @@ class HostPool:
         if self.closed:
             self._rt.reply_sys(src, _ref, True, ("error", "node_closing"))
             return DEFER
+        if self._rt.ended is not None:  # the incarnation ended: nothing new is placed
+            self._rt.reply_sys(src, _ref, True, ("error", self._rt.refused().reason))
+            return DEFER
         if host == "own":
             record = self._new_host(None, cpus, own=True)
         else:

@@ -11,6 +11,7 @@ runtime directory (`actors._core.node.rundir`), the other nodes
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -39,12 +40,23 @@ from actors._core.runtime.registry import Registry
 from actors._core.runtime.runtime import EXIT_KILL, Runtime, Timer, runtime_for
 from actors._core.transport.tcp import TcpSettings
 from actors._core.wire import system as sysop
-from actors._core.wire.reasons import CallTimeout, Exit, NotRegistered
+from actors._core.wire.reasons import INCARNATION_ENDED, CallTimeout, Exit, IncarnationEnded, NotRegistered
 from actors._core.wire.ref import ActorRef
 
-__all__ = ["Node"]
+__all__ = ["ENDING_KILL_TIMEOUT", "ENDING_STOP_TIMEOUT", "Node"]
 
 log = logging.getLogger("actors.node")
+
+#: Seconds an ended incarnation gives the program's top actors to stop cleanly
+#: (``terminate`` runs; a supervisor stops its children); then what is left is ended.
+ENDING_STOP_TIMEOUT = 5.0
+#: Seconds it waits for every host process to say its actors are ended.
+ENDING_KILL_TIMEOUT = 3.0
+#: The pause before a new incarnation is tried again after a failed start, doubled up to the second.
+REJOIN_FIRST_PAUSE = 0.5
+REJOIN_MAX_PAUSE = 10.0
+#: Seconds the program's start may take on a new incarnation before that incarnation is ended and another tried.
+REJOIN_START_TIMEOUT = 60.0
 
 
 class Node(OtherNodes):
@@ -68,7 +80,12 @@ class Node(OtherNodes):
         connect_all: bool | None = None,
         metrics: int | None = None,
         metrics_bind: str | None = None,
+        rejoin: Callable[["Node"], None] | None = None,
     ) -> None:
+        """``rejoin``: when an incarnation of this (distributed) node ends, start a
+        new one in place -- same name, same bound address, same config -- and call
+        ``rejoin(node)`` on it to start the program's tree again, as ``otpy node``
+        does; without it an ended node stays ended until the program closes it."""
         options = read_options(
             config,
             name=name,
@@ -80,31 +97,82 @@ class Node(OtherNodes):
             metrics=metrics,
             metrics_bind=metrics_bind,
         )
-        self.config, cluster = options.config, options.cluster
+        self.config, self._cluster = options.config, options.cluster
+        if rejoin is not None and not callable(rejoin):
+            raise TypeError(f"rejoin must be a function of the node, got {rejoin!r}")
+        if rejoin is not None and self._cluster.name is None:
+            raise ValueError("rejoin= is for a distributed node: give name= and listen= too")
         #: The ``/metrics`` endpoint's bound ``(host, port)``; None when the node serves no metrics.
         self.metrics_address: tuple[str, int] | None = None
         #: The running `actors.metrics.MetricsServer` (``.url``), or None.
         self.metrics_server: MetricsServer | None = None
         #: This node's name in its cluster; None for a node that is not distributed.
-        self.name = cluster.name
+        self.name = self._cluster.name
         #: The bound ``tcp://HOST:PORT`` other nodes connect to (None when not distributed).
         self.address: str | None = None
-        key = cluster.load_key()  # before anything starts: an unsafe key file refuses the node
-        incarnation, self.id = new_identity(cluster.name)
+        self._key = self._cluster.load_key()  # before anything starts: an unsafe key file refuses the node
+        self._rundir_given = rundir
         _rundir.prepare(rundir)
         _lifecycle.install_sigterm()
-        self.rundir = _rundir.create(rundir)
         self._closed = False
-        self._close_lock = threading.Lock()
+        # Held by close() and by the end of an incarnation (reentrant: an
+        # ``on_ended`` callback may close the node).
+        self._close_lock = threading.RLock()
         # Run first by close(), newest first: what was started beside its actors (`on_close`).
         self._on_close: list[Callable[[], None]] = []
+        # Told of every incarnation's end, after its actors stopped (`on_ended`).
+        self._on_ended: list[Callable[[str], None]] = []
+        self._rejoin = rejoin
+        self._rejoining = False  # a rejoin is under way (`_end`)
+        #: How many incarnations this handle has run (1 for the first); see `wait_incarnation`.
+        self.incarnation = 0
+        self._incarnations = threading.Condition()
+        self._started = 0  # the incarnation whose program's tree was started last
+        try:
+            self._boot()
+        except BaseException:
+            self._closed = True
+            raise
+        self._ready()
+        _lifecycle.track(self)
+        if options.metrics_port is not None:
+            try:
+                self.metrics_server = MetricsServer(self, port=options.metrics_port, bind=options.metrics_bind)
+            except BaseException:
+                self.close()
+                raise
+            self.metrics_address = self.metrics_server.address
+            self._on_close.append(self.metrics_server.close)
+
+    def _boot(self) -> None:
+        """Start one incarnation: a new node id, runtime directory, zygote, runtime and link.
+
+        A start that fails undoes what it got to and raises."""
+        cluster, key = self._cluster, self._key
+        incarnation, self.id = new_identity(cluster.name)
+        self.rundir = _rundir.create(self._rundir_given)
         self._top: list[ActorRef] = []
-        with _lifecycle.stop_signals_blocked():
-            self._pool = HostPool(self.id, self.rundir, self.config)  # forks the zygote
+        # False until it runs, and once torn down (between two incarnations, or closed).
+        self._running = False
+        try:
+            with _lifecycle.stop_signals_blocked():
+                self._pool = HostPool(self.id, self.rundir, self.config)  # forks the zygote
+        except BaseException:
+            shutil.rmtree(self.rundir, ignore_errors=True)
+            raise
+        # What the start got to, undone newest first if a later step fails: a
+        # zygote left waiting for its command pipe would hold the program at
+        # exit (and keep the runtime directory).
+        undo: list[Callable[[], None]] = [
+            lambda: shutil.rmtree(self.rundir, ignore_errors=True),
+            self._pool.zygote.end,
+        ]
         try:
             self._log_listener = LogListener(self.rundir)  # after the zygote: it forks single-threaded
+            undo.append(self._log_listener.close)
             self._pool.probe_idle()  # a thread: after the zygote too
             self._rt = Runtime(self.id, self.rundir, "n")
+            undo.append(self._rt.shutdown)
             self._rt.registry = Registry()
             _install_spawn(self._rt)
             self._peers = Peers(cluster.name or "")
@@ -121,29 +189,44 @@ class Node(OtherNodes):
                 self._rt.transport.enable_tcp(tcp, endpoint=False)
             self._install_handlers()
             self._previous_config = _config.set_current(self.config)
+            previous = self._previous_config
+
+            def restore_config() -> None:
+                _config.set_current(previous)
+
+            undo.append(restore_config)
             self._config_listener = self.config.listen(self._pool.broadcast_config)
+            listener = self._config_listener
+            undo.append(lambda: self.config.unlisten(listener))
             self._rt.start()
         except BaseException:
-            self._abandon_start()
+            self._pool.closed = True
+            for step in reversed(undo):
+                try:
+                    step()
+                except Exception:
+                    log.exception("undoing the start of node %s: %r failed", self.id, step)
             raise
+        self._running = True
         if cluster.name is not None:
             self._dist.link(key, incarnation)
             try:
                 self.address = self._dist.listen()
             except BaseException:
-                self.close()
+                self._teardown(time.monotonic() + 10.0)
                 raise
+            # The next incarnation listens where this one does (a port 0 was bound here).
+            self._cluster = dataclasses.replace(cluster, listen=self.address)
         _rundir.write_node_file(self.rundir, self.id, self._rt.proc)
-        _lifecycle.track(self)
-        if options.metrics_port is not None:
-            try:
-                self.metrics_server = MetricsServer(self, port=options.metrics_port, bind=options.metrics_bind)
-            except BaseException:
-                self.close()
-                raise
-            self.metrics_address = self.metrics_server.address
-            self._on_close.append(self.metrics_server.close)
+        self._peers.on_ended(self._incarnation_ended)
+        self.incarnation += 1
         self._dist.dial_seeds()
+
+    def _ready(self) -> None:
+        """The current incarnation runs the program's tree (`wait_incarnation` returns)."""
+        with self._incarnations:
+            self._started = self.incarnation
+            self._incarnations.notify_all()
 
     # -- context manager -----------------------------------------------------------
 
@@ -332,28 +415,6 @@ class Node(OtherNodes):
 
     # -- starting and closing ------------------------------------------------------------
 
-    def _abandon_start(self) -> None:
-        """Undo a start that failed after the zygote: a zygote left waiting for its
-        command pipe would hold the program at exit (and keep the runtime directory)."""
-        self._closed = True
-        self._pool.closed = True
-        started: list[Callable[[], None]] = []  # what the start got to
-        if hasattr(self, "_rt"):
-            started.append(self._rt.shutdown)
-        if hasattr(self, "_log_listener"):
-            started.append(self._log_listener.close)
-        for step in started:
-            try:
-                step()
-            except Exception:
-                log.exception("undoing the start of node %s: %r failed", self.id, step)
-        if hasattr(self, "_config_listener"):
-            self.config.unlisten(self._config_listener)
-        if hasattr(self, "_previous_config"):
-            _config.set_current(self._previous_config)
-        self._pool.zygote.end()
-        shutil.rmtree(self.rundir, ignore_errors=True)
-
     def _install_handlers(self) -> None:
         """The node process's system requests: its registry (for its hosts), placements (the
         pool), a tool attached to the runtime directory, and the other nodes."""
@@ -368,6 +429,8 @@ class Node(OtherNodes):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this node is closed")
+        if self._rt.ended is not None or not self._running:  # ended; or between two incarnations
+            raise IncarnationEnded(self.id, self._rt.ended or "a new incarnation is starting")
 
     def close(self, timeout: float = 10.0) -> None:
         """Run the `on_close` callbacks (observers), then stop every actor and host process; idempotent.
@@ -385,26 +448,186 @@ class Node(OtherNodes):
                     callback()
                 except Exception:
                     log.exception("closing %r with node %s failed", callback, self.id)
-            for ref in reversed(self._top):
-                self._stop_quietly(ref, max(0.5, min(5.0, deadline - time.monotonic())))
+            if self._running:
+                for ref in reversed(self._top):
+                    self._stop_quietly(ref, "shutdown", max(0.5, min(5.0, deadline - time.monotonic())))
             self._closed = True
-            self._pool.closed = True
-            self._dist.close()
-            self.config.unlisten(self._config_listener)
-            self._pool.halt(deadline)
-            for cell in list(self._rt.cells.values()):
-                cell.die("shutdown")
-            self._pool.zygote.end()
-            self._log_listener.close()  # hosts are gone: re-emit what they sent, then stop
-            self._rt.shutdown()
-            _config.set_current(self._previous_config)
-            shutil.rmtree(self.rundir, ignore_errors=True)
+            self._teardown(deadline)
             _lifecycle.untrack(self)
+        with self._incarnations:
+            self._incarnations.notify_all()
 
-    def _stop_quietly(self, ref: ActorRef, timeout: float) -> None:
+    def _teardown(self, deadline: float) -> None:
+        """Stop this incarnation's processes and sockets, and remove its runtime directory
+        (what had to stop cleanly was stopped before); nothing when it is down already."""
+        if not self._running:
+            return
+        self._running = False
+        self._pool.closed = True
+        self._dist.close()
+        self.config.unlisten(self._config_listener)
+        self._pool.halt(deadline)
+        for cell in list(self._rt.cells.values()):
+            cell.die("shutdown")
+        self._pool.zygote.end()
+        self._log_listener.close()  # hosts are gone: re-emit what they sent, then stop
+        self._rt.shutdown()
+        _config.set_current(self._previous_config)
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def _stop_quietly(self, ref: ActorRef, reason: Any, timeout: float) -> None:
         try:
-            self._rt.stop_actor(ref, "shutdown", timeout)
+            self._rt.stop_actor(ref, reason, timeout)
         except CallTimeout:
             self.kill(ref)
         except Exit:
             pass
+
+    # -- the end of an incarnation -------------------------------------------------------
+
+    def on_ended(self, fn: Callable[[str], None]) -> None:
+        """Call ``fn(reason)`` when an incarnation of this node ends, once all its
+        actors are stopped (at once if the current one has ended); from a thread of
+        the node.  With ``rejoin=`` it is called for every incarnation that ends,
+        before the next one starts."""
+        with self._close_lock:
+            self._on_ended.append(fn)
+            why = self._peers.ended if self._running else None
+            done = why is not None and self._rt.calls_refused
+        if done and why is not None:
+            fn(why)
+
+    def wait_incarnation(self, number: int, timeout: float | None = None) -> bool:
+        """Block until this node runs its incarnation ``number`` (1 is the first; a node
+        with ``rejoin=`` starts the next one by itself after each end, and it counts
+        once ``rejoin`` returned on it); False after ``timeout`` or once the node is closed."""
+        with self._incarnations:
+            self._incarnations.wait_for(lambda: self._closed or self._started >= number, timeout)
+            return not self._closed and self._started >= number
+
+    def _incarnation_ended(self, why: str) -> None:
+        """This incarnation ended (told on the link's thread): everything it runs stops, on a thread of its own."""
+        rt = self._rt
+        threading.Thread(target=self._end, args=(rt, why), name=f"actors-end-{self.id}", daemon=True).start()
+
+    def _end(self, rt: Runtime, why: str) -> None:
+        """Stop every actor of the ended incarnation, tell the `on_ended` callbacks, then
+        rejoin (with ``rejoin=``; an incarnation that ends while a rejoin is under way,
+        during the program's start, is replaced by that same rejoin)."""
+        with self._close_lock:
+            if self._closed or rt is not self._rt or not self._running:
+                return
+            self._stop_everything(why)
+            callbacks = list(self._on_ended)
+            rejoin = self._rejoin if not self._rejoining else None
+            self._rejoining |= rejoin is not None
+        for fn in callbacks:
+            try:
+                fn(why)
+            except Exception:
+                log.exception("an on_ended callback of node %s failed", rt.node_id)
+        if rejoin is not None:
+            try:
+                self._rejoin_loop(rejoin)
+            finally:
+                with self._close_lock:
+                    self._rejoining = False
+
+    def _stop_everything(self, why: str) -> None:
+        """OTP's shutdown of a node, bounded: nothing new is spawned in any process of
+        the node; the program's top actors stop, newest first (a supervisor stops its
+        children, in order, and ``terminate`` runs), within `ENDING_STOP_TIMEOUT`; then
+        every actor left in any process dies with `INCARNATION_ENDED`, and calls fail."""
+        rt, started = self._rt, time.monotonic()
+        end_spawns = sysop.EndIncarnation(self.id, why, False)
+        rt.end_incarnation(why, actors=False)
+        for host in self._pool.up():
+            rt.sys_send(host.proc, end_spawns)
+        deadline = started + ENDING_STOP_TIMEOUT
+        for ref in reversed(self._top):
+            self._stop_quietly(ref, INCARNATION_ENDED, max(0.1, deadline - time.monotonic()))
+        stopped = time.monotonic()
+        ended = rt.end_incarnation(why, actors=True) + _ask_all(
+            rt, [h.proc for h in self._pool.up()], sysop.EndIncarnation(self.id, why, True), ENDING_KILL_TIMEOUT
+        )
+        log.warning(
+            "node %s stopped incarnation %s in %.2f s: its top actors in %.2f s, then %d actors left ended",
+            self.name,
+            self.id,
+            time.monotonic() - started,
+            stopped - started,
+            ended,
+        )
+
+    def _rejoin_loop(self, start: Callable[["Node"], None]) -> None:
+        """A new incarnation in place of the ended one, at the same address, and the
+        program's tree started on it; a start that fails is undone and tried again,
+        after a pause that doubles up to `REJOIN_MAX_PAUSE`, until the node is closed."""
+        pause = REJOIN_FIRST_PAUSE
+        for attempt in range(1, 1_000_000):  # bounded by close() in practice
+            with self._close_lock:
+                if self._closed:
+                    return
+                self._teardown(time.monotonic() + 10.0)
+                try:
+                    self._boot()
+                except Exception as exc:
+                    log.warning("node %s: new incarnation failed to start (try %d): %s", self.name, attempt, exc)
+                    booted = False
+                else:
+                    booted = True
+            if booted and self._start_program(start, attempt):
+                with self._close_lock:
+                    if self._closed:
+                        return
+                    if self._rt.ended is None:
+                        log.warning("node %s rejoined as incarnation %s", self.name, self.id)
+                        self._ready()
+                        return
+                # It ended already, while the program started: its actors are stopped; start another.
+                log.warning("node %s: incarnation %s ended while it started", self.name, self.id)
+                continue
+            with self._incarnations:  # a pause, cut short by close()
+                if self._incarnations.wait_for(lambda: self._closed, pause):
+                    return
+            pause = min(pause * 2, REJOIN_MAX_PAUSE)
+
+    def _start_program(self, start: Callable[["Node"], None], attempt: int) -> bool:
+        """``start(self)`` on the new incarnation; False when it raised.  A start that
+        hangs (on a peer, a store) is bounded: after `REJOIN_START_TIMEOUT` its
+        incarnation is ended, which fails what it waits on."""
+        dist = self._dist
+        watchdog = threading.Timer(
+            REJOIN_START_TIMEOUT,
+            lambda: dist.end_incarnation(f"the program's start took over {REJOIN_START_TIMEOUT:g} s"),
+        )
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            start(self)
+        except Exception:
+            log.exception("node %s: the program's start on incarnation %s failed (try %d)", self.name, self.id, attempt)
+            return False
+        finally:
+            watchdog.cancel()
+        return True
+
+
+def _ask_all(rt: Runtime, procs: list[str], op: sysop.SysOp[int], timeout: float) -> int:
+    """Send ``op`` to every process of ``procs`` at once; the sum of the answers that came within ``timeout``."""
+    answers: dict[str, int] = {}
+    arrived = threading.Condition()
+
+    def answer(proc: str) -> Callable[[bool, Any], None]:
+        def done(ok: bool, value: Any) -> None:
+            with arrived:
+                answers[proc] = value if ok and type(value) is int else 0
+                arrived.notify_all()
+
+        return done
+
+    for proc in procs:
+        rt.sys_request_then(proc, op, answer(proc))
+    with arrived:
+        arrived.wait_for(lambda: len(answers) == len(procs), timeout)
+        return sum(answers.values())

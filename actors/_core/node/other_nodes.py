@@ -58,15 +58,12 @@ class OtherNodes:
         A node ends its incarnation when it finds itself on the minority side
         of a network cut, or learns that a peer declared it down (see
         docs/distribution.md, "When the network fails"): it disconnects from
-        every node, stops dialing its seeds and refuses every handshake.  The
-        program then closes it and starts a new `Node` (a new incarnation, which
-        the others admit); ``otpy node`` does so by itself."""
+        every node, stops dialing its seeds, refuses every handshake, and
+        stops every actor it runs (`actors.INCARNATION_ENDED`); spawns and
+        calls raise `actors.IncarnationEnded`.  A node made with ``rejoin=``
+        then starts a new incarnation in place (this is None again); another
+        is closed by its program, which may start a new `Node`."""
         return self._peers.ended
-
-    def on_ended(self, fn: Callable[[str], None]) -> None:
-        """Call ``fn(reason)`` once this incarnation ends (at once if it has; from a
-        thread of the node: it must be quick)."""
-        self._peers.on_ended(fn)
 
     def wait_for_node(self, name: str, timeout: float = 10.0) -> bool:
         """Block until node ``name`` is connected (it connected to this one,

@@ -19,7 +19,7 @@ from actors._core.node.peers import Peers
 from actors._core.runtime.mailbox import MailboxLimit
 from actors._core.runtime.runtime import Runtime
 from actors._core.wire import system as sysop
-from actors._core.wire.reasons import Exit
+from actors._core.wire.reasons import INCARNATION_ENDED, Exit, IncarnationEnded
 from actors._core.wire.ref import ActorRef, qualify
 
 __all__ = ["Remote"]
@@ -93,13 +93,16 @@ class Remote:
             if node_id is not None:
                 cpu_list = sorted(cpus) if isinstance(cpus, (set, frozenset, list, tuple)) else cpus
                 try:
-                    return self._rt.sys_request(
+                    answer = self._rt.sys_request(
                         qualify(node_id, self._rt.node_proc), sysop.RSpawn(host, cpu_list, payload), timeout=timeout
                     )
                 except Exit as exc:
                     if exc.reason != "noconnection":
                         raise
-                    # lost meanwhile: the next candidate
+                    continue  # lost meanwhile: the next candidate
+                if answer != ("error", INCARNATION_ENDED):
+                    return answer
+                # That node is ending its incarnation (its link is going down): the next candidate.
         raise Exit("noconnection", f"none of the nodes {candidates} is connected")
 
     def _on_spawn_on(self, src: str, msg: sysop.SpawnOn) -> tuple[str, Any]:
@@ -129,6 +132,8 @@ class Remote:
             )
         except AlreadyRegistered as exc:
             return ("already_registered", exc.holder)
+        except IncarnationEnded as exc:
+            return ("error", exc.reason)
         except SpawnError as exc:
             return ("error", exc.reason)
         except (TypeError, ValueError) as exc:

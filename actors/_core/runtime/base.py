@@ -22,6 +22,7 @@ from actors._core.runtime.unheard import UnheardFrames
 from actors._core.transport.transport import SEND_WAIT, Transport
 from actors._core.wire import ref as _ref
 from actors._core.wire.codec import wrap_relay
+from actors._core.wire.reasons import IncarnationEnded
 from actors._core.wire.ref import ActorRef
 
 if TYPE_CHECKING:
@@ -78,6 +79,10 @@ class RuntimeBase:
         #: node's process to the node-to-node link.  Elsewhere None: hosts
         #: hand such frames to their node process.
         self.relay: Callable[[str, bytes], None] | None = None
+        #: Why this node's incarnation ended, once it has (`actors._core.runtime.deaths`):
+        #: spawns in this process fail from then on, and calls too once ``calls_refused``.
+        self.ended: str | None = None
+        self.calls_refused = False
         #: Other nodes known lost (node id -> reason).
         self.dead_nodes: dict[str, Any] = {}
         #: In a process of a distributed node: its own connections to the
@@ -147,6 +152,10 @@ class RuntimeBase:
             if direct.send(node_id, proc, frame):
                 return
         self.send_frame(self.node_proc, wrap_relay(dest, frame))
+
+    def refused(self) -> IncarnationEnded:
+        """What a spawn or call in a process of an ended incarnation raises."""
+        return IncarnationEnded(self.node_id, self.ended or "ended")
 
     # -- ids -----------------------------------------------------------------
 

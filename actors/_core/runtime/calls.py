@@ -66,6 +66,8 @@ class Calls(Dispatch):
         self._post(target.proc, K_CAST, target.id, request)
 
     def call(self, target: ActorRef, request: Any, timeout: float | None) -> Any:
+        if self.calls_refused:
+            raise self.refused()
         if target.blocks:
             request = Admit(K_CALL, request, timeout)
         return self._request(target, K_CALL, request, timeout)
@@ -136,6 +138,8 @@ class Calls(Dispatch):
         """`call` for asyncio programs: the reply comes back through this
         process's I/O thread, which schedules it onto the running loop; no
         thread blocks on the call, and the loop runs on meanwhile."""
+        if self.calls_refused:
+            raise self.refused()
         loop = asyncio.get_running_loop()
         if target.blocks:
             request = Admit(K_CALL, request, timeout)

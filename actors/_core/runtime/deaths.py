@@ -1,8 +1,10 @@
-"""The death of a whole process, or of a whole other node, as this process learns it.
+"""The death of a whole process, of a whole other node, or of this node's incarnation.
 
 Everything here that pointed into the dead process -- calls pending, links,
 monitors, sinks -- is failed or told (``noproc``, or ``noconnection`` for a
-lost node), and later sends to it are dropped.
+lost node), and later sends to it are dropped.  When this node's own
+incarnation ends, the process first refuses spawns (so no supervisor restarts
+what is being stopped), then ends every actor it holds (`end_incarnation`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from actors._core.runtime.signals import Signals
+from actors._core.wire.reasons import INCARNATION_ENDED
 
 __all__ = ["Deaths"]
 
@@ -79,3 +82,17 @@ class Deaths(Signals):
         for proc in procs:
             if proc.startswith(prefix):
                 self.proc_down(proc, reason)
+
+    def end_incarnation(self, why: str, actors: bool) -> int:
+        """This node's incarnation ended (``why``): no spawn here from now on.  With
+        ``actors``, every actor of this process dies with `INCARNATION_ENDED` (no
+        ``terminate``: what had to stop cleanly was stopped before) and calls from
+        here fail with `actors._core.wire.reasons.IncarnationEnded`; how many actors died."""
+        self.ended = why
+        if not actors:
+            return 0
+        self.calls_refused = True
+        cells = [cell for cell in list(self.cells.values()) if cell.alive]
+        for cell in cells:
+            cell.die(INCARNATION_ENDED)
+        return len(cells)

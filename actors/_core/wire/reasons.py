@@ -17,6 +17,8 @@ __all__ = [
     "Continue",
     "Crash",
     "Exit",
+    "INCARNATION_ENDED",
+    "IncarnationEnded",
     "NotRegistered",
     "Stop",
     "Timeout",
@@ -99,6 +101,26 @@ class NotRegistered(Exit, ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (NotRegistered, (self.name, self.detail))
+
+
+#: The exit reason of every actor of a node whose incarnation ended (it found
+#: itself on the minority side of a network cut, or a peer declared it down):
+#: OTP's ``{shutdown, Term}``, so supervisors neither restart nor report it.
+INCARNATION_ENDED = ("shutdown", "incarnation_ended")
+
+
+class IncarnationEnded(Exit):
+    """A spawn or call on a node whose incarnation ended; ``node_id`` names that
+    incarnation and ``why`` says why it ended.  Its reason is `INCARNATION_ENDED`.
+    It is raised until the node is closed, or replaced by a new incarnation."""
+
+    def __init__(self, node_id: str, why: str) -> None:
+        super().__init__(INCARNATION_ENDED, f"incarnation {node_id} has ended: {why}")
+        self.node_id = node_id
+        self.why = why
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (IncarnationEnded, (self.node_id, self.why))
 
 
 class CallTimeout(Exception):

@@ -151,6 +151,17 @@ class Halt(SysOp[None]):
 
 
 @dataclass(frozen=True, slots=True)
+class EndIncarnation(SysOp[int]):
+    """The node's incarnation ended (``why``): the process refuses spawns from now on;
+    with ``actors``, every actor of it dies too and calls fail.  Answers how many died."""
+
+    OP: ClassVar[str] = "end_incarnation"
+    node_id: str
+    why: str
+    actors: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Configure(SysOp[None]):
     """A warm spare's role, just before its first actor arrives."""
 
@@ -402,6 +413,7 @@ for _op in (
     DropName,
     SpawnHere,
     Halt,
+    EndIncarnation,
     Configure,
     ApplyConfig,
     Register,

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import supervision
-from actors import ActorRef, Exit, Node
+from actors import INCARNATION_ENDED, ActorRef, Exit, Node
 from actors.config import Config
 from actors.couch_jobs import api, process
 from actors.couch_jobs.process import DATABASE_PATH_KEY, STORE_KEY
@@ -199,14 +199,16 @@ class App:
         try:
             self.node.stop(self.top, "shutdown", timeout=timeout)
         except Exit as exc:
-            if exc.reason != "noproc":
+            # Gone already: with its node's incarnation (an incarnation that ended stops every actor).
+            if exc.reason not in ("noproc", "noconnection", INCARNATION_ENDED):
                 raise
-        _close_couch_jobs()
-        close = getattr(self.adapter, "close", None)
-        if callable(close):
-            close()
-        if self.owns_state_dir:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
+        finally:  # what the app holds in this process is released however the tree stopped
+            _close_couch_jobs()
+            close = getattr(self.adapter, "close", None)
+            if callable(close):
+                close()
+            if self.owns_state_dir:
+                shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 def _close_couch_jobs() -> None:

@@ -20,8 +20,9 @@ A temporary state directory (no ``--state-dir``) is removed too.
 
 A network fault never needs a person: when the node ends its incarnation
 (`Node.ended`: it was on the minority side of a cut, or a peer declared it
-down), the application stops, the node closes, and a new node with a new
-incarnation starts at the same address with the same state directory and
+down), every actor of it stops, and the node starts a new incarnation in
+place (`Node`'s ``rejoin``, the one rejoin path a program embedding a node
+uses too) at the same address with the same state directory and
 application, prints its ready line (a new runtime directory) and rejoins
 through its seeds.  The process itself never exits for it, so a service
 manager sees nothing to restart.
@@ -29,7 +30,6 @@ manager sees nothing to restart.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import shutil
@@ -43,8 +43,8 @@ from typing import Any
 
 from actors import Node, global_names, pg
 from actors.app import configcheck
+from actors.app.couch import App, start_app
 from actors.app.couch import load_config as app_config
-from actors.app.couch import start_app
 from actors.config import Config, ConfigError
 from actors.interrupt import stop_once, wait_for_signal
 
@@ -100,12 +100,40 @@ def _stop_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="stop-with-parent", daemon=True).start()
 
 
-def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None, ended: tuple[int, int]) -> str:
-    """One incarnation: boot, print the ready line, serve until a signal raises or the
-    incarnation ends (a byte on the pipe ``ended``; its reason is returned then); the app and
-    node are stopped either way."""
+def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
+    """Boot, start the application, print the ready line, serve until a signal raises; the app and
+    node are stopped either way.  An incarnation that ends is followed by a new one in place
+    (`Node`'s ``rejoin``), which starts the application again and prints a new ready line."""
     node: Node | None = None
-    app = None
+    apps: list[App] = []
+    lock = threading.Lock()
+    ended = [0]
+
+    def start(node: Node) -> None:
+        pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
+        global_names.start(node)
+        app = start_app(node, None, state_dir)
+        with lock:
+            apps.append(app)
+        print(
+            READY_LINE.format(
+                name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir, state=state_dir
+            ),
+            flush=True,
+        )
+
+    def on_ended(reason: str) -> None:
+        """The ended incarnation's actors are stopped: release what its application holds
+        in this process (couch_jobs' store) before the next one starts it again."""
+        ended[0] += 1
+        print(
+            f"node {args.name} incarnation {ended[0]} ended ({reason}): starting a new one", file=sys.stderr, flush=True
+        )
+        with lock:
+            old = apps.pop() if apps else None
+        if old is not None:
+            old.stop()
+
     try:
         node = Node(
             cfg,
@@ -115,28 +143,18 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None, ended: tu
             seeds=args.seeds or (),
             net_ticktime=args.net_ticktime,
             metrics=getattr(args, "metrics", None),
+            rejoin=start,
         )
-
-        def wake(reason: str) -> None:
-            os.write(ended[1], b"x")  # the main thread's wait_for_signal returns
-
-        node.on_ended(wake)
-        pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
-        global_names.start(node)
-        app = start_app(node, None, state_dir)
-        print(
-            READY_LINE.format(
-                name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir, state=state_dir
-            ),
-            flush=True,
-        )
+        node.on_ended(on_ended)
+        start(node)
         if node.metrics_server is not None:  # after the ready line: readers take the first line as it
             print(f"metrics: {node.metrics_server.url}", flush=True)
-        wait_for_signal(wake=ended[0])  # until SIGINT or SIGTERM raises here, or the incarnation ends
-        return node.ended or "ended"
+        wait_for_signal()  # until SIGINT or SIGTERM raises here
     finally:
-        if app is not None:
-            app.stop()
+        with lock:
+            last = apps.pop() if apps else None
+        if last is not None:
+            last.stop()
         if node is not None:
             node.close()
 
@@ -149,26 +167,16 @@ def run_node(args: Any) -> int:
     temporary = args.state_dir is None
     state_dir = tempfile.mkdtemp(prefix=f"otpy-node-{args.name}-") if temporary else os.path.abspath(args.state_dir)
     os.makedirs(state_dir, exist_ok=True)
-    read_end, write_end = os.pipe()
     with stop_once():  # the first signal raises; those after it cannot cut the stop in half
         try:
             # --listen wins over the ini's [cluster] listen, which wins over loopback on a free port.
             listen = args.listen or (None if cfg.get("cluster", "listen") else DEFAULT_LISTEN)
             if getattr(args, "stop_with_parent", False):
                 _stop_with_parent(os.getppid())
-            for incarnation in itertools.count(1):
-                reason = _serve(cfg, args, state_dir, listen, (read_end, write_end))
-                os.read(read_end, 4096)
-                print(
-                    f"node {args.name} incarnation {incarnation} ended ({reason}): starting a new one",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            _serve(cfg, args, state_dir, listen)
         except KeyboardInterrupt:
             pass
         finally:
-            os.close(read_end)
-            os.close(write_end)
             if temporary:
                 shutil.rmtree(state_dir, ignore_errors=True)
     print(f"node {args.name} stopped", flush=True)

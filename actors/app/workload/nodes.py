@@ -137,6 +137,7 @@ class NodeSet:
             "-m",
             "actors",
             "node",
+            *(["--log-level", "info"] if os.environ.get("OTPY_DEMO_NODE_LOGS") else []),
             "--name",
             n.name,
             "--listen",
@@ -173,9 +174,15 @@ class NodeSet:
             n.proc = proc
         lines: queue.Queue[str] = queue.Queue()
 
+        keep = os.environ.get("OTPY_DEMO_NODE_LOGS")
+        copy = open(os.path.join(keep, f"{n.name}.log"), "a") if keep else None  # noqa: SIM115
+
         def read() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
+                if copy is not None:
+                    copy.write(f"{time.time():.3f} {line}")
+                    copy.flush()
                 lines.put(line.rstrip("\n"))
                 with self.lock:
                     n.output = (n.output + [line.rstrip("\n")])[-20:]

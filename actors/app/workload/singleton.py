@@ -116,7 +116,15 @@ class SingletonWatch(Driver):
                 f"restarts), on {where} at the end; "
                 f"{self.looks} looks at every node's copy: {self.two_live} found two live holders, "
                 f"{self.behind} found a copy a moment behind a failover; "
-                f"at the end {len(copies)} copies name {'one live holder' if holder else sorted(map(repr, holders))}"
+                f"at the end {len(copies)} copies name "
+                + (
+                    "one live holder"
+                    if holder
+                    else ", ".join(
+                        f"{n}: {ref!r}" + ("" if ref is None else " (alive)" if _alive(ref) else " (dead)")
+                        for n, ref in sorted(copies.items())
+                    )
+                )
             )
             c.lost = self.two_live + (0 if holder is not None else 1)
         c.counted = f"{self.looks} looks at the singleton"

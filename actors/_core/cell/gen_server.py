@@ -156,7 +156,7 @@ class GenServer(Behaviour):
             cell.links.pop(ref, None)
         cell.runtime.request_unlink(cell.ref, ref)
 
-    def monitor(self, ref: ActorRef, wait: bool = True) -> tuple[str, int]:
+    def monitor(self, ref: ActorRef, wait: bool = True) -> tuple[str, str, int]:
         """Watch ``ref``; one ``("DOWN", mref, ref, reason)`` arrives in
         ``handle_info`` (``noproc`` when it is already dead).
 

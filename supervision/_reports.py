@@ -17,7 +17,15 @@ from typing import Any
 
 from actors import stats as _stats
 
-__all__ = ["RECENT_REPORTS", "RESTARTS_BY_CHILD", "Reports", "short", "status_snapshot"]
+__all__ = [
+    "MAX_TRACEBACK",
+    "RECENT_REPORTS",
+    "REPEAT_WINDOW",
+    "RESTARTS_BY_CHILD",
+    "Reports",
+    "short",
+    "status_snapshot",
+]
 
 log = logging.getLogger("supervision")
 
@@ -34,6 +42,14 @@ def short(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+#: A report like one logged less than this many seconds ago (same report, child and reason)
+#: is counted, not logged: a child in a restart loop gives a line per window, saying how many
+#: it stands for, not its traceback hundreds of times a second.
+REPEAT_WINDOW = 5.0
+#: The most characters of a crash's traceback a report carries (its end: where it was raised).
+MAX_TRACEBACK = 4000
+
+
 class Reports:
     """One supervisor's reports.
 
@@ -46,6 +62,20 @@ class Reports:
         self.restarts = 0
         self.recent: tuple[dict[str, Any], ...] = ()
         self._seq = 0
+        # (report, child, reason) -> (when it was last logged, how many like it since, not logged)
+        self._logged: dict[tuple[str, str, str], tuple[float, int]] = {}
+
+    def _repeat(self, key: tuple[str, str, str], now: float) -> int | None:
+        """None when a report like this one was logged within `REPEAT_WINDOW` (it is
+        counted instead); else how many like it were counted since that one."""
+        last = self._logged.get(key)
+        if last is not None and now - last[0] < REPEAT_WINDOW:
+            self._logged[key] = (last[0], last[1] + 1)
+            return None
+        if len(self._logged) >= 1000:  # many children, each failing once: forget the oldest lines
+            self._logged.clear()
+        self._logged[key] = (now, 0)
+        return 0 if last is None else last[1]
 
     def child_counter(self, supervisor: str, child_id: Any) -> None:
         """Create a child's restart counter at 0, so a series exists before its first increment
@@ -64,12 +94,17 @@ class Reports:
         ref: Any = None,
         normal: bool = False,
         level: int = logging.ERROR,
+        now: float | None = None,
     ) -> None:
         """Log, count and remember one report.
 
         ``normal``: the reason is a normal exit (a ``child_terminated`` with
         one is logged at INFO).  ``template_id`` names the children of a
-        simple_one_for_one, which share their template's id."""
+        simple_one_for_one, which share their template's id.  ``now`` (the
+        supervisor's clock, monotonic seconds) spaces out the lines of a
+        restart loop (`REPEAT_WINDOW`).  A crash's report is the one place
+        its traceback is logged (the actor, linked to its supervisor, leaves
+        it to the supervisor, as OTP's ``report_error``), cut to `MAX_TRACEBACK`."""
         stats = _stats.current()
         if action == "restarting":
             self.restarts += 1
@@ -94,16 +129,38 @@ class Reports:
             "action": action,
         }
         self.recent = (self.recent + (entry,))[-RECENT_REPORTS:]
+        shown = child_id if child_id is not None else template_id
+        key = (what, short(shown, 80), type(reason).__name__ if hasattr(reason, "traceback") else text[:200])
+        repeats = self._repeat(key, time.monotonic() if now is None else now)
+        if repeats is None:
+            return
+        traceback = str(getattr(reason, "traceback", "") or "")
+        if len(traceback) > MAX_TRACEBACK:
+            traceback = "..." + traceback[-MAX_TRACEBACK:]
+        if hasattr(reason, "traceback"):  # a Crash: its type and message here, its traceback below
+            text = short(str(reason), 1000)
         log.log(
             level,
-            "supervisor %s: %s child=%r ref=%r reason=%s action=%s",
+            "supervisor %s: %s child=%r ref=%r reason=%s action=%s%s%s",
             supervisor,
             what,
             child_id,
             ref,
             text,
             action,
-            extra={"supervisor": supervisor, "report": what, "child_id": child_id, "reason": reason, "action": action},
+            f" ({repeats} more like it in the last {REPEAT_WINDOW:g} s or more, not logged one by one)"
+            if repeats
+            else "",
+            ("\n" + traceback.rstrip()) if traceback else "",
+            extra={
+                "event": "supervisor_report",
+                "supervisor": supervisor,
+                "report": what,
+                "child_id": shown,
+                "reason": reason,
+                "action": action,
+                "repeats": repeats,
+            },
         )
 
 

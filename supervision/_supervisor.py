@@ -454,6 +454,7 @@ class Supervisor(GenServer):
             ref=ref,
             normal=_normal(reason),
             level=level,
+            now=self.clock.now(),
         )
 
 

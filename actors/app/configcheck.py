@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from actors.app.logformat import FORMATS
 from actors.cluster_settings import parse_port_range
 from actors.config import Config, ConfigError
 from actors.smoosh.policy import parse_time
@@ -243,6 +244,7 @@ SCHEMA: dict[str, Section] = {
         }
     ),
     "metrics": Section({"port": integer(0, 65535), "bind": text}),
+    "log": Section({"level": choice("debug", "info", "warning", "error", "critical"), "format": choice(*FORMATS)}),
     "replicator.shares": Section(any_key=integer(1, 1000)),
     "couch_jobs": Section(
         {

@@ -30,6 +30,7 @@ manager sees nothing to restart.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -41,14 +42,17 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from actors import Node, global_names, pg
+from actors import Node, api, global_names, pg
 from actors.app import configcheck
 from actors.app.couch import App, start_app
 from actors.app.couch import load_config as app_config
+from actors.app.logformat import configure, stamp_node
 from actors.config import Config, ConfigError
 from actors.interrupt import stop_once, wait_for_signal
 
 __all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
+
+log = logging.getLogger("actors.node")
 
 #: Where a node listens when neither --listen nor the ini's [cluster] listen says.
 DEFAULT_LISTEN = "tcp://127.0.0.1:0"
@@ -100,6 +104,24 @@ def _stop_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="stop-with-parent", daemon=True).start()
 
 
+def _log_settings(cfg: Config, args: Any) -> None:
+    """The ini's ``[log] level`` and ``format`` where the command line gave none
+    (the command line set up logging before the ini was read)."""
+    level = None if getattr(args, "log_level", None) or args.verbose else cfg.get("log", "level")
+    fmt = getattr(args, "log_format", None) or cfg.get("log", "format")
+    if level or fmt:
+        current = logging.getLevelName(logging.getLogger().level)
+        configure(str(level or current).upper(), str(fmt or "plain").strip())
+
+
+def _incarnation() -> str | None:
+    """The id of the incarnation this process runs (None before it has one, or between two)."""
+    try:
+        return api.node_id()
+    except RuntimeError:
+        return None
+
+
 def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
     """Boot, start the application, print the ready line, serve until a signal raises; the app and
     node are stopped either way.  An incarnation that ends is followed by a new one in place
@@ -110,11 +132,22 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
     ended = [0]
 
     def start(node: Node) -> None:
+        began = time.monotonic()
         pg.start(node)  # process groups and cluster-wide names: every node of a cluster runs them
         global_names.start(node)
         app = start_app(node, None, state_dir)
         with lock:
             apps.append(app)
+        log.info(
+            "node %s up at %s (incarnation %s): pg, global names and %s started in %.1f s; state %s",
+            node.name,
+            node.address,
+            node.id,
+            ", ".join(app.names),
+            time.monotonic() - began,
+            state_dir,
+            extra={"event": "node_up", "address": node.address, "rundir": node.rundir},
+        )
         print(
             READY_LINE.format(
                 name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir, state=state_dir
@@ -126,14 +159,19 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
         """The ended incarnation's actors are stopped: release what its application holds
         in this process (couch_jobs' store) before the next one starts it again."""
         ended[0] += 1
-        print(
-            f"node {args.name} incarnation {ended[0]} ended ({reason}): starting a new one", file=sys.stderr, flush=True
+        log.warning(
+            "node %s incarnation %d ended (%s): starting a new one",
+            args.name,
+            ended[0],
+            reason,
+            extra={"event": "rejoining", "reason": reason},
         )
         with lock:
             old = apps.pop() if apps else None
         if old is not None:
             old.stop()
 
+    stamp_node(lambda: (args.name, _incarnation()))  # every line names the node and its incarnation
     try:
         node = Node(
             cfg,
@@ -153,10 +191,13 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
     finally:
         with lock:
             last = apps.pop() if apps else None
+        if node is not None:
+            log.info("node %s stopping: the application, then the node", args.name, extra={"event": "node_stopping"})
         if last is not None:
             last.stop()
         if node is not None:
             node.close()
+            log.info("node %s stopped", args.name, extra={"event": "node_stopped"})
 
 
 def run_node(args: Any) -> int:
@@ -164,6 +205,7 @@ def run_node(args: Any) -> int:
 
     An incarnation that ends (`Node.ended`) is followed by a new one, in this same process."""
     cfg = _config(args.config)
+    _log_settings(cfg, args)
     temporary = args.state_dir is None
     state_dir = tempfile.mkdtemp(prefix=f"otpy-node-{args.name}-") if temporary else os.path.abspath(args.state_dir)
     os.makedirs(state_dir, exist_ok=True)

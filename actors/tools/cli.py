@@ -19,6 +19,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from actors.app.logformat import configure
 from actors.attach import NotANode
 from actors.config import ConfigError
 from actors.interrupt import exit_status, stop_once
@@ -32,9 +33,16 @@ __all__ = ["COMMANDS", "CliError", "build_parser", "main", "status_text"]
 EXIT_BROKEN_PIPE = 141
 
 
+#: Commands that log at INFO by default: a daemon's operator reads what happens to it in its log.
+LOUD = frozenset({"node"})
+
+
 def _setup_logging(args: argparse.Namespace) -> None:
-    level = args.log_level.upper() if args.log_level else ("INFO" if args.verbose else "CRITICAL")
-    logging.basicConfig(level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """stderr at ``--log-level`` (else INFO for a daemon or with ``-v``, else CRITICAL: the
+    other commands print their own reports), in ``--log-format`` (plain by default)."""
+    loud = args.verbose or getattr(args, "command", None) in LOUD
+    level = args.log_level.upper() if args.log_level else ("INFO" if loud else "CRITICAL")
+    configure(getattr(logging, level), getattr(args, "log_format", None) or "plain")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any, NoReturn
 
+from actors.app.logformat import FORMATS
+
 from .cli_run import cmd_bench, cmd_chaos, cmd_demo, cmd_keygen, cmd_node, cmd_observe
 from .cli_status import cmd_status
 from .cli_types import count, per_second, per_second_or_zero, port, seconds, seed, store
@@ -37,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(defaults: bool) -> argparse.ArgumentParser:
-    """``-v`` and ``--log-level``, accepted before and after the subcommand."""
+    """``-v``, ``--log-level`` and ``--log-format``, accepted before and after the subcommand."""
     parent = argparse.ArgumentParser(add_help=False)
     keep: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
     parent.add_argument(
@@ -46,7 +48,13 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
     parent.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error", "critical"],
-        help="log level (default: critical; info with -v)",
+        help="log level (default: info for node, else critical; info with -v; node: else [log] level)",
+        **({"default": None} if defaults else keep),
+    )
+    parent.add_argument(
+        "--log-format",
+        choices=list(FORMATS),
+        help="log lines on stderr: plain (default) or json, one object per line (node: else [log] format)",
         **({"default": None} if defaults else keep),
     )
     return parent

@@ -264,12 +264,14 @@ def test_library_loggers_are_named_under_actors_or_supervision():
     assert "supervision" in names and "actors.node" in names
 
 
-def test_only_the_cli_and_the_host_forwarder_configure_handlers():
+def test_only_the_commands_log_setup_and_the_host_forwarder_configure_handlers():
+    """The library adds no handler: the commands' setup (`actors.app.logformat`, called by
+    the command line) and a host's forwarder to its node are the only ones."""
     configuring = {
         (path, call)
         for path, call, _ in _logging_calls()
         if call in ("basicConfig", "addHandler", "dictConfig", "fileConfig")
     }
-    assert configuring <= {("actors/tools/cli.py", "basicConfig"), ("actors/_core/host/logs.py", "addHandler")}, (
+    assert configuring <= {("actors/app/logformat.py", "addHandler"), ("actors/_core/host/logs.py", "addHandler")}, (
         configuring
     )

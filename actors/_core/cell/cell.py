@@ -240,17 +240,21 @@ class Cell(CellSignals):
             except BaseException as exc:  # noqa: BLE001
                 reason = crash_from(exc)
         if not is_normal_exit(reason):
-            log.error(
-                "actor %s (%s) terminating: reason=%s last_message=%s",
+            # Linked to the actor that started it (its supervisor), it leaves the report with the
+            # traceback to that one (`supervision`), as OTP's report_error: one crash, one report.
+            with self.lock:
+                supervised = self.parent is not None and self.parent in self.links
+            tb = getattr(reason, "traceback", "")
+            log.log(
+                logging.DEBUG if supervised else logging.ERROR,
+                "actor %s (%s) terminating: reason=%s last_message=%s%s",
                 self.name or self.id,
                 type(self.server).__name__,
                 _short(reason),
                 _short(crashed_in[1]) if crashed_in else None,
-                extra={"actor": self.id, "actor_name": self.name, "reason": reason},
+                ("\n" + tb[-4000:].rstrip()) if tb else "",
+                extra={"event": "actor_terminating", "actor": self.id, "actor_name": self.name, "reason": reason},
             )
-            tb = getattr(reason, "traceback", "")
-            if tb:
-                log.debug("traceback of %s:\n%s", self.id, tb)
         if reply is not None:
             with self.lock:
                 self.inflight.pop((reply[0].proc, reply[0].ref), None)

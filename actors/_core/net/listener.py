@@ -34,6 +34,7 @@ from actors._core.net.protocol import (
     decode,
 )
 from actors._core.net.session import Peer
+from actors._core.net.zap import Refusals
 
 __all__ = ["Listener"]
 
@@ -47,6 +48,7 @@ class Listener(Outgoing):
     _router: zmq.Socket[bytes]
     _router_mon: zmq.Socket[bytes]
     _handshake_timeout: float
+    _refusals: Refusals  # handshakes that failed (logged a line a minute)
     _dirty: bool  # something other than a data frame happened: the loop re-plans
 
     def _drain_router(self) -> None:
@@ -204,6 +206,7 @@ class Listener(Outgoing):
             kind = event["event"]
             if kind & HANDSHAKE_FAILED:
                 self._count("handshake_failures")
+                self._refusals.failed(self._clock.now(), str(event.get("endpoint", b""), errors="replace"))
             elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._count("handshakes_in")
             elif kind == zmq.EVENT_ACCEPTED:

@@ -97,6 +97,7 @@ from actors._core.net.protocol import (
 )
 from actors._core.net.session import Waiter
 from actors._core.net.tick import DEFAULT_NET_TICKTIME, Liveness
+from actors._core.net.zap import Refusals
 
 __all__ = ["ConnectError", "NetError", "NetLink", "is_loopback", "parse_tcp"]
 
@@ -159,6 +160,7 @@ class NetLink(IOLoop):
         self._on_greeting = on_greeting
         self._clock = clock if clock is not None else MonotonicClock()
         self._liveness = Liveness(net_ticktime)
+        self._refusals = Refusals(f"link {name}")
         self._handshake_timeout = handshake_timeout
         self.address = ""
         self._stats = collections.Counter()

@@ -172,7 +172,13 @@ class Distribution:
         direct, key = self._rt.direct, self.net.key if self.net is not None else None
         if direct is not None and address is not None:  # this process's own frames to that node's processes
             direct.learn(f"{peer}@{incarnation:x}", address, key.public if key else None, key.secret if key else None)
-        log.info("nodeup: node %s (incarnation %x) at %s", peer, incarnation, address)
+        log.info(
+            "nodeup: node %s (incarnation %x) at %s",
+            peer,
+            incarnation,
+            address,
+            extra={"event": "nodeup", "peer": peer, "peer_incarnation": f"{incarnation:x}", "address": address},
+        )
         self._rt.call_soon(lambda: self.events.publish("nodeup", peer))
         _greeting.run_after_up(self._after_up.pop(f"{peer}@{incarnation:x}", []), peer)
         if self._connect_all:
@@ -233,7 +239,12 @@ class Distribution:
             f"an incarnation that was lost never reconnects: it starts a new one to rejoin"
         )
         if self._log_limit.allow(f"refused {peer}", time.monotonic()):
-            log.warning("refused a handshake from node %s: %s", peer, reason)
+            log.warning(
+                "refused a handshake from node %s: %s",
+                peer,
+                reason,
+                extra={"event": "handshake_refused", "peer": peer, "reason": why},
+            )
         assert self.net is not None
         # What the refused node needs to decide whether it is the one to end (`_net_rejected`).
         return {
@@ -253,7 +264,13 @@ class Distribution:
         if net is None:
             return
         if self._log_limit.allow(f"rejected {address}", time.monotonic()):
-            log.warning("node %s at %s refused this node's handshake: %s", name or "?", address, body.get("reason"))
+            log.warning(
+                "node %s at %s refused this node's handshake: %s",
+                name or "?",
+                address,
+                body.get("reason"),
+                extra={"event": "handshake_rejected", "peer": name, "address": address, "reason": body.get("reason")},
+            )
         other, other_inc, other_up = body.get("by"), body.get("by_inc"), body.get("by_up")
         if (
             body.get("quarantined") is not True
@@ -283,6 +300,7 @@ class Distribution:
             peer,
             incarnation,
             reason,
+            extra={"event": "nodedown", "peer": peer, "peer_incarnation": f"{incarnation:x}", "reason": reason},
         )
         if minority is not None:
             self.end_incarnation(minority)
@@ -306,7 +324,13 @@ class Distribution:
         if ended is None:
             return
         callbacks, peers = ended
-        log.warning("node %s ends incarnation %s: %s", self.name, self.id, reason)
+        log.warning(
+            "node %s ends incarnation %s: %s",
+            self.name,
+            self.id,
+            reason,
+            extra={"event": "incarnation_ended", "reason": reason},
+        )
         if self.seeds is not None:
             self.seeds.stop()
         net = self.net

@@ -557,6 +557,7 @@ class Node(OtherNodes):
             time.monotonic() - started,
             stopped - started,
             ended,
+            extra={"event": "incarnation_stopped", "reason": why, "seconds": round(time.monotonic() - started, 3)},
         )
 
     def _rejoin_loop(self, start: Callable[["Node"], None]) -> None:
@@ -581,7 +582,9 @@ class Node(OtherNodes):
                     if self._closed:
                         return
                     if self._rt.ended is None:
-                        log.warning("node %s rejoined as incarnation %s", self.name, self.id)
+                        log.warning(
+                            "node %s rejoined as incarnation %s", self.name, self.id, extra={"event": "rejoined"}
+                        )
                         self._ready()
                         return
                 # It ended already, while the program started: its actors are stopped; start another.

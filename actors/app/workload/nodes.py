@@ -137,7 +137,6 @@ class NodeSet:
             "-m",
             "actors",
             "node",
-            *(["--log-level", "info"] if os.environ.get("OTPY_DEMO_NODE_LOGS") else []),
             "--name",
             n.name,
             "--listen",

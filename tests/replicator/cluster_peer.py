@@ -4,7 +4,7 @@
 ``ADDR <address>``, then serves commands until stdin closes: ``connect ADDR``
 (``CONNECTED <name>``), ``start`` (the replicator tree, clustered, with
 `AuditedJob`; ``STARTED``), ``status`` (``STATUS <json>``, the doc
-processor's `cluster_status`).
+processor's `cluster_status`, or ``{"ended": why}`` once the node ended its incarnation).
 
 On the PostgreSQL store: ``--db`` is the store URL, ``--store`` turns it into
 ``[replicator] store`` (so leases are on), ``--lease-ttl``, ``--ticktime``
@@ -19,8 +19,9 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
-from actors import Node
+from actors import IncarnationEnded, Node
 from actors._core.net.net import NetError
 from actors.replicator import ReplicationJob, cluster_status, start_replicator
 from tests.cluster.peer_loop import connect_command, say, serve
@@ -76,15 +77,21 @@ def main() -> int:
             node.spawn(NodesAudit)
         say(f"ADDR {node.address}")
 
+        def status() -> dict[str, Any]:
+            """The replicator's cluster status, or ``{"ended": why}`` once the node's incarnation ended."""
+            if node.ended is not None:  # its actors are stopped, or stopping
+                return {"ended": node.ended}
+            return dict(cluster_status(node))
+
         def start(words: list[str]) -> None:
             start_replicator(node, job_class, job_host=job_host)
             say("STARTED")
 
         serve(
             {
-                "connect": connect_command(node.connect, 10.0, NetError),
+                "connect": connect_command(node.connect, 10.0, (NetError, IncarnationEnded)),
                 "start": start,
-                "status": lambda words: say("STATUS " + json.dumps(cluster_status(node), default=str)),
+                "status": lambda words: say("STATUS " + json.dumps(status(), default=str)),
             }
         )
     return 0

@@ -56,8 +56,7 @@ class Env:
 def env(pg_cluster, pg_database) -> Iterator[Env]:
     schema = pg_cluster.create_schema(pg_database)
     url = pg_cluster.url(pg_database, schema)
-    info = pg_cluster.server.get_postmaster_info()
-    sock = f"{pg_cluster.socket_dir}/.s.PGSQL.{info.port or 5432}"
+    sock = f"{pg_cluster.socket_dir}/.s.PGSQL.{pg_cluster.port}"
     proxies: list[PgProxy] = []
     nodes: list[PgNode] = []
     writer = None
@@ -146,8 +145,8 @@ def test_sigkill_of_a_node(env: Env) -> None:
 @pytest.mark.timeout(240)
 def test_sigstop_past_the_lease_then_continue(env: Env) -> None:
     """The frozen node's leases expire, the others take its jobs; when it wakes it is cut off
-    from the others (declared down: a lost incarnation never reconnects), claims every job
-    by its own view, and the leases keep it from running any."""
+    from the others (declared down: a lost incarnation never reconnects), so it ends its
+    incarnation, and with it every actor it runs: it runs no job from then on."""
     victim = busiest(env)
     others = {n.name for n in env.nodes} - {victim.name}
     t0 = time.time()
@@ -159,13 +158,13 @@ def test_sigstop_past_the_lease_then_continue(env: Env) -> None:
     woke = time.time()
     assert took <= LIVENESS, f"jobs ran again only {took:.1f} s after the freeze (bound {LIVENESS} s)"
     status = wait_until(
-        "the woken node sees itself alone and wants every job",
-        lambda: (lambda s: s if s["live"] == [victim.name] and len(s["running"]) == JOBS else None)(victim.status()),
+        "the woken node ends its incarnation",
+        lambda: (lambda s: s if s.get("ended") else None)(victim.status()),
         timeout=60.0,
     )
-    assert status["stable"]
+    assert "declared this incarnation down" in status["ended"] or "minority" in status["ended"]
     wait_until(
-        "its job threads waited a lease TTL (and more) for leases they never got",
+        "two lease TTLs after the wake: time for any run it might still start",
         lambda: time.time() > woke + 2 * TTL,
         timeout=3 * TTL,
     )

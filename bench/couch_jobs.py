@@ -42,7 +42,7 @@ if HERE not in sys.path:
 from _common import environment, percentile, write_json  # noqa: E402
 
 from actors import GenServer, Node  # noqa: E402
-from actors.couch_jobs.local_postgres import start_server  # noqa: E402
+from actors.couch_jobs.local_postgres import HOW_TO_GET, LocalPostgres, find_bindir  # noqa: E402
 from tests.polling import take_first  # noqa: E402
 
 
@@ -190,15 +190,15 @@ def run_store(label: str, location: str, n_add: int, n_drain: int, n_wake: int) 
 
 
 def postgres_cluster(root: str) -> Any:
-    """A throwaway PostgreSQL cluster under ``root`` (pgserver), or None with the reason."""
+    """A throwaway PostgreSQL cluster under ``root`` (`LocalPostgres`), or None when none can run here."""
     try:
-        import pgserver  # noqa: F401
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError:
         return None
-    os.chmod(root, 0o755)  # as root, pgserver runs the server as its own user
-    return start_server(os.path.join(root, "data"))  # survives a slow start on a loaded machine
+    if find_bindir() is None:
+        return None
+    return LocalPostgres(os.path.join(root, "data"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,12 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         results["sqlite"] = run_store("sqlite", os.path.join(tmp, "jobs.db"), n_add, n_drain, n_wake)
         server = postgres_cluster(tmp)
         if server is None:
-            results["postgres"] = {"skipped": "pip install pgserver 'psycopg[binary]' psycopg_pool"}
+            results["postgres"] = {"skipped": HOW_TO_GET}
         else:
             try:
-                results["postgres"] = run_store("postgres", server.get_uri(), n_add, n_drain, n_wake)
+                results["postgres"] = run_store("postgres", server.url(), n_add, n_drain, n_wake)
             finally:
-                server.cleanup()
+                server.close()
 
     stores = [k for k in ("sqlite", "postgres") if "add" in results[k]]
     print()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from actors import Node
+from actors.couch_jobs import local_postgres
 from tests.pg import HOW_TO_GET, PgCluster
 
 
@@ -68,21 +69,20 @@ def key(tmp_path) -> str:
 
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PgCluster]:
-    """The session's PostgreSQL cluster (pgserver), stopped and deleted at the end.
+    """The session's PostgreSQL cluster, stopped and deleted at the end: pgserver's
+    binaries where its wheel is installed, else the system's (one code path).
 
     One server start per run, shared by every directory's tests; skips,
-    saying how to install them, without pgserver, psycopg and psycopg_pool.
+    saying how to get them, without either, or without psycopg and psycopg_pool.
     """
     try:
-        import pgserver  # noqa: F401
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError:
         pytest.skip(HOW_TO_GET)
-    # Not under pytest's 0700 tmp tree: when run as root, pgserver runs the
-    # server (and pg_ctl) as its own user, who must reach the data directory.
+    if local_postgres.find_bindir() is None:
+        pytest.skip(HOW_TO_GET)
     root = Path(tempfile.mkdtemp(prefix="otpy_pg_"))
-    root.chmod(0o755)
     try:
         cluster = PgCluster(root)
         try:

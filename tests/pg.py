@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster for the tests, from the ``pgserver`` wheel.
+"""A throwaway PostgreSQL cluster for the tests (`actors.couch_jobs.local_postgres`).
 
 One cluster per test session, whatever directories the session runs
 (the ``pg_cluster`` fixture of ``tests/conftest.py``), in a temporary
@@ -11,28 +11,31 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from actors.couch_jobs.local_postgres import start_server
+from actors.couch_jobs import local_postgres
+from actors.couch_jobs.local_postgres import LocalPostgres
 
-HOW_TO_GET = (
-    "PostgreSQL tests need the pgserver wheel and psycopg: "
-    "pip install -e '.[test]' (pgserver, psycopg[binary], psycopg_pool)"
-)
+HOW_TO_GET = "PostgreSQL tests: " + local_postgres.HOW_TO_GET
+
+
+def postgres_missing() -> str | None:
+    """Why no throwaway PostgreSQL can run here (no binaries, no driver), or None."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        return HOW_TO_GET
+    return None if local_postgres.find_bindir() else HOW_TO_GET
 
 
 class PgCluster:
     def __init__(self, root: Path) -> None:
-        # imported here so the suite runs (and skips) without pgserver
-        from pgserver.postgres_server import pg_ctl
-
-        self._pg_ctl = pg_ctl
-        self.pgdata = root / "data"
-        self.server: Any = start_server(str(self.pgdata))  # survives a slow start
-        self.socket_dir = self.server.get_postmaster_info().socket_dir
-        self.admin_url = self.server.get_uri()
-        self.restarted = False
+        self.server = LocalPostgres(root / "data")  # pgserver's binaries, else the system's
+        self.pgdata = self.server.pgdata
+        self.socket_dir = self.server.socket_dir
+        self.port = self.server.port
+        self.admin_url = self.server.url()
 
     def url(self, database: str, schema: str | None = None) -> str:
         parts = urlsplit(self.admin_url)
@@ -64,19 +67,12 @@ class PgCluster:
     def drop_schema(self, database: str, name: str) -> None:
         self._admin(f'DROP SCHEMA IF EXISTS "{name}" CASCADE', database)
 
-    def pg_ctl(self, *args: str) -> None:
-        # pgserver's wrapper runs it as the cluster's user (postgres refuses root).
-        self._pg_ctl(list(args), pgdata=self.pgdata, user=self.server.system_user, timeout=60)
-
     def stop(self) -> None:
         """Stop the server now (``immediate``: connections drop as in a crash)."""
-        self.pg_ctl("-w", "-m", "immediate", "stop")
+        self.server.stop("immediate")
 
     def start(self) -> None:
-        self.restarted = True  # pgserver's own cleanup no longer knows this postmaster
-        self.pg_ctl("-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.pgdata / "restart.log"), "start")
+        self.server.start()
 
     def close(self) -> None:
-        if self.restarted:
-            self.pg_ctl("-w", "-m", "fast", "stop")
-        self.server.cleanup()
+        self.server.close()

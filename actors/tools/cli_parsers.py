@@ -111,7 +111,7 @@ def add_demo(sub: Subparsers) -> None:
         default="sqlite",
         metavar="{sqlite,postgres,URL}",
         help="couch_jobs store: sqlite (a file, default), postgres (a throwaway PostgreSQL "
-        "server from pgserver) or a postgresql:// URL of your own server",
+        "server: pgserver's binaries, else the system's) or a postgresql:// URL of your own server",
     )
     p.add_argument(
         "--observe",

@@ -27,7 +27,7 @@ from actors._core.net.keys import write_new
 from actors.app.demo_cluster import _descends_from, node_config
 from actors.app.nodecmd import parse_ready
 from actors.config import Config
-from tests.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET, postgres_missing
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)
 ENV = dict(os.environ, PYTHONPATH=ROOT)
@@ -428,10 +428,7 @@ def test_demo_on_nodes_interrupted_stops_its_nodes_and_prints_a_partial_summary(
 def test_demo_on_nodes_with_postgres_shares_one_store_and_no_job_runs_twice():
     """On PostgreSQL the nodes share couch_jobs' store and the replicator's (documents, databases,
     leases): the summary reads the audit of runs and finds no job that ran on two nodes at once."""
-    try:
-        import pgserver  # noqa: F401
-        import psycopg  # noqa: F401
-    except ImportError:
+    if postgres_missing():
         pytest.skip(HOW_TO_GET)
     out = subprocess.run(
         [*CLI, "demo", "--nodes", "3", "--short", "--no-live", "--seed", "8", "--store", "postgres"],

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from tests.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET, postgres_missing
 
 pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
-pytest.importorskip("pgserver", reason=HOW_TO_GET)
+if postgres_missing():
+    pytest.skip(HOW_TO_GET, allow_module_level=True)
 
 from actors import Node  # noqa: E402
 from actors.couch_jobs import CouchJobs  # noqa: E402

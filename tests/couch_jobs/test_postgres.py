@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET, postgres_missing
 
 psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
-pytest.importorskip("pgserver", reason=HOW_TO_GET)
+if postgres_missing():
+    pytest.skip(HOW_TO_GET, allow_module_level=True)
 
 import actors.couch_jobs as couch_jobs  # noqa: E402
 from actors.couch_jobs import (  # noqa: E402
@@ -356,7 +357,7 @@ def _demo(tmp_path, store: str) -> "subprocess.CompletedProcess[str]":
 
 def test_demo_runs_with_couch_jobs_on_postgres(tmp_path, pg_url):
     """``demo --store URL`` on the session's server (``--store postgres`` starts its
-    own pgserver cluster the same way the session fixture does)."""
+    own local server the same way the session fixture does)."""
     done = _demo(tmp_path, pg_url)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "couch_jobs store: PostgreSQL at postgresql://" in done.stdout

@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 
-from tests.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET, postgres_missing
 from tests.polling import poll_until
 
 psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
-pytest.importorskip("pgserver", reason=HOW_TO_GET)
+if postgres_missing():
+    pytest.skip(HOW_TO_GET, allow_module_level=True)
 
 from actors.app import configcheck  # noqa: E402
 from actors.config import Config, ConfigError  # noqa: E402

@@ -20,7 +20,7 @@ from actors.tools.observer import observe
 from actors.tools.observer.source import ref_of
 from tests.couch_jobs.conftest import store_url  # noqa: F401 (a fixture)
 from tests.observer.conftest import get, row, small_tree, snapshot, wait_picture
-from tests.pg import HOW_TO_GET
+from tests.pg import HOW_TO_GET, postgres_missing
 
 pytestmark = pytest.mark.integration
 
@@ -185,7 +185,8 @@ def test_demo_observe_shows_every_service_panel(store: str, tmp_path: Any) -> No
     """``demo --observe``: the page's picture has the four services' panels, read from the real services;
     couch_jobs' counts come from its store whichever it is (a SQLite file, or PostgreSQL)."""
     if store == "postgres":
-        pytest.importorskip("pgserver", reason=HOW_TO_GET)
+        if postgres_missing():
+            pytest.skip(HOW_TO_GET)
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -92,12 +92,17 @@ class _NodeStamp(logging.Filter):
         return True
 
 
-def configure(level: str | int, fmt: str = "plain", stream: TextIO | None = None) -> logging.Handler:
+def configure(level: str | int, fmt: str = "plain", stream: TextIO | None = None) -> logging.Handler | None:
     """One handler on the root logger at ``level``, in format ``fmt`` (`FORMATS`), to
-    ``stream`` (stderr); it replaces the one an earlier call installed.  Returns it."""
+    ``stream`` (stderr); it replaces the one an earlier call installed.  Returns it.
+
+    As `logging.basicConfig` does, it leaves alone a root logger that a program
+    configured already (a command run inside a program, or a test): None then."""
     if fmt not in FORMATS:
         raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     root = logging.getLogger()
+    if any(not getattr(h, "_otpy", False) for h in root.handlers):
+        return None
     for old in [h for h in root.handlers if getattr(h, "_otpy", False)]:
         root.removeHandler(old)
         old.close()

@@ -138,21 +138,21 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
         app = start_app(node, None, state_dir)
         with lock:
             apps.append(app)
-        log.info(
-            "node %s up at %s (incarnation %s): pg, global names and %s started in %.1f s; state %s",
-            node.name,
-            node.address,
-            node.id,
-            ", ".join(app.names),
-            time.monotonic() - began,
-            state_dir,
-            extra={"event": "node_up", "address": node.address, "rundir": node.rundir},
-        )
         print(
             READY_LINE.format(
                 name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir, state=state_dir
             ),
             flush=True,
+        )
+        log.info(
+            "node %s started incarnation %s at %s: pg, global names and %s in %.1f s; state %s",
+            node.name,
+            node.id,
+            node.address,
+            ", ".join(app.names),
+            time.monotonic() - began,
+            state_dir,
+            extra={"event": "node_up", "address": node.address, "rundir": node.rundir},
         )
 
     def on_ended(reason: str) -> None:

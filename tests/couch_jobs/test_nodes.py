@@ -16,8 +16,6 @@ from tests.pg import HOW_TO_GET, postgres_missing
 
 pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
-if postgres_missing():
-    pytest.skip(HOW_TO_GET, allow_module_level=True)
 
 from actors import Node  # noqa: E402
 from actors.couch_jobs import CouchJobs  # noqa: E402
@@ -27,7 +25,11 @@ from tests.couch_jobs.actor_workers import Collector, Worker, collected  # noqa:
 from tests.couch_jobs.finished_log import create_finished_log, finishers  # noqa: E402
 from tests.couch_jobs.node_workers import KeepingHolder  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [
+    pytest.mark.skipif(postgres_missing() is not None, reason=HOW_TO_GET),
+    pytest.mark.integration,
+    pytest.mark.timeout(120),
+]
 
 TYPE = "nodejob"
 N_JOBS = 60

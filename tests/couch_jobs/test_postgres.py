@@ -21,8 +21,6 @@ from tests.pg import HOW_TO_GET, postgres_missing
 
 psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
-if postgres_missing():
-    pytest.skip(HOW_TO_GET, allow_module_level=True)
 
 import actors.couch_jobs as couch_jobs  # noqa: E402
 from actors.couch_jobs import (  # noqa: E402
@@ -40,7 +38,11 @@ from tests.couch_jobs.actor_fixtures import start_tree  # noqa: E402
 from tests.couch_jobs.actor_workers import Collector, Worker, collected  # noqa: E402
 from tests.couch_jobs.finished_log import create_finished_log, finish_counts  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [
+    pytest.mark.skipif(postgres_missing() is not None, reason=HOW_TO_GET),
+    pytest.mark.integration,
+    pytest.mark.timeout(120),
+]
 
 TYPE = "pgjob"
 

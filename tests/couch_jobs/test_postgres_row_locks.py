@@ -23,8 +23,6 @@ from tests.polling import poll_until
 
 psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
-if postgres_missing():
-    pytest.skip(HOW_TO_GET, allow_module_level=True)
 
 from actors.app import configcheck  # noqa: E402
 from actors.config import Config, ConfigError  # noqa: E402
@@ -32,7 +30,11 @@ from actors.couch_jobs import CouchJobs, Halt, PostgresStore, StoreUnavailable, 
 from actors.couch_jobs.activity import ActivityMonitorLogic  # noqa: E402
 from actors.couch_jobs.model import encode_type  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = [
+    pytest.mark.skipif(postgres_missing() is not None, reason=HOW_TO_GET),
+    pytest.mark.integration,
+    pytest.mark.timeout(60),
+]
 
 TYPE = "locked"
 KEY = encode_type(TYPE)

@@ -26,14 +26,16 @@ from tests.pg import HOW_TO_GET, postgres_missing
 
 pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)
-if postgres_missing():
-    pytest.skip(HOW_TO_GET, allow_module_level=True)
 
 from actors.couch_jobs import CouchJobs, PostgresStore  # noqa: E402
 from actors.couch_jobs.pg_listener import PgListener  # noqa: E402
 from actors.couch_jobs.waker import ConditionWaker  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+pytestmark = [
+    pytest.mark.skipif(postgres_missing() is not None, reason=HOW_TO_GET),
+    pytest.mark.integration,
+    pytest.mark.timeout(90),
+]
 
 TYPE = "wake"
 ACCEPT_TIMEOUT = 20.0

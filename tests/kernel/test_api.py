@@ -68,6 +68,8 @@ def test_exported_names_are_pinned():
             "Exit",
             "From",
             "GenServer",
+            "INCARNATION_ENDED",
+            "IncarnationEnded",
             "MailboxFull",
             "Monitor",
             "NetError",

@@ -117,7 +117,7 @@ def test_otpy_node_metrics_serves_the_whole_application(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [*CLI, "node", "--name", "m1", "--metrics", "0", "--state-dir", str(tmp_path)],
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=open(tmp_path / "stderr", "w"),  # noqa: SIM115 - the node's log, apart from its stdout
         text=True,
         env=ENV,
         cwd=ROOT,
@@ -125,7 +125,7 @@ def test_otpy_node_metrics_serves_the_whole_application(tmp_path: Path) -> None:
     )
     try:
         assert proc.stdout is not None
-        assert parse_ready(proc.stdout.readline()) is not None  # the ready line stays the first
+        assert parse_ready(proc.stdout.readline()) is not None  # the ready line stays the first on stdout
         samples = scrape(_metrics_line(proc))
         assert value(samples, "otpy_actors", **{"class": "Ioq2Server"}) >= 1
         assert value(samples, "otpy_processes_scraped") >= 3

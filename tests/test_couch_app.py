@@ -251,3 +251,20 @@ def test_kernel_spawn_link_by_a_killed_actor_leaves_no_orphan(node):
     else:  # refused: the dead parent's own exit reason, nothing else
         assert isinstance(child, Exit) and child.reason == "killed", child
     assert node.whereis("app_test_orphan") is None
+
+
+def test_a_start_that_fails_halfway_leaves_couch_jobs_detached_and_can_be_tried_again(node, tmp_path):
+    """The tree fails after couch_jobs attached this process (a clustered replicator on a node
+    that is not distributed): the failure releases the attachment, so a later start (a node's
+    next incarnation, after one that ended while it started) does not find it taken."""
+    from actors.couch_jobs import process
+
+    with pytest.raises(supervision.StartError):
+        start_app(node, {"replicator": {"cluster": "true"}}, str(tmp_path / "first"))
+    assert process.attachment() is None
+    assert node.whereis(COUCH_SUP) is None
+    app = start_app(node, {"replicator": {"cluster": "false"}}, str(tmp_path / "second"))
+    try:
+        assert process.attachment() is not None and node.whereis(COUCH_SUP) == app.top
+    finally:
+        app.stop()

@@ -283,6 +283,11 @@ def start_app(
     try:
         top = supervision.start_supervisor(node, flags, children, name=COUCH_SUP, cls=CouchSup)
     except BaseException:
+        # A tree that failed halfway may have attached couch_jobs to this process (its store,
+        # its listener): released here, or the next start would find it attached to a node
+        # that is gone (an incarnation that ended while the application started, say).
+        _close_couch_jobs()
+        adapter.close()
         if owns:
             shutil.rmtree(state_dir, ignore_errors=True)
         raise

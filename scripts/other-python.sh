@@ -52,10 +52,14 @@ mount --bind /dev "$root/dev"
 mount --bind /dev/pts "$root/dev/pts"
 mount -t tmpfs tmpfs "$root/dev/shm"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-# The host's pip settings (an index mirror, a certificate), if any, reach pip in the root too.
+# The host's pip settings (an index mirror, a certificate) and the certificates it trusts (a
+# proxy's own CA, say), if any, reach pip in the root too.
 for f in /etc/pip.conf /etc/xdg/pip/pip.conf /etc/xdg/pip/constraints.txt; do
     [ -f "$f" ] && mkdir -p "$root$(dirname "$f")" && cp "$f" "$root$f"
 done
+[ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+pip_env=()
+while IFS= read -r line; do pip_env+=("$line"); done < <(env | grep -E '^(PIP_[A-Z_]+|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy)=' || true)
 
 rm -rf "$root/src"
 git clone -q "$repo" "$root/src"
@@ -67,7 +71,8 @@ run() {  # NAME COMMAND: run COMMAND in the root's checkout, print pass/fail and
     start=$(date +%s)
     set +e
     chroot "$root" /usr/bin/env -i HOME=/root PATH=/src/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        TMPDIR=/tmp LANG=C.UTF-8 bash -c "cd /src && $*" >"$root/$name.log" 2>&1
+        TMPDIR=/tmp LANG=C.UTF-8 SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt "${pip_env[@]}" \
+        bash -c "cd /src && $*" >"$root/$name.log" 2>&1
     status=$?
     set -e
     echo "== $name: $([ $status = 0 ] && echo pass || echo "FAIL ($status)") in $(( $(date +%s) - start )) s" \

@@ -43,6 +43,7 @@ fi
 
 mounts=(proc sys dev dev/pts dev/shm)
 cleanup() {
+    umount -l "$root/run/netns" 2>/dev/null || true  # what `ip netns` of the hosts tests left mounted
     for ((i=${#mounts[@]}-1; i>=0; i--)); do umount -l "$root/${mounts[i]}" 2>/dev/null || true; done
 }
 trap cleanup EXIT

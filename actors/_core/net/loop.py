@@ -23,7 +23,7 @@ import zmq
 
 from actors._core.net.listener import Listener
 from actors._core.net.protocol import BYE, BYE_LINGER_MS, LISTEN_EVENTS, TICK, ConnectError, NetError, parse_tcp
-from actors._core.net.zap import ZAP_DOMAIN, Denials, open_zap, serve_zap
+from actors._core.net.zap import ZAP_DOMAIN, open_zap, serve_zap
 
 __all__ = ["IOLoop"]
 
@@ -78,7 +78,6 @@ class IOLoop(Listener):
     def _bind(self, ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
         if self.key is not None:
             self._zap = open_zap(ctx)
-            self._denials = Denials()
             self._poller.register(self._zap, zmq.POLLIN)
         router = ctx.socket(zmq.ROUTER)
         router.linger = 0
@@ -205,4 +204,6 @@ class IOLoop(Listener):
 
     def _serve_zap(self) -> None:
         assert self._zap is not None and self.key is not None
-        serve_zap(self._zap, self.key.public_raw, self._count, self._denials)
+        serve_zap(
+            self._zap, self.key.public_raw, self._count, lambda peer: self._refusals.failed(self._clock.now(), peer)
+        )

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import Callable
 
 import zmq
 
-__all__ = ["ZAP_DOMAIN", "ZAP_ENDPOINT", "Denials", "Refusals", "open_zap", "serve_zap"]
+__all__ = ["ZAP_DOMAIN", "ZAP_ENDPOINT", "Refusals", "open_zap", "serve_zap"]
 
 log = logging.getLogger("actors.net")
 
@@ -33,35 +32,11 @@ def open_zap(ctx: zmq.Context[zmq.Socket[bytes]]) -> zmq.Socket[bytes]:
     return sock
 
 
-class Denials:
-    """Logs a refused client: a line per address per ``period`` seconds, so an operator
-    learns of a peer with the wrong key (or a scanner) without a line per retry."""
-
-    def __init__(self, period: float = 60.0, limit: int = 1000) -> None:
-        self.period = period
-        self.limit = limit  # addresses remembered at most (a scan of many addresses stays bounded)
-        self._last: dict[str, float] = {}
-
-    def __call__(self, address: str, mechanism: str) -> None:
-        now = time.monotonic()
-        last = self._last.get(address)
-        if last is not None and now - last < self.period:
-            return
-        if len(self._last) >= self.limit:
-            self._last.clear()
-        self._last[address] = now
-        log.warning(
-            "refused a connection from %s: %s",
-            address or "?",
-            "it does not hold the cluster key" if mechanism == "CURVE" else f"{mechanism or '?'} is not CurveZMQ",
-            extra={"event": "connection_refused", "address": address, "reason": "not_cluster_key"},
-        )
-
-
 class Refusals:
-    """Clients whose CurveZMQ handshake failed on a listener (the peer holds another
-    cluster's key, so ZeroMQ never asks the ZAP handler, or it speaks no CurveZMQ):
-    logged a line a minute at most, with how many since the line before."""
+    """Clients a listener refused: their CurveZMQ handshake failed (the peer holds another
+    cluster's key, so ZeroMQ never asks the ZAP handler, or it speaks no CurveZMQ) or the
+    ZAP handler turned their key away.  Logged a line a minute at most, with how many since
+    the line before, so an operator learns of them without a line per retry."""
 
     def __init__(self, where: str, period: float = 60.0) -> None:
         self.where = where
@@ -69,27 +44,31 @@ class Refusals:
         self._since = 0
         self._logged: float | None = None
 
-    def failed(self, now: float, endpoint: str) -> None:
+    def failed(self, now: float, where: str) -> None:
+        """One more refused; ``where``: the listening endpoint, or the peer's address."""
         self._since += 1
         if self._logged is not None and now - self._logged < self.period:
             return
         count, self._since, self._logged = self._since, 0, now
         log.warning(
-            "%s refused %d connection%s on %s: the CurveZMQ handshake failed (a peer without this cluster's key?)",
+            "%s refused %d connection%s (the last: %s): the CurveZMQ handshake failed (a peer without this cluster's key?)",
             self.where,
             count,
             "" if count == 1 else "s",
-            endpoint,
+            where,
             extra={"event": "handshake_failed", "count": count, "reason": "not_cluster_key"},
         )
 
 
 def serve_zap(
-    sock: zmq.Socket[bytes], public_raw: bytes, count: Callable[[str], None], denied: Denials | None = None
+    sock: zmq.Socket[bytes],
+    public_raw: bytes,
+    count: Callable[[str], None],
+    denied: Callable[[str], None] | None = None,
 ) -> None:
     """Answer every ZAP request waiting on ``sock``: 200 for a CURVE client
     presenting ``public_raw`` (the cluster's public key), 400 for anyone else;
-    ``count`` hears ``zap_allowed`` or ``zap_denied`` for each, ``denied`` the refused ones."""
+    ``count`` hears ``zap_allowed`` or ``zap_denied`` for each, ``denied`` the address of a refused one."""
     while True:
         try:
             msg = sock.recv_multipart(zmq.NOBLOCK)
@@ -99,10 +78,7 @@ def serve_zap(
         ok = len(msg) >= 7 and msg[0] == b"1.0" and msg[5] == b"CURVE" and secrets.compare_digest(msg[6], public_raw)
         count("zap_allowed" if ok else "zap_denied")
         if not ok and denied is not None:
-            denied(
-                msg[3].decode(errors="replace") if len(msg) > 3 else "",
-                msg[5].decode(errors="replace") if len(msg) > 5 else "",
-            )
+            denied(msg[3].decode(errors="replace") if len(msg) > 3 else "?")
         if ok:
             sock.send_multipart([b"1.0", request_id, b"200", b"OK", b"cluster", b""])
         else:

@@ -25,6 +25,7 @@ from actors._core.wire.ref import ActorRef, From
 from actors.api import call, cast, monitor, send, whereis
 from actors.config import Config
 from actors.gen_server import GenServer, UnexpectedMessage
+from actors.gen_statem import GenStatem
 from actors.interrupt import run_forever
 from actors.node import Node
 
@@ -39,6 +40,7 @@ __all__ = [
     "Exit",
     "From",
     "GenServer",
+    "GenStatem",
     "INCARNATION_ENDED",
     "IncarnationEnded",
     "MailboxFull",

@@ -117,6 +117,8 @@ TODAY = Layout(
             "actors",
             "actors.node",
             "actors.gen_server",
+            "actors.gen_statem",
+            "actors.sys",
             "actors.api",
             "actors.config",
             "actors.stats",

@@ -68,6 +68,7 @@ def test_exported_names_are_pinned():
             "Exit",
             "From",
             "GenServer",
+            "GenStatem",
             "INCARNATION_ENDED",
             "IncarnationEnded",
             "MailboxFull",

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from actors._core.cell.entries import M_BATCH, M_CONTINUE, M_DOWN, M_EXIT, M_WAKE
 from actors._core.cell.signals import CellSignals
+from actors._core.cell.sysmsg import SysRequest, SysState, answer
 from actors._core.runtime.meter import CALL_BOUNDS
 from actors._core.runtime.runtime import K_CALL, K_CAST, K_INFO, K_STOP
 from actors._core.wire.reasons import Continue, Exit, Stop, Timeout, crash_from, ignore, is_normal_exit, noreply
@@ -39,6 +40,9 @@ def _short(value: Any) -> str:
 
 class Cell(CellSignals):
     """The kernel side of one actor: its state, signals and generic loop."""
+
+    #: Suspended, statistics or trace (`actors._core.cell.sysmsg`); None while all are off.
+    sys_state: SysState | None = None
 
     def start(self, run_on: Callable[[Callable[[], None]], None] | None = None) -> None:
         """Start the actor's loop on a new thread, or through ``run_on``
@@ -127,7 +131,18 @@ class Cell(CellSignals):
     def _handle_one(self, message: tuple[int, Any, Any]) -> None:
         if not self.alive:
             return
+        sys_state = self.sys_state
+        if sys_state is not None:  # suspended, counted or traced: it decides
+            sys_state.handle(self, message)
+        else:
+            self._dispatch(message)
+
+    def _dispatch(self, message: tuple[int, Any, Any]) -> None:
+        """One entry to the user's callbacks (a system request is answered here, ahead of them)."""
         kind, body, from_ = message
+        if kind == K_CALL and type(body) is SysRequest:
+            answer(self, body, from_)
+            return
         server = self.server
         self.messages_handled += 1
         self.idle_timeout = None  # a message came: the last callback's Timeout is off
@@ -211,6 +226,8 @@ class Cell(CellSignals):
         with self.lock:
             self.inflight.pop((from_.proc, from_.ref), None)
         self.runtime.reply(from_, value)
+        if self.sys_state is not None:
+            self.sys_state.replied(from_, value)
 
     def reply(self, from_: From, value: Any) -> None:
         """Deferred reply (``gen_server:reply``)."""
@@ -232,6 +249,10 @@ class Cell(CellSignals):
         """Terminate (in the actor thread), then die and tell everyone."""
         if not self.alive:
             return
+        if self.sys_state is not None:
+            if reply is not None:
+                self.sys_state.replied(reply[0], reply[1])
+            self.sys_state.event(("terminate", reason))
         if run_terminate:
             try:
                 self.server.terminate(reason)

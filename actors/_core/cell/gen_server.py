@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from actors._core.cell.cell import Cell
 from actors._core.cell.entries import M_EXIT
 from actors._core.cell.spawn import spawn as _spawn
 from actors._core.cell.state import Behaviour
+from actors._core.cell.sysmsg import SysError
 from actors._core.runtime.monitor import Monitor
 from actors._core.runtime.runtime import Timer
 from actors._core.wire import system as sysop
@@ -78,6 +79,55 @@ class GenServer(Behaviour):
         """What the kernel runs at start; behaviours built on GenServer
         (supervisors) wrap ``init`` here."""
         return self.init(*args, **kwargs)
+
+    # -- system messages (`actors.sys`) ---------------------------------------------
+
+    def format_status(self, status: dict[str, Any]) -> dict[str, Any]:
+        """What `actors.sys.get_status` shows of this actor's state, as OTP's
+        ``format_status/1``: ``status`` holds ``"state"`` (what ``get_state``
+        returns; a state machine adds ``"data"``, ``"postponed"`` and
+        ``"timeouts"``).  Override it to hide secrets or shorten big values:
+        a status is for people and logs, and it may leave the process.  Runs
+        in the actor's thread; return the dict (changed or not)."""
+        return status
+
+    def system_get_state(self) -> Any:
+        """The state `actors.sys.get_state` returns: a server's state is its
+        object's public attributes, so a copy of them (a dict); names with a
+        leading underscore are the object's own business and not shown."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+    def system_replace_state(self, fun: Callable[[Any], Any]) -> Any:
+        """`actors.sys.replace_state`: ``fun(state)`` with the dict of
+        ``system_get_state``; the dict it returns becomes the public
+        attributes (those left out are removed).  Nothing changes when
+        ``fun`` raises or returns something else."""
+        new = fun(self.system_get_state())
+        if not isinstance(new, dict):
+            raise SysError(f"replace_state: the function must return a dict of attributes, got {type(new).__name__}")
+        cls = type(self)
+        for key in new:
+            if not isinstance(key, str) or not key.isidentifier() or key.startswith("_"):
+                raise SysError(f"replace_state: {key!r} is not a public attribute name")
+            if isinstance(getattr(cls, key, None), property):
+                raise SysError(f"replace_state: {key!r} is a property of {cls.__name__}, not state")
+        for key in [k for k in vars(self) if not k.startswith("_") and k not in new]:
+            delattr(self, key)
+        for key, value in new.items():
+            setattr(self, key, value)
+        return dict(new)
+
+    def system_status(self) -> dict[str, Any]:
+        """What `format_status` is given."""
+        return {"state": self.system_get_state()}
+
+    def system_debug(self, sink: Callable[[tuple[Any, ...]], None] | None) -> None:
+        """Where this behaviour's own events go while the process is traced or
+        counted (None: nowhere); a plain server has none beyond the loop's."""
+
+    def behaviour_name(self) -> str:
+        """OTP's name of the behaviour, for `actors.sys.get_status`."""
+        return "gen_server"
 
     # -- the actor's view of itself -------------------------------------------------
 

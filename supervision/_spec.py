@@ -82,7 +82,8 @@ class ChildSpec:
     ``"infinity"``; left out it is 5.0 for a worker and ``"infinity"`` for a
     supervisor, so a subtree always gets time to stop its own children.
     ``mailbox`` and ``overflow`` bound the child's mailbox as ``Node.spawn``
-    does (unbounded when left out).  ``node`` starts the child on another node: a name, or candidates of
+    does (unbounded when left out); ``thread="own"`` runs it on a thread of
+    its own rather than on its process's scheduler.  ``node`` starts the child on another node: a name, or candidates of
     which the first one up when the child (re)starts is used, so a child
     whose node was lost (exit ``noconnection``) restarts on a survivor.
     ``host`` and ``cpus`` place the child as ``Node.spawn`` does; ``cpus`` is
@@ -112,9 +113,12 @@ class ChildSpec:
     modules: tuple[Any, ...] | Literal["dynamic"] | None = None
     mailbox: int | None = None
     overflow: str | None = None
+    thread: str | None = None
 
     def __post_init__(self) -> None:
         self._check_id()
+        if self.thread is not None and not _one_of(self.thread, ("pool", "own")):
+            raise InvalidChildSpec("thread", self.thread, "is neither None, 'pool' nor 'own'")
         if self.mailbox is not None and (type(self.mailbox) is not int or self.mailbox < 1):
             raise InvalidChildSpec("mailbox", self.mailbox, "is neither None nor a positive int")
         if self.overflow is not None:

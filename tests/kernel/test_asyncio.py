@@ -32,7 +32,9 @@ def test_acall_answers_concurrent_calls_without_a_thread_each(node, host):
 
     answers, before, during, echoed = asyncio.run(main())
     assert answers == ["late"] * 20
-    assert during == before  # no thread per pending call
+    # No thread per pending call: the process's scheduler may start its few
+    # workers (one per CPU, plus spares) with the first turns, no more.
+    assert during - before < 10
     assert echoed == list(range(50))
 
 

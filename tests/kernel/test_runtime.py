@@ -45,6 +45,7 @@ def test_cancel_timer_prevents_delivery(node):
 def test_timers_use_no_thread_per_timer(node):
     q: queue.Queue = queue.Queue()
     p = node.spawn(Probe, q)
+    p.call(("send_after", 5.0, -1))  # the scheduler's workers start with the first turns
     before = threading.active_count()
     for i in range(50):
         p.call(("send_after", 5.0, i))

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from actors._core.cell.entries import M_BATCH, M_CONTINUE, M_DOWN, M_EXIT, M_WAKE
 from actors._core.cell.signals import CellSignals
 from actors._core.cell.sysmsg import SysRequest, SysState, answer
+from actors._core.cell.thread import ActorThread, PooledActor
 from actors._core.runtime.meter import CALL_BOUNDS
 from actors._core.runtime.runtime import K_CALL, K_CAST, K_INFO, K_STOP
 from actors._core.wire.reasons import Continue, Exit, Stop, Timeout, crash_from, ignore, is_normal_exit, noreply
@@ -44,14 +45,20 @@ class Cell(CellSignals):
     #: Suspended, statistics or trace (`actors._core.cell.sysmsg`); None while all are off.
     sys_state: SysState | None = None
 
-    def start(self, run_on: Callable[[Callable[[], None]], None] | None = None) -> None:
-        """Start the actor's loop on a new thread, or through ``run_on``
-        (a thread started ahead of time, see `actors._core.cell.spawn.WarmThread`)."""
+    def start(self, run_on: Callable[[Callable[[], None]], None] | None = None, here: bool = False) -> None:
+        """Start the actor: on the scheduler, on a thread of its own, through
+        ``run_on`` (a thread started ahead of time, see
+        `actors._core.cell.spawn.WarmThread`), or -- ``here``, for an actor on
+        the scheduler -- by running ``init`` on the calling thread, which
+        waits for it anyway."""
         self.runtime.cells[self.id] = self
-        if run_on is None:
-            self._thread.start()
+        runner = self._thread
+        if run_on is not None and isinstance(runner, ActorThread):
+            run_on(runner.run)
+        elif here and isinstance(runner, PooledActor):
+            runner.boot_here()
         else:
-            run_on(self._thread.run)
+            runner.start()
 
     # -- the generic loop (actor thread) ------------------------------------------------
 
@@ -87,7 +94,7 @@ class Cell(CellSignals):
         if self._stop_requested:
             self._finish(self._stop_reason, run_terminate=True)
         elif isinstance(result, Continue):
-            self._handle_one((M_CONTINUE, result.arg, None))
+            self._thread.first((M_CONTINUE, result.arg, None))
         elif type(result) is Timeout:
             self.idle_timeout = result.seconds
 
@@ -151,7 +158,11 @@ class Cell(CellSignals):
                 meter = self.meter
                 meter.calls += 1
                 started = perf_counter()
-                result = server.handle_call(body, from_)
+                self.serving = from_
+                try:
+                    result = server.handle_call(body, from_)
+                finally:
+                    self.serving = None
                 took = perf_counter() - started
                 meter.call_seconds += took
                 meter.buckets[bisect_left(CALL_BOUNDS, took)] += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from actors._core.runtime.runtime import K_INFO
 
-__all__ = ["ENDPOINT_BACK", "IDLE_TIMEOUT", "M_BATCH", "M_CONTINUE", "M_DOWN", "M_EXIT", "M_WAKE"]
+__all__ = ["ENDPOINT_BACK", "IDLE_TIMEOUT", "M_BATCH", "M_CONTINUE", "M_DOWN", "M_EXIT", "M_IDLE", "M_WAKE"]
 
 #: A trapped exit signal: ``(sender, reason)``, handled as ``("EXIT", sender, reason)``.
 M_EXIT = 100
@@ -23,6 +23,9 @@ M_WAKE = 102
 M_CONTINUE = 103
 #: Several entries of one read of the endpoint, handled in order: ``(M_BATCH, entries, None)``.
 M_BATCH = 104
+#: An actor on the pool was idle past its callback's `Timeout`: ``(M_IDLE, timer, None)``,
+#: handled as `IDLE_TIMEOUT` unless a message came after the timer was set.
+M_IDLE = 105
 #: What an actor idle past its callback's `Timeout` handles: ``handle_info("timeout")``.
 IDLE_TIMEOUT = (K_INFO, "timeout", None)
 #: Put in a borrower's mailbox when the I/O thread gives the endpoint back.

@@ -275,10 +275,12 @@ class GenServer(Behaviour):
         node: str | list[str] | tuple[str, ...] | None = None,
         mailbox: int | None = None,
         overflow: str | None = None,
+        thread: str | None = None,
     ) -> ActorRef | None:
         """Start an actor (see `Node.spawn`); this actor becomes its parent.
         ``node``: a node name, or candidates of which the first one up (this
-        node included) is used; ``mailbox``/``overflow`` bound its mailbox."""
+        node included) is used; ``mailbox``/``overflow`` bound its mailbox;
+        ``thread="own"`` gives it a thread of its own."""
         return _spawn(
             self._actor_cell.runtime,
             cls,
@@ -291,6 +293,7 @@ class GenServer(Behaviour):
             node=node,
             mailbox=mailbox,
             overflow=overflow,
+            thread=thread,
         )
 
     def spawn_link(
@@ -304,6 +307,7 @@ class GenServer(Behaviour):
         node: str | list[str] | tuple[str, ...] | None = None,
         mailbox: int | None = None,
         overflow: str | None = None,
+        thread: str | None = None,
     ) -> ActorRef | None:
         """`spawn` and link atomically: the new actor's parent is this actor."""
         return self.spawn(
@@ -317,6 +321,7 @@ class GenServer(Behaviour):
             node=node,
             mailbox=mailbox,
             overflow=overflow,
+            thread=thread,
         )
 
     def send_after(self, seconds: float, message: Any, dest: ActorRef | None = None) -> Timer:

@@ -136,7 +136,7 @@ class CellSignals(CellState):
                 self._after_naming = notify
                 name = notify = None  # type: ignore[assignment]
         rt.meters.retire(rt.cells, self, reason)
-        self._thread.actor_stopped.set()
+        self._thread.stop()
         self.inbox.put((M_WAKE, None, None))
         if notify is None:
             return

@@ -22,6 +22,7 @@ __all__ = [
     "WarmThread",
     "install",
     "normalise_cpus",
+    "own_thread_of",
     "record_child_link",
     "spawn",
     "start_here",
@@ -52,6 +53,17 @@ def normalise_cpus(cpus: Iterable[int] | int | None) -> list[int] | None:
     if not result or any(c < 0 for c in result):
         raise ValueError(f"cpus must be a non-empty set of CPU numbers, got {cpus!r}")
     return result
+
+
+#: What ``spawn(..., thread=)`` takes: None (the process's scheduler) or ``"own"``.
+THREAD_CHOICES = (None, "pool", "own")
+
+
+def own_thread_of(thread: str | None) -> bool:
+    """Whether ``spawn(..., thread=thread)`` asks for a thread of its own."""
+    if thread not in THREAD_CHOICES:
+        raise ValueError(f"thread must be None, 'pool' or 'own', got {thread!r}")
+    return thread == "own"
 
 
 def record_child_link(rt: Runtime, cell: Cell, child: ActorRef) -> None:
@@ -108,10 +120,15 @@ def start_here(
     on_started: Any,
     warm: list[WarmThread] | None = None,
     mailbox: MailboxLimit | None = None,
+    own_thread: bool = False,
+    here: bool = False,
 ) -> None:
-    """Create the cell and its thread (or take one of ``warm``); ``on_started(kind, detail)`` reports init.
+    """Create the cell and start it; ``on_started(kind, detail)`` reports init.
 
-    Nothing starts in a process of an incarnation that ended."""
+    An actor runs on the process's scheduler unless ``own_thread`` (or it is
+    a host's first, on one of ``warm``).  ``here``: the caller waits for
+    ``init`` and may run it itself (it is no I/O thread).  Nothing starts
+    in a process of an incarnation that ended."""
     if rt.ended is not None:
         on_started("error", rt.refused().reason)
         return
@@ -137,8 +154,9 @@ def start_here(
         on_started,
         read_endpoint=lend,
         mailbox=mailbox,
+        own_thread=own_thread,
     )
-    cell.start(warm.pop().run if warm else None)
+    cell.start(warm.pop().run if lend and warm else None, here=here)
 
 
 def spawn(
@@ -155,13 +173,17 @@ def spawn(
     node: str | tuple[str, ...] | list[str] | None = None,
     mailbox: int | MailboxLimit | None = None,
     overflow: str | None = None,
+    thread: str | None = None,
 ) -> ActorRef | None:
     """Start an actor.  ``node`` (a name, or candidates of which the first
     one up is used) starts it on another node: the request goes to this
     node's process, which alone talks to other nodes.  ``mailbox``/
-    ``overflow`` bound its mailbox (`actors._core.runtime.mailbox`)."""
+    ``overflow`` bound its mailbox (`actors._core.runtime.mailbox`);
+    ``thread="own"`` gives it a thread of its own instead of a turn on the
+    process's scheduler (`actors._core.runtime.scheduler`)."""
     if not (isinstance(cls, type) and issubclass(cls, Behaviour)):
         raise TypeError(f"spawn needs a GenServer subclass, got {cls!r}")
+    own_thread = own_thread_of(thread)
     if rt.ended is not None:
         raise rt.refused()
     if name is not None and not isinstance(name, str):
@@ -185,7 +207,7 @@ def spawn(
         candidates = [node] if isinstance(node, str) else list(node)
         if not candidates or not all(isinstance(n, str) and n for n in candidates):
             raise ValueError(f"node must be a node name or a list of them, got {node!r}")
-        payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs), name, parent, link, limit))
+        payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs), name, parent, link, limit, own_thread))
         kind, detail = rt.sys_request(rt.node_proc, sysop.SpawnOn(candidates, host, cpu_list, payload), timeout=None)
     elif host is None:
         actor_id = rt.new_actor_id()
@@ -198,14 +220,30 @@ def spawn(
             outcome.append((kind, detail))
             done.set()
 
-        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, mailbox=limit)
-        done.wait()
+        start_here(
+            rt,
+            actor_id,
+            cls,
+            args,
+            kwargs,
+            name,
+            parent,
+            link,
+            on_started,
+            mailbox=limit,
+            own_thread=own_thread,
+            here=True,
+        )
+        if not outcome:  # init runs on a thread of the actor's own
+            rt.flush_casts()
+            with rt.scheduler.blocking():
+                done.wait()
         kind, detail = outcome[0]
     else:
         if not isinstance(host, str) or not host:
             raise ValueError(f"host must be None, 'own' or a host name, got {host!r}")
         actor_id = rt.new_actor_id()
-        payload = cloudpickle.dumps((actor_id, cls, tuple(args), dict(kwargs), name, parent, link, limit))
+        payload = cloudpickle.dumps((actor_id, cls, tuple(args), dict(kwargs), name, parent, link, limit, own_thread))
         kind, detail = rt.sys_request(rt.node_proc, sysop.Spawn(host, cpu_list, payload), timeout=None)
     if kind == "ok":
         ref: ActorRef = detail
@@ -232,12 +270,13 @@ def install(rt: Runtime, warm_thread: bool = False) -> None:
         orig_src, orig_ref, payload = msg.orig_src, msg.orig_ref, msg.payload
         actor_id, cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
         limit = more[0] if more else None
+        own_thread = bool(more[1]) if len(more) > 1 else False
 
         def on_started(kind: str, detail: Any) -> None:
             rt.reply_sys(orig_src, orig_ref, True, (kind, detail))
             if not rt.is_node:
                 rt.sys_send(rt.node_proc, sysop.SpawnDone(orig_src, orig_ref))
 
-        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, warm, limit)
+        start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, warm, limit, own_thread)
 
     rt.register_sys(sysop.SpawnHere, spawn_here)

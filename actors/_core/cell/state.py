@@ -19,10 +19,11 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable
 
 from actors._core.cell.entries import M_BATCH
-from actors._core.cell.thread import ActorThread, BoundedThread, LendingThread
+from actors._core.cell.thread import ActorThread, BoundedThread, LendingThread, PooledActor
 from actors._core.runtime.mailbox import ACCEPTED, DROPPED, MAILBOX_FULL, PARKED, Admit, MailboxLimit
 from actors._core.runtime.meter import Meter
 from actors._core.runtime.runtime import K_CALL, K_CAST, K_INFO, Runtime
+from actors._core.wire.reasons import CALL_CYCLE
 from actors._core.wire.ref import ActorRef, From
 
 __all__ = ["Behaviour", "CellState"]
@@ -65,6 +66,7 @@ class CellState(ABC):
         on_started: Callable[[str, Any], None],
         read_endpoint: bool = False,
         mailbox: MailboxLimit | None = None,
+        own_thread: bool = False,
     ) -> None:
         self.runtime = runtime
         self.id = actor_id
@@ -100,6 +102,10 @@ class CellState(ABC):
         self.batch_left = 0
         #: The actor thread's cast batches (set when its loop starts).
         self.outbox: Any = None
+        #: The call being served (its `From`), whose chain the calls it makes carry (`actors.CallCycle`).
+        self.serving: From | None = None
+        #: ``[node_id, proc, ref, label]`` of the call this actor waits on now, if any.
+        self.waiting: list[Any] | None = None
         #: Seconds the loop waits for a message before ``handle_info("timeout")``:
         #: the `Timeout` the last callback returned (None: wait for ever).
         self.idle_timeout: float | None = None
@@ -109,13 +115,22 @@ class CellState(ABC):
         if mailbox is not None:
             # Senders learn from the ref that they must wait for room.
             self.ref.blocks = mailbox.overflow == "block"
-            self._thread: ActorThread = BoundedThread(self, mailbox)
-        elif read_endpoint:
+        self._thread: ActorThread | PooledActor
+        if read_endpoint:
             # The first actor of a host reads the host's endpoint while idle.
             self._thread = LendingThread(self)
+        elif not own_thread:
+            self._thread = PooledActor(self, runtime.scheduler, mailbox)
+        elif mailbox is not None:
+            self._thread = BoundedThread(self, mailbox)
         else:
             self._thread = ActorThread(self)
         self.inbox: Any = self._thread.actor_inbox
+
+    @property
+    def label(self) -> str:
+        """How a `CallCycle` names this actor: its name, else its id."""
+        return self.name or self.id
 
     def info(self) -> dict[str, Any]:
         limit = self.limit
@@ -176,6 +191,13 @@ class CellState(ABC):
         woken once for the lot; ``calls`` are the callers among ``items``.
         Returns the calls refused because the actor is dead (the caller
         answers them ``noproc``, as `enqueue_call`'s)."""
+        if calls and self.waiting is not None:
+            cycles = [c for c in calls if c.chain is not None and self._closes_cycle(c)]
+            if cycles:
+                items = [item for item in items if item[2] is None or item[2] not in cycles]
+                calls = [c for c in calls if c not in cycles]
+                if not items:
+                    return []
         if self.limit is not None:
             if not self.alive:
                 return calls
@@ -201,7 +223,25 @@ class CellState(ABC):
         else:
             self.inbox.put((M_BATCH, items, None))
 
+    def _closes_cycle(self, from_: From) -> bool:
+        """Whether the call ``from_`` waits, through its chain, on the call
+        this actor is waiting on now: then it can never be served, and
+        fails at once with `CallCycle` (answered here)."""
+        waiting = self.waiting
+        chain = from_.chain
+        if waiting is None or not chain:
+            return False
+        node_id, proc, ref = waiting[0], waiting[1], waiting[2]
+        for i, link in enumerate(chain):
+            if type(link) is list and len(link) == 4 and link[2] == ref and link[1] == proc and link[0] == node_id:
+                cycle = [str(step[3]) for step in chain[i:]] + [self.label]
+                self.runtime.reply_exit(from_, (CALL_CYCLE, tuple(cycle)))
+                return True
+        return False
+
     def enqueue_call(self, kind: int, body: Any, from_: From) -> bool:
+        if from_.chain is not None and self._closes_cycle(from_):
+            return True
         if self.limit is not None and kind == K_CALL:
             if not self.alive:
                 return False

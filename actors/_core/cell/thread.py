@@ -1,15 +1,20 @@
-"""The thread and mailbox of one actor, and the loop that feeds its cell.
+"""How one actor runs: on the process's scheduler, or on a thread of its own.
 
-A cell (`actors._core.cell.cell.Cell`) is the kernel's side of an actor; this
-module gives it a thread, a mailbox and the loop between them, and owns that
-loop outright: the kernel puts its entries in the mailbox as bare tuples
-(`actors._core.cell.entries`), and the loop hands them to the cell with no
-envelope, no proxy checks and no registry.  Three variants: the plain
-thread, one with a bounded mailbox (`actors._core.runtime.mailbox`), and one
-that reads the host's endpoint itself while idle
-(`actors._core.transport.endpoint_loan`).
+A cell (`actors._core.cell.cell.Cell`) is the kernel's side of an actor;
+this module gives it a mailbox and something that feeds the mailbox to it,
+and owns that loop outright: the kernel puts its entries in the mailbox as
+bare tuples (`actors._core.cell.entries`), and the loop hands them to the
+cell with no envelope, no proxy checks and no registry.
 
-The thread knows the cell only as a `ThreadOwner`: what it calls on it.
+Most actors are a `PooledActor`: an object on the process's run queue
+(`actors._core.runtime.scheduler`), handled a batch of entries at a time
+by whichever worker takes it.  An actor that asked for a thread of its own
+(``thread="own"``: thread-affine state, or blocking most of the time) gets an
+`ActorThread`, one with a bounded mailbox a `BoundedThread`, and the first
+actor of a host a `LendingThread`, which reads the host's endpoint itself
+while idle (`actors._core.transport.endpoint_loan`).
+
+Either knows the cell only as a `ThreadOwner`: what it calls on it.
 """
 
 from __future__ import annotations
@@ -19,14 +24,18 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from typing import Any, Protocol
 
-from actors._core.cell.entries import ENDPOINT_BACK, IDLE_TIMEOUT
+from actors._core.cell.entries import ENDPOINT_BACK, IDLE_TIMEOUT, M_IDLE
+from actors._core.runtime.context import thread_state
 from actors._core.runtime.mailbox import BoundedInbox, MailboxLimit
-from actors._core.runtime.runtime import Runtime, set_current_cell
+from actors._core.runtime.outbox import Outbox
+from actors._core.runtime.runtime import Runtime, Timer, set_current_cell
+from actors._core.runtime.scheduler import Scheduler
 from actors._core.transport.endpoint_loan import LENT_MAIL, LENT_REFUSED, EndpointLoan
 
-__all__ = ["ActorThread", "BoundedThread", "LendingThread", "ThreadOwner"]
+__all__ = ["ActorThread", "BoundedThread", "LendingThread", "PooledActor", "ThreadOwner"]
 
 
 log = logging.getLogger("actors")
@@ -38,6 +47,8 @@ class ThreadOwner(Protocol):
 
     runtime: Runtime
     alive: bool
+    #: The cell's cast batches (`actors._core.runtime.outbox`): made on its first turn on the pool.
+    outbox: Any
     #: Seconds to wait for a message before ``handle_info("timeout")`` (None: for ever).
     idle_timeout: float | None
     server: Any
@@ -91,6 +102,10 @@ class ActorThread:
     def stop(self) -> None:
         """End the loop once the entry in hand is handled (any thread)."""
         self.actor_stopped.set()
+
+    def first(self, entry: Any) -> None:
+        """``handle_continue`` after ``init``: handled at once, on this thread."""
+        self._cell._handle(entry)
 
     def run(self) -> None:
         """The actor's thread: boot the cell, feed it its mailbox, then let it go."""
@@ -252,3 +267,274 @@ class LendingThread(ActorThread):
                 continue
             idle_until = None
             dispatch(item)
+
+
+class PooledActor:
+    """An actor on the process's scheduler: its mailbox, and its turns.
+
+    It is on the run queue (``scheduled``) from the moment mail comes to it
+    idle until a turn finds its mailbox empty; a worker runs one turn at a
+    time (`turn`): up to the scheduler's ``throughput`` entries, then back
+    to the tail of the queue if more waits.  The mailbox is made on the
+    first message, so an actor that was never sent anything costs no queue.
+
+    A callback's `Timeout` is a timer on the process's one timer heap (the
+    transport's); a message that comes first makes it stale, and a stale
+    timer's entry is skipped.
+    """
+
+    __slots__ = ("_cell", "_sched", "_q", "_bounded", "scheduled", "stopped", "_booting", "_ended", "idle_timer")
+
+    def __init__(self, cell: "ThreadOwner", scheduler: Scheduler, limit: MailboxLimit | None = None) -> None:
+        self._cell = cell
+        self._sched = scheduler
+        self._q: deque[Any] | None = None
+        #: A bounded mailbox (`actors._core.runtime.mailbox`), which wakes this actor on the way in.
+        self._bounded: BoundedInbox | None = None
+        if limit is not None:
+            self._bounded = BoundedInbox(limit, cell._admitted, on_put=self._arrived)
+        #: On the run queue, or in a turn: mail that comes needs no wake-up.
+        self.scheduled = False
+        #: The actor is done: its next turn drops what is left and ends it.
+        self.stopped = False
+        self._booting = False
+        self._ended = False
+        #: The timer of the last callback's `Timeout`, while it is the live one.
+        self.idle_timer: Timer | None = None
+
+    # -- the mailbox, as `CellState` sees it (any thread) ----------------------------
+
+    @property
+    def actor_inbox(self) -> Any:
+        return self._bounded if self._bounded is not None else self
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        timer = self.idle_timer
+        if timer is not None:  # any message ends the wait for the callback's Timeout
+            self.idle_timer = None
+            timer.cancelled = True
+        q = self._q
+        if q is None:
+            with self._sched.lock:
+                q = self._q
+                if q is None:
+                    q = self._q = deque()
+        q.append(item)
+        if not self.scheduled:
+            self._wake()
+
+    put_nowait = put
+
+    def put_first(self, item: Any) -> None:
+        """An entry handled before anything queued (``handle_continue`` after an ``init`` run inline)."""
+        bounded = self._bounded
+        if bounded is not None:
+            bounded.put_first(item)
+            return
+        with self._sched.lock:
+            q = self._q
+            if q is None:
+                q = self._q = deque()
+            q.appendleft(item)
+        if not self.scheduled:
+            self._wake()
+
+    def _arrived(self, item: Any) -> None:
+        """An entry got into the bounded mailbox: as `put` does after appending."""
+        if item[0] != M_IDLE:
+            timer = self.idle_timer
+            if timer is not None:
+                self.idle_timer = None
+                timer.cancelled = True
+        if not self.scheduled:
+            self._wake()
+
+    def first(self, entry: Any) -> None:
+        """``handle_continue`` after ``init``: the next entry, before any mail
+        that came while ``init`` ran."""
+        self.put_first(entry)
+
+    def empty(self) -> bool:
+        if self._bounded is not None:
+            return self._bounded.empty()
+        q = self._q
+        return not q
+
+    def qsize(self) -> int:
+        if self._bounded is not None:
+            return self._bounded.qsize()
+        q = self._q
+        return len(q) if q is not None else 0
+
+    def _take(self) -> Any:
+        """The next entry, or None (the worker's side)."""
+        bounded = self._bounded
+        if bounded is not None:
+            try:
+                return bounded.get_nowait()
+            except queue.Empty:
+                return None
+        q = self._q
+        if q:
+            return q.popleft()
+        return None
+
+    def _wake(self) -> None:
+        """Put this actor on the run queue unless it is there already.
+
+        Whoever turns ``scheduled`` from False to True under the scheduler's
+        lock submits it; `turn` clears it *before* its last look at the
+        mailbox, so a message put meanwhile is never left without a turn."""
+        sched = self._sched
+        with sched.lock:
+            if self.scheduled or self._ended:
+                return
+            self.scheduled = True
+        sched.submit(self)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Boot on a worker (a spawn answered by the I/O thread)."""
+        self._booting = True
+        self.scheduled = True
+        self._sched.submit(self)
+
+    def boot_here(self) -> None:
+        """Boot on the calling thread: the spawner waits for ``init`` anyway,
+        so it runs it itself (as the child) instead of handing it to a worker
+        and waiting for the hand-back.  ``handle_continue`` and the mail
+        that came meanwhile are left to the pool."""
+        self.scheduled = True
+        state = thread_state
+        saved = state.cell, state.outbox
+        try:
+            self._enter()
+            self._setup()
+        finally:
+            state.cell, state.outbox = saved
+        self._turn_done()
+
+    def stop(self) -> None:
+        """End the actor after the entry in hand (any thread)."""
+        self.stopped = True
+        if not self.scheduled:
+            self._wake()
+
+    def label(self) -> str:
+        cell = self._cell
+        return type(cell.server).__name__ if cell is not None else "PooledActor"
+
+    # -- a turn (a worker) ------------------------------------------------------
+
+    def _enter(self) -> None:
+        cell = self._cell
+        outbox = cell.outbox
+        if outbox is None:
+            outbox = cell.outbox = Outbox()
+        state = thread_state
+        state.cell = cell  # type: ignore[assignment]  # the runtime names the whole Cell, built above
+        state.outbox = outbox
+
+    def _setup(self) -> None:
+        cell = self._cell
+        try:
+            try:
+                cell._boot()
+            finally:
+                cell.runtime.flush_casts()
+        except Exception:  # noqa: BLE001 - the cell's boot reports its own failures; this is a kernel bug
+            log.exception("actor %s: unhandled exception while starting; the actor stops", self.label())
+            self.stopped = True
+
+    def turn(self) -> None:
+        cell = self._cell
+        if cell is None:  # ended already (a stale wake-up)
+            return
+        state = thread_state
+        self._enter()
+        try:
+            if self._booting:
+                self._booting = False
+                self._setup()
+            left = self._sched.throughput
+            take = self._take
+            handle = cell._handle
+            flush = cell.runtime.flush_casts
+            while left and not self.stopped:
+                item = take()
+                if item is None:
+                    break
+                left -= 1
+                if item[0] == M_IDLE:
+                    if item[1] is not self.idle_timer:
+                        continue  # a message came after it was set: stale
+                    self.idle_timer = None
+                    item = IDLE_TIMEOUT
+                try:
+                    handle(item)
+                finally:
+                    flush()
+        finally:
+            state.cell = None
+            state.outbox = None
+        self._turn_done()
+
+    def _turn_done(self) -> None:
+        """After a turn: end the actor, queue it again, or leave it idle
+        (with its callback's `Timeout` armed)."""
+        if self.stopped:
+            self._end()
+            return
+        self.scheduled = False
+        if not self.empty():
+            self._wake()
+            return
+        cell = self._cell
+        wait = cell.idle_timeout
+        if wait is not None and self.idle_timer is None:
+            timer = Timer(time.monotonic() + max(0.0, wait), None, None)
+            timer.message = lambda: self._idle_due(timer)
+            self.idle_timer = timer
+            cell.runtime.add_timer(timer)
+            if not self.empty():  # mail came while the timer was set: it is stale
+                self._wake()
+
+    def _idle_due(self, timer: Timer) -> None:
+        """The callback's `Timeout` passed (I/O thread): the actor handles
+        ``timeout`` unless a message came first."""
+        if self.idle_timer is timer and not self.stopped:
+            q = self._q
+            if q is None:
+                with self._sched.lock:
+                    q = self._q
+                    if q is None:
+                        q = self._q = deque()
+            if self._bounded is not None:
+                self._bounded.put((M_IDLE, timer, None))  # wakes it (`_arrived`)
+            else:
+                q.append((M_IDLE, timer, None))
+                if not self.scheduled:
+                    self._wake()
+
+    def _end(self) -> None:
+        """Drop what is left (no entry needs an answer: the cell's death
+        already failed its pending calls), send what it batched, let go."""
+        with self._sched.lock:
+            self._ended = True
+        cell = self._cell
+        if cell is None:
+            return
+        self._cell = None  # type: ignore[assignment]  # break the cycle
+        self._q = None
+        timer = self.idle_timer
+        if timer is not None:
+            timer.cancelled = True
+            self.idle_timer = None
+        outbox = cell.outbox
+        if outbox is not None:
+            with outbox.lock:
+                outbox.flush_all_locked(cell.runtime.proc, cell.runtime.send_frame)
+                outbox.closed = True
+        if not cell.alive:
+            cell.server = _GONE

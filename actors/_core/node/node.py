@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from actors._core.base import config as _config
 from actors._core.cell.spawn import install as _install_spawn
-from actors._core.cell.spawn import spawn
+from actors._core.cell.spawn import own_thread_of, spawn
 from actors._core.host.logs import LogListener
 from actors._core.host.pool import HostPool
 from actors._core.metrics.server import MetricsServer
@@ -253,6 +253,7 @@ class Node(OtherNodes):
         timeout: float | None = 30.0,
         mailbox: int | None = None,
         overflow: str | None = None,
+        thread: str | None = None,
     ) -> ActorRef | None:
         """Start ``cls`` (a `GenServer`) and run its ``init(*args, **kwargs)``.
 
@@ -267,13 +268,17 @@ class Node(OtherNodes):
         ``mailbox=N`` bounds the actor's mailbox to N messages and
         ``overflow`` (``"drop_newest"``, ``"drop_oldest"``, ``"reject"``,
         ``"block"``) says what a message that finds it full gets; the
-        default is unbounded, as in Erlang.
+        default is unbounded, as in Erlang.  ``thread="own"`` runs the actor
+        on a thread of its own instead of on its process's scheduler: for an
+        actor that blocks most of the time, or holds thread-affine state
+        (docs/kernel.md, *Scheduling*).
         """
         self._check_open()
         limit = mailbox_limit(mailbox, overflow)
+        own = own_thread_of(thread)
         if node is not None and node != self.name:
-            return self._remote.spawn(node, cls, args, kwargs, name, host, cpus, limit, timeout)
-        ref = spawn(self._rt, cls, args, kwargs or {}, name=name, host=host, cpus=cpus, mailbox=limit)
+            return self._remote.spawn(node, cls, args, kwargs, name, host, cpus, limit, timeout, own)
+        ref = spawn(self._rt, cls, args, kwargs or {}, name=name, host=host, cpus=cpus, mailbox=limit, thread=thread)
         if ref is not None:
             self._top.append(ref)
         return ref

@@ -69,10 +69,11 @@ class Remote:
         cpus: Any,
         mailbox: MailboxLimit | None,
         timeout: float | None,
+        own_thread: bool = False,
     ) -> ActorRef | None:
         """`Node.spawn` on the connected ``node``: the ref, None when ``init`` returned
         `actors.ignore`, else the start's failure raised here as a local one would be."""
-        payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name, None, False, mailbox))
+        payload = cloudpickle.dumps((cls, tuple(args), dict(kwargs or {}), name, None, False, mailbox, own_thread))
         kind, detail = self.spawn_on([node], host, cpus, payload, timeout)
         if kind == "ok":
             return detail
@@ -129,6 +130,7 @@ class Remote:
                 link=link,
                 parent=parent,
                 mailbox=more[0] if more else None,
+                thread="own" if len(more) > 1 and more[1] else None,
             )
         except AlreadyRegistered as exc:
             return ("already_registered", exc.holder)

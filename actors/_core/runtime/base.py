@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from actors._core.base import config as _config
 from actors._core.net.direct import DirectLinks
 from actors._core.runtime.meter import Meters
+from actors._core.runtime.scheduler import Scheduler, scheduler_from_config
 from actors._core.runtime.unheard import UnheardFrames
 from actors._core.transport.transport import SEND_WAIT, Transport
 from actors._core.wire import ref as _ref
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["KindHandler", "RuntimeBase"]
 
 log = logging.getLogger("actors.runtime")
+
+_scheduler_lock = threading.Lock()
 
 #: ``handler(kind, to, frm, ref, body, src)``: one signal of ``kind`` for actor
 #: ``to`` (or for the runtime itself), from process ``src``.
@@ -97,6 +102,7 @@ class RuntimeBase:
             self.direct = DirectLinks(
                 transport.ctx, node_id, self.proc, transport.io_thread, SEND_WAIT, via_node=not self.is_node
             )
+        self._scheduler: Scheduler | None = None
         #: Frames straight from a node this process was not told is up yet
         #: (`actors._core.runtime.unheard`): handled once it is, dropped if it is lost.
         self.unheard = UnheardFrames()
@@ -123,6 +129,26 @@ class RuntimeBase:
         self.dropped_frames += 1
         self.stats.increment("actors.transport.dropped_frames")
 
+    # -- the scheduler ------------------------------------------------------------
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The process's scheduler (`actors._core.runtime.scheduler`), made
+        with the first actor that runs on it, from the ``[scheduler]``
+        section of the configuration."""
+        sched = self._scheduler
+        if sched is None:
+            with _scheduler_lock:
+                sched = self._scheduler
+                if sched is None:
+                    sched = self._scheduler = scheduler_from_config(
+                        _config.current(),
+                        stats=self.stats,
+                        name=f"actors-{self.proc}",
+                        on_worker_exit=self.transport.release_thread_sockets,
+                    )
+        return sched
+
     # -- lifecycle -----------------------------------------------------------
 
     def start(self) -> None:
@@ -134,6 +160,8 @@ class RuntimeBase:
         With ``linger`` the sockets first deliver what they hold (a host that
         halts must not lose its last exit signals); otherwise they drop it.
         """
+        if self._scheduler is not None:
+            self._scheduler.close()
         if self.direct is not None:
             self.direct.close(linger)
         self.transport.shutdown(linger)

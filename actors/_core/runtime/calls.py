@@ -15,7 +15,7 @@ from typing import Any
 
 import zmq
 
-from actors._core.runtime.context import current_cell
+from actors._core.runtime.context import current_cell, thread_state
 from actors._core.runtime.dispatch import Dispatch
 from actors._core.runtime.kinds import K_CALL, K_CAST, K_INFO, K_REPLY, K_REPLY_EXIT, K_STOP
 from actors._core.runtime.mailbox import Admit
@@ -25,10 +25,13 @@ from actors._core.wire.codec import FrameError, decode_frame, encode_frame, unwr
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
 
-__all__ = ["BLOCK_GRACE", "Calls"]
+__all__ = ["BLOCK_GRACE", "CHAIN_LENGTH", "Calls"]
 
 #: Seconds a blocked sender waits for the receiver's word beyond its own timeout.
 BLOCK_GRACE = 1.0
+#: The most calls a call carries in its chain of waiting callers (`actors.CallCycle`):
+#: a cycle longer than this is not seen, and waits for its timeout as in OTP.
+CHAIN_LENGTH = 16
 
 
 class Calls(Dispatch):
@@ -97,27 +100,40 @@ class Calls(Dispatch):
 
     def _request(self, target: ActorRef, kind: int, body: Any, timeout: float | None) -> Any:
         cell, proc, ref = self._open_request(target)
-        if proc == self.proc:
-            waiter = Waiter(proc)
-            self.pending[ref] = waiter
-            self._deliver(kind, target.id, cell.id if cell else None, ref, body, proc)
-            self._await(waiter, ref, target, timeout)
-            if waiter.ok:
-                return waiter.value
-            raise exit_of(waiter.value)
-        # Across processes the reply comes straight to this thread's channel.
-        channel = self.reply_channel()
-        self.pending[ref] = ChannelWaiter(proc, self._answer_channel, channel.name, ref)
-        # A process of another node answers straight to the channel, on the
-        # tcp port it names (`actors._core.net.direct`).
-        reply_to = self.transport.remote_reply_name(channel) if "|" in proc else channel.name
-        self._emit(
-            proc, proc, encode_frame(kind, target.id, [cell.id if cell else None, reply_to], ref, self.proc, body)
-        )
-        ok, value = self._await_channel(channel, ref, target, timeout)
-        if ok:
-            return value
-        raise exit_of(value)
+        chain: list[Any] | None = None
+        if cell is not None and kind == K_CALL:
+            # The chain of calls waiting on this one (`actors.CallCycle`):
+            # the one the actor is serving, if any, and this.
+            link = [self.node_id, self.proc, ref, cell.label]
+            serving = cell.serving
+            up = serving.chain if serving is not None else None
+            chain = [*up[1 - CHAIN_LENGTH :], link] if up else [link]
+            cell.waiting = link
+        try:
+            if proc == self.proc:
+                waiter = Waiter(proc)
+                self.pending[ref] = waiter
+                frm = None if cell is None else cell.id if chain is None else [cell.id, None, chain]
+                self._deliver(kind, target.id, frm, ref, body, proc)
+                self._await(waiter, ref, target, timeout)
+                if waiter.ok:
+                    return waiter.value
+                raise exit_of(waiter.value)
+            # Across processes the reply comes straight to this thread's channel.
+            channel = self.reply_channel()
+            self.pending[ref] = ChannelWaiter(proc, self._answer_channel, channel.name, ref)
+            # A process of another node answers straight to the channel, on the
+            # tcp port it names (`actors._core.net.direct`).
+            reply_to = self.transport.remote_reply_name(channel) if "|" in proc else channel.name
+            frm = [cell.id if cell else None, reply_to] if chain is None else [cell.id, reply_to, chain]
+            self._emit(proc, proc, encode_frame(kind, target.id, frm, ref, self.proc, body))
+            ok, value = self._await_channel(channel, ref, target, timeout)
+            if ok:
+                return value
+            raise exit_of(value)
+        finally:
+            if chain is not None:
+                cell.waiting = None
 
     def _open_request(self, target: ActorRef) -> tuple[Any, str, int]:
         """What `call` and `acall` check and do before sending: a call to
@@ -169,6 +185,16 @@ class Calls(Dispatch):
         are dropped, as is garbage (counted).  On timeout the pending entry is
         withdrawn first, so nobody answers it later.
         """
+        worker = thread_state.worker
+        if worker is not None:  # a worker of the scheduler: the run queue goes to a spare meanwhile
+            self.scheduler.block()
+        try:
+            return self._read_channel(channel, ref, target, timeout)
+        finally:
+            if worker is not None:
+                self.scheduler.unblock(worker)
+
+    def _read_channel(self, channel: ReplyChannel, ref: int, target: Any, timeout: float | None) -> tuple[bool, Any]:
         sock = channel.sock
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
@@ -211,10 +237,19 @@ class Calls(Dispatch):
             loan.blocking()
         lock = waiter.lock
         assert lock is not None, "a waiter with a callback is not waited on"
-        if not lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
-            if self.pending.pop(ref, None) is not None:
-                raise CallTimeout(target, timeout)
-            lock.acquire()  # resolved in the meantime: take the result
+        if lock.acquire(False):  # answered already (a call to an actor that ran it inline)
+            return
+        worker = thread_state.worker
+        if worker is not None:  # a worker of the scheduler: the run queue goes to a spare meanwhile
+            self.scheduler.block()
+        try:
+            if not lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+                if self.pending.pop(ref, None) is not None:
+                    raise CallTimeout(target, timeout)
+                lock.acquire()  # resolved in the meantime: take the result
+        finally:
+            if worker is not None:
+                self.scheduler.unblock(worker)
 
     def colocated(self, target: ActorRef) -> Any:
         """The behaviour object of ``target`` when that actor is alive in this

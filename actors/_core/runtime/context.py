@@ -8,7 +8,7 @@ has neither.  Kept in one ``threading.local`` read on every send.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actors._core.runtime.outbox import Outbox
 
@@ -26,6 +26,10 @@ class _ThreadState(threading.local):
 
     cell: "Cell | None" = None
     outbox: "Outbox | None" = None
+    #: The scheduler's record of this thread when it is one of its workers
+    #: (`actors._core.runtime.scheduler.Worker`): a wait in the kernel on it
+    #: hands the run queue to a spare.
+    worker: "Any" = None
 
 
 thread_state = _ThreadState()

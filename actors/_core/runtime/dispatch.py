@@ -35,6 +35,16 @@ class _Mail:
         self.calls: list[From] = []
 
 
+def _caller(src: str, ref: Any, frm: Any) -> From:
+    """Where a call came from: ``frm`` is the calling actor's id, or
+    ``[caller, reply channel, chain]`` (the chain of calls waiting above
+    it, when an actor serving a call made it: `actors.CallCycle`)."""
+    if type(frm) is list:
+        chain = frm[2] if len(frm) > 2 and type(frm[2]) is list else None
+        return From(src, ref, frm[0], frm[1], chain)
+    return From(src, ref, frm)
+
+
 class Dispatch(Sending):
     """Frames in, to mailboxes and to the handlers of their kinds."""
 
@@ -122,7 +132,7 @@ class Dispatch(Sending):
                     if mail is None:
                         mail = batch[cell] = _Mail()
                     if kind == K_CALL:
-                        from_ = From(src, ref, frm[0], frm[1]) if type(frm) is list else From(src, ref, frm)
+                        from_ = _caller(src, ref, frm)
                         mail.items.append((kind, body, from_))
                         mail.calls.append(from_)
                     else:
@@ -162,8 +172,8 @@ class Dispatch(Sending):
         # Decoded once: the names are qualified here (as `requalify` does to
         # a frame the node process relays), not in a re-encoded frame.
         src = f"{origin}|{src}"
-        if type(frm) is list and len(frm) == 2 and type(frm[1]) is str:  # a call's [caller, reply channel]
-            frm = [frm[0], f"{origin}|{frm[1]}"]
+        if type(frm) is list and len(frm) >= 2 and type(frm[1]) is str:  # a call's [caller, reply channel, chain]
+            frm = [frm[0], f"{origin}|{frm[1]}", *frm[2:]]
         self._on_signal(kind, to, frm, ref, src, body, batch)
 
     def heard_of(self, origin: str) -> None:
@@ -187,10 +197,7 @@ class Dispatch(Sending):
     def _on_call(self, kind: int, to: Any, frm: Any, ref: Any, body: Any, src: str) -> None:
         """K_CALL, K_STOP: into the actor's mailbox, or failed ``noproc``."""
         cell = self.cells.get(to)
-        if type(frm) is list:  # [caller, reply channel]
-            from_ = From(src, ref, frm[0], frm[1])
-        else:
-            from_ = From(src, ref, frm)
+        from_ = _caller(src, ref, frm)
         if cell is None or not cell.enqueue_call(kind, body, from_):
             self.reply_exit(from_, "noproc")
 

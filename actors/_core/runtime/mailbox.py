@@ -129,8 +129,16 @@ class BoundedInbox:
     got into the mailbox as the actor took others out.
     """
 
-    def __init__(self, limit: MailboxLimit, on_admit: Callable[[list[tuple[Any, Any]]], None]) -> None:
+    def __init__(
+        self,
+        limit: MailboxLimit,
+        on_admit: Callable[[list[tuple[Any, Any]]], None],
+        on_put: Callable[[Any], None] | None = None,
+    ) -> None:
         self.limit = limit
+        #: Told of each entry that got in, outside the lock (an actor on the
+        #: scheduler is woken so; one on a thread of its own waits in `get`).
+        self._on_put = on_put
         self._size = limit.size
         self._policy = limit.overflow
         self._items: deque[Any] = deque()
@@ -149,8 +157,18 @@ class BoundedInbox:
         with self._cond:
             self._items.append(item)
             self._cond.notify()
+        if self._on_put is not None:
+            self._on_put(item)
 
     put_nowait = put
+
+    def put_first(self, item: Any) -> None:
+        """A kernel entry handled before everything waiting (never counted)."""
+        with self._cond:
+            self._items.appendleft(item)
+            self._cond.notify()
+        if self._on_put is not None:
+            self._on_put(item)
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         admitted: list[tuple[Any, Any]] = []
@@ -198,6 +216,12 @@ class BoundedInbox:
         ``(ACCEPTED, victim)`` (drop_oldest dropped ``victim`` for it),
         ``(DROPPED, entry)`` or ``(PARKED, None)``.  ``admission`` (a sender
         that waits for room) lets a ``"block"`` mailbox park the entry."""
+        outcome = self._offer(entry, admission)
+        if outcome[0] == ACCEPTED and self._on_put is not None:
+            self._on_put(entry)
+        return outcome
+
+    def _offer(self, entry: tuple[int, Any, Any], admission: Any) -> tuple[int, Any]:
         with self._cond:
             if self.user < self._size and not self.parked:
                 self._items.append(entry)

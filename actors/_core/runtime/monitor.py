@@ -58,7 +58,9 @@ class Monitor:
     def wait(self, timeout: float | None = None) -> tuple[ActorRef, Any]:
         """Block until the DOWN arrives; raises `TimeoutError` after ``timeout``."""
         self._rt.flush_casts()
-        if not self._event.wait(timeout):
+        with self._rt.scheduler.blocking():
+            got = self._event.wait(timeout)
+        if not got:
             raise TimeoutError(f"{self.target!r} still alive after {timeout} s")
         assert self._result is not None
         return self._result

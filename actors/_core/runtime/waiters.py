@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors._core.runtime.mailbox import MAILBOX_FULL, MailboxFull
-from actors._core.wire.reasons import Exit
+from actors._core.wire.reasons import CALL_CYCLE, CallCycle, Exit
 
 __all__ = ["ChannelWaiter", "FutureWaiter", "Waiter", "exit_of"]
 
@@ -23,9 +23,12 @@ log = logging.getLogger("actors.runtime")
 
 
 def exit_of(reason: Any) -> Exit:
-    """The exception a failed request raises: `MailboxFull` for a full mailbox."""
+    """The exception a failed request raises: `MailboxFull` for a full
+    mailbox, `CallCycle` for a call that would have closed a cycle."""
     if reason == MAILBOX_FULL:
         return MailboxFull()
+    if type(reason) is tuple and len(reason) == 2 and reason[0] == CALL_CYCLE:
+        return CallCycle(reason[1])
     return Exit(reason)
 
 

@@ -277,5 +277,5 @@ def _fix_header(items: list[Any], node_id: str) -> None:
         raise ValueError("bad header")
     items[4] = f"{node_id}|{items[4]}"
     frm = items[2]
-    if type(frm) is list and len(frm) == 2 and type(frm[1]) is str:  # a call's [caller, reply channel]
+    if type(frm) is list and len(frm) >= 2 and type(frm[1]) is str:  # a call's [caller, reply channel, chain]
         frm[1] = f"{node_id}|{frm[1]}"

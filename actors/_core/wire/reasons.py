@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "CALL_CYCLE",
+    "CallCycle",
     "CallTimeout",
     "Continue",
     "Crash",
@@ -121,6 +123,31 @@ class IncarnationEnded(Exit):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (IncarnationEnded, (self.node_id, self.why))
+
+
+#: The first element of a `CallCycle`'s reason: ``("call_cycle", (caller, ..., caller))``.
+CALL_CYCLE = "call_cycle"
+
+
+class CallCycle(Exit):
+    """A call that would close a cycle of callers, each waiting for the next
+    (A calls B, and B, serving it, calls A), fails at once with this.
+
+    In OTP such a call waits for its timeout (five seconds by default) and
+    then fails; nothing else can come of it, since every actor on the cycle
+    is blocked.  Each call carries the chain of calls waiting above it (the
+    last 16), and the actor it reaches refuses it when that actor is itself
+    waiting on one of them.  ``cycle`` names the actors, the first one again
+    at the end; the reason is ``("call_cycle", cycle)``."""
+
+    def __init__(self, cycle: Any, detail: str = "") -> None:
+        self.cycle = tuple(cycle)
+        super().__init__(
+            (CALL_CYCLE, self.cycle), detail or "calls that would wait for each other: " + " -> ".join(self.cycle)
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CallCycle, (self.cycle, self.detail))
 
 
 class CallTimeout(Exception):

@@ -151,13 +151,18 @@ class From:
     """Where a call's reply goes: the caller's process and the call's ref, and
     the calling thread's reply channel when the caller is in another process."""
 
-    __slots__ = ("proc", "ref", "caller", "channel")
+    __slots__ = ("proc", "ref", "caller", "channel", "chain")
 
-    def __init__(self, proc: str, ref: int, caller: str | None, channel: str | None = None) -> None:
+    def __init__(
+        self, proc: str, ref: int, caller: str | None, channel: str | None = None, chain: list[Any] | None = None
+    ) -> None:
         self.proc = proc
         self.ref = ref
         self.caller = caller
         self.channel = channel
+        #: The calls waiting on this one, oldest first: ``[node_id, proc, ref, label]``
+        #: each (`actors.CallCycle`); None for a call no actor waits above.
+        self.chain = chain
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, From) and (self.proc, self.ref) == (other.proc, other.ref)
@@ -169,7 +174,7 @@ class From:
         return f"<From {self.proc}:{self.ref}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (From, (self.proc, self.ref, self.caller, self.channel))
+        return (From, (self.proc, self.ref, self.caller, self.channel, self.chain))
 
 
 def _runtime_of(ref: ActorRef) -> Any:

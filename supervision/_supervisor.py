@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from actors import ActorRef, AlreadyRegistered, Exit, GenServer, SpawnError, global_names, ignore, is_normal_exit
 from actors.clock import MonotonicClock
+from actors.sys import SysError
 from supervision._children import Child, ChildInfo, count_children, which_children
 from supervision._policy import (
     RESTARTING,
@@ -427,6 +428,27 @@ class Supervisor(GenServer):
     def _label(self) -> str:
         cell = self._actor_cell
         return cell.name or cell.id
+
+    # -- system messages (`actors.sys`) ---------------------------------------------
+
+    def system_get_state(self) -> Any:
+        """What `actors.sys.get_state` shows: the flags and the children (`which_children`)."""
+        return {"flags": self.flags, "children": self._call_which_children()}
+
+    def system_replace_state(self, fun: Any) -> Any:
+        """Refused.  A supervisor's state is its record of live processes it
+        started and is linked to, with their restart history: a state put in
+        from outside would make it restart, stop or lose track of the wrong
+        processes.  Change a tree with `start_child`, `terminate_child`,
+        `restart_child` and `delete_child`, which keep the record and the
+        processes in step."""
+        raise SysError(
+            "replace_state: a supervisor's state cannot be replaced (it records the live children it "
+            "started and links to); use start_child, terminate_child, restart_child or delete_child"
+        )
+
+    def behaviour_name(self) -> str:
+        return "supervisor"
 
     def status(self) -> dict[str, Any]:
         """Cheap snapshot for `Node.actors()`, the status command and the observer (`status_snapshot`)."""

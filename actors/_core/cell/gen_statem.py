@@ -169,6 +169,7 @@ class GenStatem(GenServer):
             mode=self.callback_mode,
             state_enter=self.state_enter,
             reserved=_RESERVED,
+            clock=monotonic,
         )
         result = self.init(*args, **kwargs)
         if result is ignore or isinstance(result, Stop):
@@ -193,19 +194,19 @@ class GenStatem(GenServer):
         if arg is not _ENTER:
             return super().handle_continue(arg)
         actions, self._first = self._first, ()
-        return self._engine.enter(self._engine.state, actions, monotonic())
+        return self._engine.enter(self._engine.state, actions)
 
     def handle_call(self, request: Any, from_: From) -> Any:
-        stop = self._engine.handle(("call", from_), request, monotonic())
+        stop = self._engine.handle(("call", from_), request)
         return noreply if stop is None else stop
 
     def handle_cast(self, request: Any) -> Any:
-        return self._engine.handle("cast", request, monotonic())
+        return self._engine.handle("cast", request)
 
     def handle_info(self, message: Any) -> Any:
         if type(message) is _Ring:
             return self._rang(message)
-        return self._engine.handle("info", message, monotonic())
+        return self._engine.handle("info", message)
 
     def _rang(self, ring: _Ring) -> Stop | None:
         tokens = self._alarm.rang(ring)
@@ -213,7 +214,7 @@ class GenStatem(GenServer):
             return None
         engine = self._engine
         for token in tokens:
-            stop = engine.timeout(token, monotonic())
+            stop = engine.timeout(token)
             if stop is not STALE and stop is not None:
                 return stop
         return None
@@ -243,13 +244,12 @@ class GenStatem(GenServer):
     def system_status(self) -> dict[str, Any]:
         engine = self._engine
         state, data = self.system_get_state()
-        engine.now = monotonic()
         return {
             "state": state,
             "data": data,
             "postponed": list(engine.postponed),
             "queued": list(engine.queue),
-            "timeouts": engine.running_timeouts(),
+            "timeouts": engine.running_timeouts(monotonic()),
         }
 
     def system_debug(self, sink: Callable[[tuple[Any, ...]], None] | None) -> None:

@@ -344,6 +344,7 @@ class Engine:
         "_t0q",
         "_tokens",
         "now",
+        "_clock",
         "debug",
     )
 
@@ -355,6 +356,7 @@ class Engine:
         mode: str = "state_functions",
         state_enter: bool = False,
         reserved: Iterable[str] = (),
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if mode not in _MODES:
             raise StatemError("bad_callback_mode", f"{mode!r}: expected 'state_functions' or 'handle_event_function'")
@@ -375,8 +377,10 @@ class Engine:
         self.timers: dict[Any, list[Any]] = {}
         self._t0q: list[Any] = []  # the event types of zero timeouts, in the order they fire
         self._tokens = 0
-        #: The time of the event in hand (the clock is the caller's).
-        self.now = 0.0
+        #: The time of the event in hand, when its caller gave one.
+        self.now: float | None = None
+        #: Read only when a timeout is armed without a time given (the caller's clock).
+        self._clock = clock
         #: Called with each transition, for tracing (``("consume", type, content, state, next)``,
         #: ``("postpone", ...)``, ``("enter", old, new)``); None: not traced.
         self.debug: Callable[[tuple[Any, ...]], None] | None = None
@@ -388,7 +392,7 @@ class Engine:
         if self._handle_event is None:
             self._function(state)
 
-    def enter(self, state: Any, actions: Iterable[Any], now: float) -> Stop | None:
+    def enter(self, state: Any, actions: Iterable[Any], now: float | None = None) -> Stop | None:
         """Start in ``state`` with init's ``actions`` (its enter call first, when configured)."""
         self.now = now
         self.state = state
@@ -397,15 +401,46 @@ class Engine:
             stop = self._drain()
         return stop
 
-    def handle(self, event_type: Any, content: Any, now: float) -> Stop | None:
-        """One event from outside, then every event it queued."""
+    def handle(self, event_type: Any, content: Any, now: float | None = None) -> Stop | None:
+        """One event from outside, then every event it queued.
+
+        ``now`` is when it came; left out, the clock given to the engine is
+        read, and only if a timeout must be armed.  The body is `_event`'s,
+        written out: this is the path every message of a machine takes."""
         self.now = now
-        stop = self._event(event_type, content)
+        state = self.state
+        handle_event = self._handle_event
+        if handle_event is not None:
+            result = handle_event(event_type, content, state)
+        else:
+            try:
+                function = self._functions[state]
+            except (KeyError, TypeError):
+                function = self._function(state)
+            result = function(event_type, content)
+        kind = type(result)
+        if result is None:
+            if self.debug is not None:
+                self.debug(("consume", event_type, content, state, state))
+            if "timeout" in self.timers:
+                self._cancel("timeout")
+            stop = None
+        elif kind is NextState:
+            next_state = result.state
+            if result.actions or self.state_enter or self.timers or self.postponed or self.debug is not None:
+                stop = self._transition((event_type, content), state, next_state, next_state != state, result.actions)
+            else:  # a bare change of state: nothing to cancel, replay or enter
+                self.state = next_state
+                stop = None
+        elif kind is KeepState:
+            stop = self._transition((event_type, content), state, state, False, result.actions)
+        else:
+            stop = self._result(event_type, content, state, result)
         if stop is None and (self.queue or self._t0q):
             stop = self._drain()
         return stop
 
-    def timeout(self, token: int, now: float) -> Any:
+    def timeout(self, token: int, now: float | None = None) -> Any:
         """The timer armed with ``token`` ran out: its timeout event, or `STALE`
         when that timer was cancelled or restarted meanwhile (nothing happens)."""
         for event_type, entry in self.timers.items():
@@ -414,10 +449,21 @@ class Engine:
                 return self.handle(event_type, entry[1], now)
         return STALE
 
-    def running_timeouts(self) -> list[tuple[Any, Any, float]]:
-        """``(event_type, content, seconds left)`` of every running timeout."""
-        now = self.now
+    def running_timeouts(self, now: float | None = None) -> list[tuple[Any, Any, float]]:
+        """``(event_type, content, seconds left)`` of every running timeout, at ``now``
+        (left out: the time of the last event)."""
+        if now is not None:
+            self.now = now
+        now = self._time()
         return [(t, e[1], max(0.0, e[2] - now)) for t, e in self.timers.items()]
+
+    def _time(self) -> float:
+        if self.now is not None:
+            return self.now
+        if self._clock is None:
+            raise StatemError("no_clock", "a timeout needs the time: pass now, or give the engine a clock")
+        self.now = self._clock()
+        return self.now
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -472,6 +518,9 @@ class Engine:
             if "timeout" in self.timers:
                 self._cancel("timeout")
             return None
+        return self._result(event_type, content, state, result)
+
+    def _result(self, event_type: Any, content: Any, state: Any, result: Any) -> Stop | None:
         kind = type(result)
         if kind is NextState:
             next_state = result.state
@@ -589,7 +638,7 @@ class Engine:
                 last[action.event_type] = action
             timeouts = list(last.values())
         timers = self.timers
-        now = self.now
+        now = self._time()
         for action in timeouts:
             event_type = action.event_type
             seconds = action.seconds

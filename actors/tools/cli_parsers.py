@@ -19,6 +19,7 @@ from actors.app.logformat import FORMATS
 
 from .cli_run import cmd_bench, cmd_chaos, cmd_demo, cmd_keygen, cmd_node, cmd_observe
 from .cli_status import cmd_status
+from .cli_sys import SYS_OPS, cmd_sys
 from .cli_types import count, per_second, per_second_or_zero, port, seconds, seed, store
 
 __all__ = ["COMMANDS", "DESCRIPTION", "EXIT_USAGE", "Subparsers", "build_parser", "version"]
@@ -241,6 +242,22 @@ def add_status(sub: Subparsers) -> None:
     p.set_defaults(run=cmd_status)
 
 
+def add_sys(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "sys",
+        parents=[_common(False)],
+        help="OTP's sys on a process of a running node: state, status, suspend, statistics, trace",
+        description="Attach to a running node through its runtime directory and send one system "
+        "request to the process registered as NAME (docs/sys.md).",
+    )
+    p.add_argument("rundir", help="the node's runtime directory (printed by demo, or Node.rundir)")
+    p.add_argument("name", help="the process's registered name")
+    p.add_argument("op", choices=sorted(SYS_OPS), help="the request")
+    p.add_argument("arg", nargs="?", default=None, help="statistics: on, off or get; trace: on or off")
+    p.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for the answer (default 5)")
+    p.set_defaults(run=cmd_sys)
+
+
 def add_observe(sub: Subparsers) -> None:
     p = sub.add_parser(
         "observe",
@@ -293,6 +310,7 @@ COMMANDS: list[Callable[[Subparsers], None]] = [
     add_node,
     add_chaos,
     add_status,
+    add_sys,
     add_observe,
     add_bench,
     add_keygen,

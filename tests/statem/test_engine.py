@@ -40,7 +40,7 @@ class Effects:
     def reply(self, from_: From, value: Any) -> None:
         self.log.append(("reply", from_.ref, value))
 
-    def start_timer(self, token: int, seconds: float) -> None:
+    def start_timer(self, token: int, seconds: float, deadline: float) -> None:
         self.armed[token] = seconds
         self.log.append(("start", token, seconds))
 

@@ -22,6 +22,7 @@ cancelled meanwhile, are recognised and dropped.
 
 from __future__ import annotations
 
+from functools import partial
 from time import monotonic
 from typing import Any, Callable, ClassVar
 
@@ -82,8 +83,8 @@ class _Alarm:
     def reply(self, from_: From, value: Any) -> None:
         self._server.reply(from_, value)
 
-    def start_timer(self, token: int, seconds: float) -> None:
-        due = monotonic() + seconds
+    def start_timer(self, token: int, seconds: float, deadline: float) -> None:
+        due = deadline  # the engine's clock is `time.monotonic`
         self.deadlines[token] = due
         if self._timer is None or due < self._due:
             self._arm(due, seconds)
@@ -186,6 +187,8 @@ class GenStatem(GenServer):
         self._engine.check_state(state)
         self._engine.state = state
         self._first = actions
+        # Casts go straight to the engine: no frame of ours on the path of every cast.
+        self.handle_cast = partial(self._engine.handle, "cast")  # type: ignore[method-assign]
         # The first state's enter call and init's actions run once spawn has returned,
         # before any message (OTP acknowledges the start before entering its loop).
         return Continue(_ENTER)
@@ -223,7 +226,9 @@ class GenStatem(GenServer):
 
     def system_get_state(self) -> Any:
         """OTP's ``{State, Data}``: the current state and the public attributes."""
-        return (self._engine.state, super().system_get_state())
+        data = super().system_get_state()
+        data.pop("handle_cast", None)  # the shortcut to the engine set by `_gen_init`: not data
+        return (self._engine.state, data)
 
     def system_replace_state(self, fun: Callable[[Any], Any]) -> Any:
         """``fun((state, data))`` returns the new ``(state, data)``; the state
@@ -237,7 +242,8 @@ class GenStatem(GenServer):
             self._engine.check_state(state)
         except StatemError as exc:
             raise SysError(f"replace_state: {exc}") from None
-        super().system_replace_state(lambda _old: data)
+        shortcut = self.handle_cast
+        super().system_replace_state(lambda _old: {**data, "handle_cast": shortcut})
         self._engine.state = state
         return self.system_get_state()
 

@@ -299,8 +299,9 @@ class Effects(Protocol):
     def reply(self, from_: From, value: Any) -> None:
         """Send a call's reply now."""
 
-    def start_timer(self, token: int, seconds: float) -> None:
-        """Arm a timer; when it runs out, call `Engine.timeout` with ``token``."""
+    def start_timer(self, token: int, seconds: float, deadline: float) -> None:
+        """Arm a timer for ``seconds`` from now (``deadline`` on the engine's clock);
+        when it runs out, call `Engine.timeout` with ``token``."""
 
     def cancel_timer(self, token: int) -> None:
         """Drop the timer armed with ``token`` (a late one is recognised as stale anyway)."""
@@ -611,7 +612,10 @@ class Engine:
             if kind is Reply:
                 self._effects.reply(action.from_, action.value)
             elif isinstance(action, _TimeoutAction):
-                acc.timeouts.append(action)
+                if acc.timeouts is None:
+                    acc.timeouts = [action]
+                else:
+                    acc.timeouts.append(action)
             elif kind is Postpone:
                 if not state_call:
                     raise StatemError(
@@ -623,6 +627,8 @@ class Engine:
                     raise StatemError(
                         "bad_state_enter_action_from_state_function", f"{action!r}: an enter call may not insert events"
                     )
+                if acc.next_events is None:
+                    acc.next_events = []
                 acc.next_events.append((action.event_type, action.content))
             elif kind is list or kind is tuple:
                 self._actions(action, state_call, acc)
@@ -663,7 +669,7 @@ class Engine:
             self._tokens += 1
             token = self._tokens
             timers[event_type] = [token, action.content, now + seconds]
-            self._effects.start_timer(token, seconds)
+            self._effects.start_timer(token, seconds, now + seconds)
 
     def _cancel(self, event_type: Any) -> None:
         entry = self.timers.pop(event_type, None)
@@ -696,5 +702,5 @@ class _Collected:
 
     def __init__(self) -> None:
         self.postpone = False
-        self.next_events: list[tuple[Any, Any]] = []
-        self.timeouts: list[_TimeoutAction] = []
+        self.next_events: list[tuple[Any, Any]] | None = None  # made when there is one
+        self.timeouts: list[_TimeoutAction] | None = None

@@ -10,6 +10,7 @@ from actors._core.runtime.monitor import Monitor
 from actors._core.runtime.runtime import Timer
 from actors._core.wire.reasons import (
     INCARNATION_ENDED,
+    CallCycle,
     CallTimeout,
     Continue,
     Crash,
@@ -32,6 +33,7 @@ from actors.node import Node
 __all__ = [
     "ActorRef",
     "AlreadyRegistered",
+    "CallCycle",
     "CallTimeout",
     "Config",
     "ConnectError",

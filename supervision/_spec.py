@@ -270,6 +270,9 @@ class ChildSpec:
             "name": self.name,
             "node": self.node,
             "modules": self.modules,
+            "mailbox": self.mailbox,
+            "overflow": self.overflow,
+            "thread": self.thread,
         }
 
     @classmethod
@@ -299,7 +302,22 @@ class ChildSpec:
 
 
 _CHILD_SPEC_KEYS = frozenset(
-    ("id", "start", "restart", "shutdown", "type", "host", "cpus", "significant", "name", "node", "modules")
+    (
+        "id",
+        "start",
+        "restart",
+        "shutdown",
+        "type",
+        "host",
+        "cpus",
+        "significant",
+        "name",
+        "node",
+        "modules",
+        "mailbox",
+        "overflow",
+        "thread",
+    )
 )
 
 

@@ -113,6 +113,7 @@ class Supervisor(GenServer):
             node=spec.node,
             mailbox=spec.mailbox,
             overflow=spec.overflow,
+            thread=spec.thread,
         )
         child.ref = ref
         child.status = RUNNING if ref is not None else STOPPED

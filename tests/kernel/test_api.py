@@ -60,6 +60,7 @@ def test_exported_names_are_pinned():
         [
             "ActorRef",
             "AlreadyRegistered",
+            "CallCycle",
             "CallTimeout",
             "Config",
             "ConnectError",

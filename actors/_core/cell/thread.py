@@ -73,6 +73,10 @@ class _Gone:
 
 _GONE = _Gone()
 
+#: Taken to make an actor's mailbox on its first message (rarely contended:
+#: two first messages to one actor at once).
+_first_mail = threading.Lock()
+
 
 class ActorThread:
     """The thread and mailbox of one actor, and the loop that feeds the cell.
@@ -272,18 +276,22 @@ class LendingThread(ActorThread):
 class PooledActor:
     """An actor on the process's scheduler: its mailbox, and its turns.
 
-    It is on the run queue (``scheduled``) from the moment mail comes to it
-    idle until a turn finds its mailbox empty; a worker runs one turn at a
-    time (`turn`): up to the scheduler's ``throughput`` entries, then back
-    to the tail of the queue if more waits.  The mailbox is made on the
-    first message, so an actor that was never sent anything costs no queue.
+    It is on the run queue from the moment mail comes to it idle until a
+    turn finds its mailbox empty, and a worker runs one turn at a time
+    (`turn`): up to the scheduler's ``throughput`` entries, then back to the
+    tail of the queue if more waits.  ``_queued`` is held for that whole
+    while: whoever takes it (a lock taken without waiting, so an atomic
+    test-and-set) submits the actor, and a turn gives it back *before* its
+    last look at the mailbox, so mail put meanwhile is never left without a
+    turn.  The mailbox is made on the first message, so an actor that was
+    never sent anything costs no queue.
 
     A callback's `Timeout` is a timer on the process's one timer heap (the
     transport's); a message that comes first makes it stale, and a stale
     timer's entry is skipped.
     """
 
-    __slots__ = ("_cell", "_sched", "_q", "_bounded", "scheduled", "stopped", "_booting", "_ended", "idle_timer")
+    __slots__ = ("_cell", "_sched", "_q", "_bounded", "_queued", "stopped", "_booting", "idle_timer")
 
     def __init__(self, cell: "ThreadOwner", scheduler: Scheduler, limit: MailboxLimit | None = None) -> None:
         self._cell = cell
@@ -293,12 +301,11 @@ class PooledActor:
         self._bounded: BoundedInbox | None = None
         if limit is not None:
             self._bounded = BoundedInbox(limit, cell._admitted, on_put=self._arrived)
-        #: On the run queue, or in a turn: mail that comes needs no wake-up.
-        self.scheduled = False
+        #: Held while the actor is on the run queue or in a turn.
+        self._queued = threading.Lock()
         #: The actor is done: its next turn drops what is left and ends it.
         self.stopped = False
         self._booting = False
-        self._ended = False
         #: The timer of the last callback's `Timeout`, while it is the live one.
         self.idle_timer: Timer | None = None
 
@@ -315,29 +322,32 @@ class PooledActor:
             timer.cancelled = True
         q = self._q
         if q is None:
-            with self._sched.lock:
-                q = self._q
-                if q is None:
-                    q = self._q = deque()
+            q = self._new_queue()
         q.append(item)
-        if not self.scheduled:
-            self._wake()
+        if self._queued.acquire(False):
+            self._sched.submit(self)
 
     put_nowait = put
 
+    def _new_queue(self) -> deque[Any]:
+        with _first_mail:  # two first messages at once make one queue
+            q = self._q
+            if q is None:
+                q = self._q = deque()
+        return q
+
     def put_first(self, item: Any) -> None:
-        """An entry handled before anything queued (``handle_continue`` after an ``init`` run inline)."""
+        """An entry handled before anything queued (``handle_continue`` after ``init``)."""
         bounded = self._bounded
         if bounded is not None:
             bounded.put_first(item)
             return
-        with self._sched.lock:
-            q = self._q
-            if q is None:
-                q = self._q = deque()
-            q.appendleft(item)
-        if not self.scheduled:
-            self._wake()
+        q = self._q
+        if q is None:
+            q = self._new_queue()
+        q.appendleft(item)
+        if self._queued.acquire(False):
+            self._sched.submit(self)
 
     def _arrived(self, item: Any) -> None:
         """An entry got into the bounded mailbox: as `put` does after appending."""
@@ -346,8 +356,8 @@ class PooledActor:
             if timer is not None:
                 self.idle_timer = None
                 timer.cancelled = True
-        if not self.scheduled:
-            self._wake()
+        if self._queued.acquire(False):
+            self._sched.submit(self)
 
     def first(self, entry: Any) -> None:
         """``handle_continue`` after ``init``: the next entry, before any mail
@@ -357,8 +367,7 @@ class PooledActor:
     def empty(self) -> bool:
         if self._bounded is not None:
             return self._bounded.empty()
-        q = self._q
-        return not q
+        return not self._q
 
     def qsize(self) -> int:
         if self._bounded is not None:
@@ -366,38 +375,12 @@ class PooledActor:
         q = self._q
         return len(q) if q is not None else 0
 
-    def _take(self) -> Any:
-        """The next entry, or None (the worker's side)."""
-        bounded = self._bounded
-        if bounded is not None:
-            try:
-                return bounded.get_nowait()
-            except queue.Empty:
-                return None
-        q = self._q
-        if q:
-            return q.popleft()
-        return None
-
-    def _wake(self) -> None:
-        """Put this actor on the run queue unless it is there already.
-
-        Whoever turns ``scheduled`` from False to True under the scheduler's
-        lock submits it; `turn` clears it *before* its last look at the
-        mailbox, so a message put meanwhile is never left without a turn."""
-        sched = self._sched
-        with sched.lock:
-            if self.scheduled or self._ended:
-                return
-            self.scheduled = True
-        sched.submit(self)
-
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
         """Boot on a worker (a spawn answered by the I/O thread)."""
         self._booting = True
-        self.scheduled = True
+        self._queued.acquire()
         self._sched.submit(self)
 
     def boot_here(self) -> None:
@@ -405,7 +388,7 @@ class PooledActor:
         so it runs it itself (as the child) instead of handing it to a worker
         and waiting for the hand-back.  ``handle_continue`` and the mail
         that came meanwhile are left to the pool."""
-        self.scheduled = True
+        self._queued.acquire()
         state = thread_state
         saved = state.cell, state.outbox
         try:
@@ -418,8 +401,8 @@ class PooledActor:
     def stop(self) -> None:
         """End the actor after the entry in hand (any thread)."""
         self.stopped = True
-        if not self.scheduled:
-            self._wake()
+        if self._queued.acquire(False):
+            self._sched.submit(self)
 
     def label(self) -> str:
         cell = self._cell
@@ -449,7 +432,7 @@ class PooledActor:
 
     def turn(self) -> None:
         cell = self._cell
-        if cell is None:  # ended already (a stale wake-up)
+        if cell is None:  # ended already
             return
         state = thread_state
         self._enter()
@@ -458,13 +441,22 @@ class PooledActor:
                 self._booting = False
                 self._setup()
             left = self._sched.throughput
-            take = self._take
             handle = cell._handle
             flush = cell.runtime.flush_casts
+            bounded = self._bounded
+            q = self._q
             while left and not self.stopped:
-                item = take()
-                if item is None:
-                    break
+                if bounded is not None:
+                    try:
+                        item = bounded.get_nowait()
+                    except queue.Empty:
+                        break
+                else:
+                    if not q:
+                        q = self._q
+                        if not q:
+                            break
+                    item = q.popleft()
                 left -= 1
                 if item[0] == M_IDLE:
                     if item[1] is not self.idle_timer:
@@ -486,42 +478,41 @@ class PooledActor:
         if self.stopped:
             self._end()
             return
-        self.scheduled = False
+        queued = self._queued
         if not self.empty():
-            self._wake()
+            self._sched.submit(self)  # still ours: straight back to the tail
+            return
+        queued.release()
+        if not self.empty() and queued.acquire(False):
+            self._sched.submit(self)  # mail came as it went idle
             return
         cell = self._cell
-        wait = cell.idle_timeout
+        wait = cell.idle_timeout if cell is not None else None
         if wait is not None and self.idle_timer is None:
             timer = Timer(time.monotonic() + max(0.0, wait), None, None)
             timer.message = lambda: self._idle_due(timer)
             self.idle_timer = timer
             cell.runtime.add_timer(timer)
-            if not self.empty():  # mail came while the timer was set: it is stale
-                self._wake()
 
     def _idle_due(self, timer: Timer) -> None:
         """The callback's `Timeout` passed (I/O thread): the actor handles
         ``timeout`` unless a message came first."""
-        if self.idle_timer is timer and not self.stopped:
-            q = self._q
-            if q is None:
-                with self._sched.lock:
-                    q = self._q
-                    if q is None:
-                        q = self._q = deque()
-            if self._bounded is not None:
-                self._bounded.put((M_IDLE, timer, None))  # wakes it (`_arrived`)
-            else:
-                q.append((M_IDLE, timer, None))
-                if not self.scheduled:
-                    self._wake()
+        if self.idle_timer is not timer or self.stopped:
+            return
+        if self._bounded is not None:
+            self._bounded.put((M_IDLE, timer, None))  # wakes it (`_arrived`)
+            return
+        q = self._q
+        if q is None:
+            q = self._new_queue()
+        q.append((M_IDLE, timer, None))
+        if self._queued.acquire(False):
+            self._sched.submit(self)
 
     def _end(self) -> None:
         """Drop what is left (no entry needs an answer: the cell's death
-        already failed its pending calls), send what it batched, let go."""
-        with self._sched.lock:
-            self._ended = True
+        already failed its pending calls), send what it batched, let go.
+        The actor keeps ``_queued``: nothing submits it again."""
         cell = self._cell
         if cell is None:
             return

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import sys
 import threading
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -76,6 +76,10 @@ STUCK_AFTER = 0.02
 #: Seconds in one turn after which the turn is logged (once per actor class)
 #: and counted: a handler this slow holds its actor's mail for as long.
 WARN_AFTER = 0.2
+#: The share of one CPU this process must have used since the monitor's last
+#: look for it to add no workers: it is computing, so a worker that seems
+#: stuck is waiting for the GIL, which another thread would only wait for too.
+GIL_BUSY = 0.8
 #: Seconds a worker beyond the target waits for work before it ends.
 IDLE_RETIRE = 2.0
 #: The most workers one process runs at once (blocked ones included).
@@ -102,7 +106,7 @@ class Worker:
     GIL makes each field's write atomic; a stale read only delays a
     decision by one tick)."""
 
-    __slots__ = ("thread", "started", "running", "blocked", "stuck", "warned")
+    __slots__ = ("thread", "started", "running", "blocked", "stuck", "warned", "cpu_clock", "cpu_mark", "idle")
 
     def __init__(self) -> None:
         self.thread: threading.Thread | None = None
@@ -116,6 +120,13 @@ class Worker:
         self.stuck = False
         #: This turn was logged as slow already.
         self.warned = False
+        #: Waiting for work on the run queue (written by its own thread only).
+        self.idle = False
+        #: The thread's CPU-time clock (None where the platform has none), and
+        #: its reading at the monitor's last look: a stuck worker whose CPU
+        #: time stands still is waiting (sleep, IO), one whose time runs is computing.
+        self.cpu_clock: int | None = None
+        self.cpu_mark = 0.0
 
 
 class Scheduler:
@@ -153,17 +164,20 @@ class Scheduler:
         self.stats = stats
         self.name = name
         self._on_worker_exit = on_worker_exit
-        self._queue: deque[Runnable] = deque()
+        # The run queue: a C queue, so that a wake-up costs one put, and an idle
+        # worker is handed its runnable without a Python condition.  Workers
+        # start with the first runnable; None tells one to end.
+        self._queue: queue.SimpleQueue[Runnable | None] = queue.SimpleQueue()
+        self._started = False
+        #: Guards the workers' table and their counts (not the queue).
         self.lock = threading.Lock()
-        self._work = threading.Condition(self.lock)
         self._workers: list[Worker] = []
-        #: Workers waiting for work.
-        self._idle = 0
         #: Workers counted against the target: neither blocked nor stuck.
         self._active = 0
         self._monitor: threading.Thread | None = None
         self._monitor_wake = threading.Event()
         self._closed = False
+        self._cpu_mark = (0.0, 0.0)
         self._numbers = 0
         self._warned_classes: set[str] = set()
         #: Turns longer than ``warn_after`` (also in ``actors.scheduler.slow_turns``).
@@ -175,18 +189,24 @@ class Scheduler:
 
     def submit(self, runnable: Runnable) -> None:
         """Put ``runnable`` at the tail of the run queue (any thread)."""
+        self._queue.put(runnable)
+        if not self._started:
+            self._start_pool()
+
+    def _start_pool(self) -> None:
         with self.lock:
-            self._queue.append(runnable)
-            if self._idle:
-                self._work.notify()
-            elif self._active < self.target and not self._closed:
+            if self._started or self._closed:
+                return
+            self._started = True
+            for _ in range(self.target):
                 self._start_worker()
-            elif self._monitor is not None:
-                self._monitor_wake.set()
 
     def queued(self) -> int:
         """Runnables waiting for a worker."""
-        return len(self._queue)
+        return self._queue.qsize()
+
+    def _idle_workers(self) -> int:
+        return sum(1 for w in self._workers if w.idle)
 
     def workers(self) -> dict[str, int]:
         """How many workers exist, and in which state (for status pages and tests)."""
@@ -194,11 +214,11 @@ class Scheduler:
             all_ = self._workers
             return {
                 "workers": len(all_),
-                "idle": self._idle,
+                "idle": self._idle_workers(),
                 "blocked": sum(1 for w in all_ if w.blocked),
                 "stuck": sum(1 for w in all_ if w.stuck),
                 "target": self.target,
-                "queued": len(self._queue),
+                "queued": self._queue.qsize(),
             }
 
     # -- blocking -----------------------------------------------------------------
@@ -214,11 +234,9 @@ class Scheduler:
             worker.blocked += 1
             if worker.blocked == 1 and not worker.stuck:
                 self._active -= 1
-            if self._queue and not self._idle and self._active < self.target and not self._closed:
+            if self._active < self.target and not self._closed and self._queue.qsize() and not self._idle_workers():
                 self.handoffs += 1
                 self._start_worker()
-            elif self._queue and self._idle:
-                self._work.notify()
         return worker
 
     @contextmanager
@@ -261,24 +279,27 @@ class Scheduler:
     def _run(self, worker: Worker) -> None:
         state = thread_state
         state.worker = worker
-        queue = self._queue
-        work = self._work
-        lock = self.lock
+        try:
+            worker.cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            worker.cpu_clock = None
+        get = self._queue.get
         monotonic = time.monotonic
+        retire = self.idle_retire
         try:
             while True:
-                with lock:
-                    while not queue:
-                        if self._closed:
-                            return
-                        self._idle += 1
-                        got = work.wait(self.idle_retire)
-                        self._idle -= 1
-                        if not got and not queue and len(self._workers) > self.target:
+                worker.idle = True
+                try:
+                    runnable = get(timeout=retire)
+                except queue.Empty:
+                    worker.idle = False
+                    with self.lock:
+                        if len(self._workers) > self.target:
                             return  # the pool shrinks back after the blocking is over
-                    runnable = queue.popleft()
-                    if queue and self._idle:
-                        work.notify()  # more waiting: wake another
+                    continue
+                worker.idle = False
+                if runnable is None:  # closing
+                    return
                 worker.running = runnable
                 worker.started = monotonic()
                 try:
@@ -291,7 +312,7 @@ class Scheduler:
                     if worker.stuck or worker.warned:
                         self._turn_over(worker)
         finally:
-            with lock:
+            with self.lock:
                 self._workers.remove(worker)
                 if not worker.blocked and not worker.stuck:
                     self._active -= 1
@@ -318,6 +339,7 @@ class Scheduler:
         for blocked, bring in others for the waiting work, and warn of slow turns."""
         tick = max(0.001, self.stuck_after / 4)
         idle_tick = max(tick, 0.05)
+        self._cpu_mark = (time.monotonic(), time.process_time())
         while not self._closed:
             busy = self._check(time.monotonic())
             self._monitor_wake.wait(tick if busy else idle_tick)
@@ -327,6 +349,7 @@ class Scheduler:
         """One look at the workers; whether any is in a turn (tick faster then)."""
         busy = False
         slow: list[tuple[Worker, float]] = []
+        waiting_workers = 0  # stuck in a wait outside the kernel, not computing
         with self.lock:
             for worker in self._workers:
                 started = worker.started
@@ -334,26 +357,58 @@ class Scheduler:
                     continue
                 busy = True
                 took = now - started
-                if took >= self.stuck_after and not worker.stuck:
-                    worker.stuck = True
-                    if not worker.blocked:
-                        self._active -= 1
+                if took >= self.stuck_after:
+                    if not worker.stuck:
+                        worker.stuck = True
+                        if not worker.blocked:
+                            self._active -= 1
+                    if not worker.blocked and self._waits(worker):
+                        waiting_workers += 1
                 if took >= self.warn_after and not worker.warned:
                     worker.warned = True
                     slow.append((worker, took))
-            waiting = len(self._queue)
-            if waiting and not self._idle and not self._closed:
-                # As many as are waiting, up to the target's worth again and
-                # at least as many as are stuck: a burst of sleeping handlers
-                # gets its workers in a few ticks, not one at a time.
-                stuck = sum(1 for w in self._workers if w.stuck or w.blocked)
-                want = min(waiting, max(self.target - self._active, stuck))
+            waiting = self._queue.qsize()
+            if waiting and not self._idle_workers() and not self._closed and not self._gil_busy(now):
+                # A worker in its place for each one stuck (the target's
+                # worth of workers runs the queue again).  Handlers that wait
+                # outside the kernel (not computing) come in bursts -- a
+                # hundred actors each sleeping a second -- so as many more
+                # as are waiting so: the pool doubles each tick while the
+                # burst lasts, rather than growing by the target's worth.
+                # Computing ones never do that: more threads than cores
+                # only share the GIL.
+                want = min(waiting, max(self.target - self._active, 0) + waiting_workers)
                 for _ in range(want):
                     self.handoffs += 1
                     self._start_worker()
         for worker, took in slow:
             self._warn(worker, took)
         return busy
+
+    def _gil_busy(self, now: float) -> bool:
+        """Whether this process computed for most of the time since the last
+        look.  Then the workers that seem stuck are waiting for the GIL, not
+        in a sleep or IO: another thread would only wait with them."""
+        cpu = time.process_time()
+        then, cpu_then = self._cpu_mark
+        self._cpu_mark = (now, cpu)
+        wall = now - then
+        return wall > 0 and (cpu - cpu_then) / wall >= GIL_BUSY
+
+    @staticmethod
+    def _waits(worker: Worker) -> bool:
+        """Whether a stuck worker spent (almost) no CPU since the last look:
+        it sleeps or waits on IO, and another can use the GIL meanwhile."""
+        clock = worker.cpu_clock
+        if clock is None:
+            return True  # no way to tell: take it for waiting, as before
+        try:
+            used = time.clock_gettime(clock)
+        except OSError:  # the thread has just ended
+            return False
+        spent = used - worker.cpu_mark
+        worker.cpu_mark = used
+        return spent < 0.0005
 
     def _warn(self, worker: Worker, took: float) -> None:
         self.slow_turns += 1
@@ -385,7 +440,8 @@ class Scheduler:
         """Let every worker end once the queue is empty (at process shutdown)."""
         with self.lock:
             self._closed = True
-            self._work.notify_all()
+            for _ in self._workers:
+                self._queue.put(None)
         self._monitor_wake.set()
 
 

@@ -8,6 +8,7 @@ the layer above's ``fire`` callback (the runtime sends the message).
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import threading
 import time
@@ -50,18 +51,23 @@ class TimerHeap:
     def __init__(self, wake: Callable[[], None], fire: Callable[[Timer], None]) -> None:
         self._wake = wake
         self._fire = fire
-        self._timers: list[Timer] = []
+        # ``(deadline, seq, timer)``: ordered by float and int in C, never by
+        # calling back into Python -- a process may hold a hundred thousand
+        # (every idle actor's `Timeout`), and the heap is shared by every thread.
+        self._timers: list[tuple[float, int, Timer]] = []
+        self._seq = itertools.count()
         self._lock = threading.Lock()
 
     def pending(self) -> list[Timer]:
         """The timers not fired yet (cancelled ones included until their deadline)."""
         with self._lock:
-            return list(self._timers)
+            return [entry[2] for entry in self._timers]
 
     def add(self, timer: Timer) -> Timer:
+        entry = (timer.deadline, next(self._seq), timer)
         with self._lock:
-            heapq.heappush(self._timers, timer)
-            earliest = self._timers[0] is timer
+            heapq.heappush(self._timers, entry)
+            earliest = self._timers[0] is entry
         if earliest:
             self._wake()
         return timer
@@ -84,10 +90,12 @@ class TimerHeap:
             return None
         now = time.monotonic()
         due: list[Timer] = []
+        timers = self._timers
+        pop = heapq.heappop
         with self._lock:
-            while self._timers and self._timers[0].deadline <= now:
-                due.append(heapq.heappop(self._timers))
-            next_deadline = self._timers[0].deadline if self._timers else None
+            while timers and timers[0][0] <= now:
+                due.append(pop(timers)[2])
+            next_deadline = timers[0][0] if timers else None
         for timer in due:
             if not timer.cancelled:
                 timer.fired = True

@@ -36,12 +36,15 @@ _HOLDING = threading.Event()
 
 
 class GatedFile(FileServer):
-    """A `FileServer` that logs each IO with whether it ran off the file's own
-    thread, can be held busy (``("hold",)``), and crashes on a read of `BOOM`."""
+    """A `FileServer` that logs each IO with whether it ran inline (in the
+    server's turn, not in one of the file's own callbacks), can be held busy
+    (``("hold",)``), and crashes on a read of `BOOM`."""
 
     def init(self, path: str) -> None:
         super().init(path)
-        self.own_thread = threading.get_ident()
+        # Set on the thread running one of this file's own callbacks: actors
+        # share worker threads, so the thread alone does not say whose turn it is.
+        self.own_turn = threading.local()
         self.log: list[tuple[Any, bool]] = []
         inner = self._handle
 
@@ -52,7 +55,7 @@ class GatedFile(FileServer):
                 return "held"
             if msg[0] == "pread_iolist" and msg[1] == BOOM:
                 raise RuntimeError("boom")
-            self.log.append((msg, threading.get_ident() != self.own_thread))  # as it arrived
+            self.log.append((msg, not getattr(self.own_turn, "active", False)))  # as it arrived
             return inner(msg)
 
         self._handle = handle
@@ -60,7 +63,25 @@ class GatedFile(FileServer):
     def handle_call(self, request: Any, from_: Any) -> Any:
         if request == "log":
             return list(self.log)
-        return super().handle_call(request, from_)
+        self.own_turn.active = True
+        try:
+            return super().handle_call(request, from_)
+        finally:
+            self.own_turn.active = False
+
+    def handle_cast(self, request: Any) -> Any:
+        self.own_turn.active = True
+        try:
+            return super().handle_cast(request)
+        finally:
+            self.own_turn.active = False
+
+    def handle_info(self, message: Any) -> Any:
+        self.own_turn.active = True
+        try:
+            return super().handle_info(message)
+        finally:
+            self.own_turn.active = False
 
 
 class Gate(GenServer):

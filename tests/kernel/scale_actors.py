@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from actors import ActorRef, Exit, From, GenServer, Timeout, noreply
+from supervision import ChildSpec, SupFlags, count_children, start_child, start_supervisor, which_children
 
 
 class Idle(GenServer):
@@ -173,6 +174,26 @@ class Boss(GenServer):
                 other.call("ping")
                 pings.append(time.perf_counter() - started)
             return backlog_at_first_ping, progress[0], sorted(pings)
+        if op == "sup":  # a simple_one_for_one supervisor of n children
+            _, n = request
+            self.sup = start_supervisor(
+                self, SupFlags("simple_one_for_one", intensity=1_000_000, period=60), [ChildSpec("w", (Idle, ()))]
+            )
+            self.children = [start_child(self.sup, []) for _ in range(n)]
+            return len(self.children)
+        if op == "kill_children":  # kill every k-th child; their refs
+            killed = self.children[:: request[1]]
+            for ref in killed:
+                self.exit(ref, "kill")
+            return killed
+        if op == "sup_view":  # what the supervisor says, and how long it took to say it
+            started = time.perf_counter()
+            counts = count_children(self.sup, timeout=30)
+            counted = time.perf_counter() - started
+            started = time.perf_counter()
+            refs = {info.child for info in which_children(self.sup, timeout=30)}
+            listed = time.perf_counter() - started
+            return counts, counted, listed, [ref in refs for ref in request[1]], len(refs)
         raise ValueError(request)
 
     def handle_cast(self, request: Any) -> None:

@@ -152,3 +152,19 @@ def test_a_child_spec_may_ask_for_a_thread_of_its_own(node: Node) -> None:
     sup = start_supervisor(node, SupFlags("one_for_one"), [ChildSpec("w", (WhereAmI, ()), thread="own")])
     (child,) = which_children(sup)
     assert "worker" not in child.child.call("where")[1]
+
+
+def test_a_simple_one_for_one_supervisor_of_a_hundred_thousand(node: Node) -> None:
+    boss = node.spawn(Boss, host="own")
+    assert boss.call(("sup", 100_000), timeout=110) == 100_000
+    killed = boss.call(("kill_children", 100), timeout=30)
+    assert len(killed) == 1_000
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        counts, counted, listed, still_there, total = boss.call(("sup_view", killed), timeout=60)
+        if counts["active"] == 100_000 and not any(still_there):
+            break
+    # Every killed child was replaced (by a new ref), and nothing else moved.
+    assert counts["active"] == counts["workers"] == 100_000, counts
+    assert not any(still_there) and total == 100_000
+    assert counted < 1.0 and listed < 1.0, (counted, listed)

@@ -42,8 +42,7 @@ def _short(value: Any) -> str:
 class Cell(CellSignals):
     """The kernel side of one actor: its state, signals and generic loop."""
 
-    #: Suspended, statistics or trace (`actors._core.cell.sysmsg`); None while all are off.
-    sys_state: SysState | None = None
+    __slots__ = ()
 
     def start(self, run_on: Callable[[Callable[[], None]], None] | None = None, here: bool = False) -> None:
         """Start the actor: on the scheduler, on a thread of its own, through

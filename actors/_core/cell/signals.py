@@ -24,6 +24,8 @@ __all__ = ["CellSignals"]
 class CellSignals(CellState):
     """A cell's signals and death (see the module's docstring)."""
 
+    __slots__ = ()
+
     # -- signals (any thread) --------------------------------------------------------
 
     def exit_signal(self, sender: ActorRef | None, reason: Any, how: int) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "install",
     "normalise_cpus",
     "own_thread_of",
+    "spawn_many",
     "record_child_link",
     "spawn",
     "start_here",
@@ -268,7 +269,11 @@ def install(rt: Runtime, warm_thread: bool = False) -> None:
 
     def spawn_here(src: str, msg: sysop.SpawnHere) -> None:
         orig_src, orig_ref, payload = msg.orig_src, msg.orig_ref, msg.payload
-        actor_id, cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
+        spec = cloudpickle.loads(payload)
+        if spec[0] == _MANY:
+            _start_many_here(rt, orig_src, orig_ref, *spec[1:])
+            return
+        actor_id, cls, args, kwargs, name, parent, link, *more = spec
         limit = more[0] if more else None
         own_thread = bool(more[1]) if len(more) > 1 else False
 
@@ -280,3 +285,95 @@ def install(rt: Runtime, warm_thread: bool = False) -> None:
         start_here(rt, actor_id, cls, args, kwargs, name, parent, link, on_started, warm, limit, own_thread)
 
     rt.register_sys(sysop.SpawnHere, spawn_here)
+
+
+#: The first item of a `spawn_many` payload (a single spawn's is an actor id).
+_MANY = "many"
+
+
+def spawn_many(
+    rt: Runtime,
+    cls: type,
+    arg_lists: Iterable[Any],
+    kwargs: dict[str, Any],
+    *,
+    host: str | None = None,
+    cpus: Any = None,
+    thread: str | None = None,
+) -> list[ActorRef | None]:
+    """Start one actor of ``cls`` per item of ``arg_lists`` (a tuple of
+    arguments each, or one argument), in one round trip to the host.
+
+    All or nothing: when one ``init`` fails, the ones started are killed and
+    `SpawnError` is raised, its reason ``(index, why)``.  An ``init`` that
+    returned `actors.ignore` leaves None in its place."""
+    if not (isinstance(cls, type) and issubclass(cls, Behaviour)):
+        raise TypeError(f"spawn_many needs a GenServer subclass, got {cls!r}")
+    if rt.ended is not None:
+        raise rt.refused()
+    own_thread = own_thread_of(thread)
+    args_of = [tuple(a) if isinstance(a, tuple) else (a,) for a in arg_lists]
+    cpu_list = normalise_cpus(cpus)
+    if host is None:
+        if cpu_list is not None:
+            raise ValueError("cpus= pins a host process: give host='own' or a host name")
+        refs: list[ActorRef | None] = []
+        try:
+            for args in args_of:
+                refs.append(spawn(rt, cls, args, kwargs, thread=thread))
+        except SpawnError as exc:
+            for ref in refs:
+                if ref is not None:
+                    rt.send_exit_signal(ref, None, "kill")
+            raise SpawnError((len(refs), exc.reason), f"{cls.__name__} #{len(refs)} failed to start") from None
+        return refs
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"host must be None, 'own' or a host name, got {host!r}")
+    payload = cloudpickle.dumps((_MANY, cls, args_of, dict(kwargs), own_thread))
+    kind, detail = rt.sys_request(rt.node_proc, sysop.Spawn(host, cpu_list, payload), timeout=None)
+    if kind == "ok":
+        return list(detail)
+    raise SpawnError(detail, f"{cls.__name__} failed to start")
+
+
+def _start_many_here(
+    rt: Runtime, orig_src: str, orig_ref: Any, cls: type, args_of: list[tuple[Any, ...]], kwargs: dict[str, Any], own_thread: bool
+) -> None:
+    """A host's side of `spawn_many`: start them all, answer once."""
+    total = len(args_of)
+    refs: list[Any] = [None] * total
+    failures: list[tuple[int, Any]] = []
+    left = [total]
+    lock = threading.Lock()
+
+    def finish() -> None:
+        if failures:
+            for ref in refs:
+                if ref is not None:
+                    rt.send_exit_signal(ref, None, "kill")
+            answer: tuple[str, Any] = ("error", min(failures, key=lambda f: f[0]))
+        else:
+            answer = ("ok", refs)
+        rt.reply_sys(orig_src, orig_ref, True, answer)
+        if not rt.is_node:
+            rt.sys_send(rt.node_proc, sysop.SpawnDone(orig_src, orig_ref))
+
+    def started(index: int) -> Any:
+        def on_started(kind: str, detail: Any) -> None:
+            with lock:
+                if kind == "ok":
+                    refs[index] = detail
+                elif kind != "ignore":
+                    failures.append((index, detail))
+                left[0] -= 1
+                done = left[0] == 0
+            if done:
+                finish()
+
+        return on_started
+
+    if not total:
+        finish()
+        return
+    for index, args in enumerate(args_of):
+        start_here(rt, rt.new_actor_id(), cls, args, dict(kwargs), None, None, False, started(index), None, None, own_thread)

@@ -51,7 +51,48 @@ class Behaviour:
 class CellState(ABC):
     """The kernel side of one actor: its state and mailbox (see the module's docstring).
 
-    Abstract: the loop its thread runs (`_boot`, `_handle`) is `actors._core.cell.cell.Cell`'s."""
+    Abstract: the loop its thread runs (`_boot`, `_handle`) is `actors._core.cell.cell.Cell`'s.
+
+    Slotted: a process may hold a hundred thousand cells, and a slot costs
+    a pointer where an instance dictionary costs a kilobyte and more."""
+
+    __slots__ = (
+        "runtime",
+        "id",
+        "name",
+        "ref",
+        "server",
+        "parent",
+        "_args",
+        "_kwargs",
+        "_on_started",
+        "lock",
+        "alive",
+        "started",
+        "trap_exit",
+        "exit_reason",
+        "links",
+        "monitors_in",
+        "monitors_out",
+        "inflight",
+        "_stop_reason",
+        "_stop_requested",
+        "_pending_stop_reply",
+        "_naming",
+        "_after_naming",
+        "messages_handled",
+        "meter",
+        "batch_left",
+        "outbox",
+        "serving",
+        "waiting",
+        "idle_timeout",
+        "limit",
+        "_thread",
+        "inbox",
+        "sys_state",
+        "__weakref__",
+    )
 
     def __init__(
         self,
@@ -102,6 +143,8 @@ class CellState(ABC):
         self.batch_left = 0
         #: The actor thread's cast batches (set when its loop starts).
         self.outbox: Any = None
+        #: Suspended, statistics or trace (`actors._core.cell.sysmsg`); None while all are off.
+        self.sys_state: Any = None
         #: The call being served (its `From`), whose chain the calls it makes carry (`actors.CallCycle`).
         self.serving: From | None = None
         #: ``[node_id, proc, ref, label]`` of the call this actor waits on now, if any.

@@ -391,10 +391,12 @@ class PooledActor:
         self._queued.acquire()
         state = thread_state
         saved = state.cell, state.outbox
+        cell = self._cell
         try:
             self._enter()
             self._setup()
         finally:
+            cell.outbox = None
             state.cell, state.outbox = saved
         self._turn_done()
 
@@ -411,11 +413,15 @@ class PooledActor:
     # -- a turn (a worker) ------------------------------------------------------
 
     def _enter(self) -> None:
+        """Make this thread the actor's for a turn.  Its casts are batched in
+        the thread's outbox, which the cell names meanwhile (a kill on
+        another thread flushes it before the death is heard)."""
         cell = self._cell
-        outbox = cell.outbox
-        if outbox is None:
-            outbox = cell.outbox = Outbox()
         state = thread_state
+        outbox = state.pool_outbox
+        if outbox is None:
+            outbox = state.pool_outbox = Outbox()
+        cell.outbox = outbox
         state.cell = cell  # type: ignore[assignment]  # the runtime names the whole Cell, built above
         state.outbox = outbox
 
@@ -468,6 +474,7 @@ class PooledActor:
                 finally:
                     flush()
         finally:
+            cell.outbox = None
             state.cell = None
             state.outbox = None
         self._turn_done()
@@ -522,10 +529,5 @@ class PooledActor:
         if timer is not None:
             timer.cancelled = True
             self.idle_timer = None
-        outbox = cell.outbox
-        if outbox is not None:
-            with outbox.lock:
-                outbox.flush_all_locked(cell.runtime.proc, cell.runtime.send_frame)
-                outbox.closed = True
         if not cell.alive:
             cell.server = _GONE

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from actors._core.base import config as _config
 from actors._core.cell.spawn import install as _install_spawn
-from actors._core.cell.spawn import own_thread_of, spawn
+from actors._core.cell.spawn import own_thread_of, spawn, spawn_many
 from actors._core.host.logs import LogListener
 from actors._core.host.pool import HostPool
 from actors._core.metrics.server import MetricsServer
@@ -282,6 +282,31 @@ class Node(OtherNodes):
         if ref is not None:
             self._top.append(ref)
         return ref
+
+    def spawn_many(
+        self,
+        cls: type,
+        arg_lists: Iterable[Any],
+        *,
+        host: str | None = None,
+        cpus: Iterable[int] | int | None = None,
+        kwargs: dict[str, Any] | None = None,
+        thread: str | None = None,
+    ) -> list[ActorRef | None]:
+        """Start one ``cls`` per item of ``arg_lists`` (each a tuple of
+        ``init`` arguments, or a single argument) in one round trip: in this
+        process, or all in one host (``host="own"`` makes a new host for
+        them, a name the shared host of that name).  Returns their refs in
+        order (None where ``init`` returned `actors.ignore`).  All or nothing:
+        when an ``init`` fails the others are killed and `SpawnError` is
+        raised with reason ``(index, why)``.  For an actor per thing --
+        connection, job, document -- without a round trip each.
+
+        Unlike `spawn`'s, these are not stopped one by one (``terminate``
+        run) when the node closes: they end with their processes.  Put them
+        under a supervisor for an orderly stop."""
+        self._check_open()
+        return spawn_many(self._rt, cls, arg_lists, kwargs or {}, host=host, cpus=cpus, thread=thread)
 
     def whereis(self, name: str, node: str | None = None, timeout: float | None = 5.0) -> ActorRef | None:
         """The actor registered as ``name`` here, or on the connected ``node``."""

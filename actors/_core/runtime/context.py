@@ -30,6 +30,9 @@ class _ThreadState(threading.local):
     #: (`actors._core.runtime.scheduler.Worker`): a wait in the kernel on it
     #: hands the run queue to a spare.
     worker: "Any" = None
+    #: The cast batches of the actors this thread runs turns of (one at a
+    #: time, each flushed before its turn ends), made on the first.
+    pool_outbox: "Outbox | None" = None
 
 
 thread_state = _ThreadState()

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from actors._core.cell.entries import M_BATCH, M_CONTINUE, M_DOWN, M_EXIT, M_WAKE
 from actors._core.cell.signals import CellSignals
-from actors._core.cell.sysmsg import SysRequest, SysState, answer
+from actors._core.cell.sysmsg import SysRequest, answer
 from actors._core.cell.thread import ActorThread, PooledActor
 from actors._core.runtime.meter import CALL_BOUNDS
 from actors._core.runtime.runtime import K_CALL, K_CAST, K_INFO, K_STOP

@@ -337,7 +337,13 @@ def spawn_many(
 
 
 def _start_many_here(
-    rt: Runtime, orig_src: str, orig_ref: Any, cls: type, args_of: list[tuple[Any, ...]], kwargs: dict[str, Any], own_thread: bool
+    rt: Runtime,
+    orig_src: str,
+    orig_ref: Any,
+    cls: type,
+    args_of: list[tuple[Any, ...]],
+    kwargs: dict[str, Any],
+    own_thread: bool,
 ) -> None:
     """A host's side of `spawn_many`: start them all, answer once."""
     total = len(args_of)
@@ -376,4 +382,6 @@ def _start_many_here(
         finish()
         return
     for index, args in enumerate(args_of):
-        start_here(rt, rt.new_actor_id(), cls, args, dict(kwargs), None, None, False, started(index), None, None, own_thread)
+        start_here(
+            rt, rt.new_actor_id(), cls, args, dict(kwargs), None, None, False, started(index), None, None, own_thread
+        )

@@ -8,23 +8,38 @@ waiting does not starve the rest), and puts it back at the tail if more is
 waiting.  One worker runs an actor at a time, so an actor's callbacks never
 run concurrently.
 
+**How many run the queue.**  ``target`` workers take from the run queue at
+once: one under CPython's GIL, where two threads running Python code only
+take turns (and pay for each switch: a tree of 100,000 actors spawning and
+stopping took 4.4 s on one worker and 16 s on four, on a 2-core machine);
+the CPUs this process may run on where the interpreter has no GIL.  A
+process's parallelism comes from processes (hosts), each with a scheduler.
+
 Python code may block, and an actor's handler is allowed to.  Two ways,
 both kept from stalling the process:
 
 - **In the kernel** (a call waiting for its reply, a spawn waiting for the
-  child's ``init``): the worker says so (`Scheduler.blocking`), stops
-  counting as one that runs the queue, and when work is waiting a spare
-  worker is woken or started in its place -- as Java's
-  ``ForkJoinPool.managedBlock`` and Go's hand-off of a P on a syscall.
+  child's ``init``, a monitor's wait): the worker says so (`block`), stops
+  counting against the target, and a spare takes the queue in its place --
+  as Java's ``ForkJoinPool.managedBlock`` and Go's hand-off of a P on a
+  syscall.  When the wait is over the worker finishes its turn and, the
+  target being met, parks as a spare.
 - **Outside it** (``time.sleep``, file or socket IO, a C extension, a long
-  loop): a monitor thread (Go's ``sysmon``) sees a worker that has been in
-  one turn for longer than ``stuck_after`` and, when work is waiting,
-  starts another in its place.  A turn longer than ``warn_after`` is logged
-  once per actor class with the worker's stack, and counted.
+  loop): a monitor thread (Go's ``sysmon``) looks every few milliseconds.
+  A worker in one turn longer than ``stuck_after`` whose thread uses CPU is
+  computing: a spare takes the queue in its place (once).  One whose CPU
+  time stands still while the process has the GIL to spare is asleep or in
+  IO, and such handlers come in bursts (a hundred actors each sleeping a
+  second): the monitor brings in as many spares again as there are such
+  workers, while work waits, so the pool doubles each tick.  One whose CPU
+  time stands still while the process computes is only waiting for the GIL:
+  nothing is added for it, since another thread would wait with it.  A turn
+  longer than ``warn_after`` is logged once per actor class with the
+  worker's stack, and counted (``actors.scheduler.slow_turns``).
 
-Workers beyond the target (the CPUs this process may use, plus spares)
-retire after ``idle_retire`` seconds without work, so the pool shrinks back
-once the blocking is over.  At most ``max_workers`` exist at once.
+Spares are parked threads, woken in a few microseconds; ``spares`` of them
+are made with the pool, more on demand up to ``max_workers`` threads in
+all, and a spare parked for ``idle_retire`` seconds beyond those ends.
 
 The scheduler knows nothing of cells: a `Runnable` is anything with a
 ``turn()`` to run on a worker.
@@ -51,8 +66,8 @@ __all__ = [
     "IDLE_RETIRE",
     "MAX_WORKERS",
     "Runnable",
-    "STUCK_AFTER",
     "SPARE_WORKERS",
+    "STUCK_AFTER",
     "Scheduler",
     "THROUGHPUT",
     "WARN_AFTER",
@@ -65,7 +80,7 @@ log = logging.getLogger("actors.scheduler")
 
 #: Entries an actor handles in one turn before the others get theirs.
 THROUGHPUT = 64
-#: Workers kept beyond one per CPU, so a short block does not wait for a new thread.
+#: Parked workers made with the pool, so the first hand-offs start no thread.
 SPARE_WORKERS = 2
 #: Seconds a worker may spend in one turn before the monitor takes it for
 #: blocked outside the kernel and brings in another.  A Python callback
@@ -76,18 +91,23 @@ STUCK_AFTER = 0.02
 #: Seconds in one turn after which the turn is logged (once per actor class)
 #: and counted: a handler this slow holds its actor's mail for as long.
 WARN_AFTER = 0.2
-#: The share of one CPU this process must have used since the monitor's last
-#: look for it to add no workers: it is computing, so a worker that seems
-#: stuck is waiting for the GIL, which another thread would only wait for too.
-GIL_BUSY = 0.8
-#: Seconds a worker beyond the target waits for work before it ends.
+#: Seconds a spare beyond ``spares`` stays parked before its thread ends.
 IDLE_RETIRE = 2.0
-#: The most workers one process runs at once (blocked ones included).
+#: The most worker threads one process runs at once (blocked ones included).
 MAX_WORKERS = 1024
+#: The share of one CPU the process must have used since the monitor's last
+#: look for a worker whose CPU time stands still to be taken for waiting on
+#: the GIL rather than asleep.
+GIL_BUSY = 0.8
+#: CPU seconds a worker must have used since the monitor's last look to count as computing.
+COMPUTING = 0.0005
 
 
 def default_workers() -> int:
-    """Workers that run the queue: one per CPU this process may run on."""
+    """Workers that run the queue at once: one under the GIL, else one per CPU."""
+    is_gil_enabled = getattr(sys, "_is_gil_enabled", None)
+    if is_gil_enabled is None or is_gil_enabled():
+        return 1
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -102,11 +122,24 @@ class Runnable(Protocol):
 
 
 class Worker:
-    """One worker thread's record, read by the monitor without a lock (the
-    GIL makes each field's write atomic; a stale read only delays a
-    decision by one tick)."""
+    """One worker thread's record.  Its thread writes ``started``, ``running``
+    and ``idle``; the rest change under the scheduler's lock.  The monitor
+    reads them without it (the GIL makes each write atomic; a stale read
+    only delays a decision by one tick)."""
 
-    __slots__ = ("thread", "started", "running", "blocked", "stuck", "warned", "cpu_clock", "cpu_mark", "idle")
+    __slots__ = (
+        "thread",
+        "started",
+        "running",
+        "blocked",
+        "stuck",
+        "warned",
+        "cpu_clock",
+        "cpu_mark",
+        "idle",
+        "wake",
+        "parked",
+    )
 
     def __init__(self) -> None:
         self.thread: threading.Thread | None = None
@@ -114,19 +147,22 @@ class Worker:
         self.started = 0.0
         #: What it runs now (for the warning's name).
         self.running: Any = None
-        #: Blocked in the kernel (`Scheduler.blocking`): not running the queue.
+        #: Blocked in the kernel (`Scheduler.block`, nested): not counted against the target.
         self.blocked = 0
         #: Taken for blocked outside the kernel by the monitor, this turn.
         self.stuck = False
         #: This turn was logged as slow already.
         self.warned = False
-        #: Waiting for work on the run queue (written by its own thread only).
-        self.idle = False
         #: The thread's CPU-time clock (None where the platform has none), and
-        #: its reading at the monitor's last look: a stuck worker whose CPU
-        #: time stands still is waiting (sleep, IO), one whose time runs is computing.
+        #: its reading at the monitor's last look.
         self.cpu_clock: int | None = None
-        self.cpu_mark = 0.0
+        self.cpu_mark = -1.0
+        #: Waiting for work on the run queue.
+        self.idle = False
+        #: Set to unpark it.
+        self.wake = threading.Event()
+        #: Parked as a spare (under the lock).
+        self.parked = False
 
 
 class Scheduler:
@@ -150,12 +186,15 @@ class Scheduler:
             workers = default_workers()
         if workers < 1:
             raise ValueError(f"a scheduler needs at least one worker, got {workers!r}")
+        if spares < 0:
+            raise ValueError(f"spares must be at least 0, got {spares!r}")
         if max_workers < workers + spares:
             raise ValueError(f"max_workers ({max_workers}) is below workers + spares ({workers + spares})")
         if throughput < 1:
             raise ValueError(f"throughput must be at least 1, got {throughput!r}")
-        #: Workers that run the queue while none is blocked.
-        self.target = workers + spares
+        #: Workers that run the queue at once while none is blocked.
+        self.target = workers
+        self.spares = spares
         self.max_workers = max_workers
         self.throughput = throughput
         self.stuck_after = stuck_after
@@ -164,16 +203,20 @@ class Scheduler:
         self.stats = stats
         self.name = name
         self._on_worker_exit = on_worker_exit
-        # The run queue: a C queue, so that a wake-up costs one put, and an idle
-        # worker is handed its runnable without a Python condition.  Workers
-        # start with the first runnable; None tells one to end.
+        # The run queue: a C queue, so that a wake-up costs one put and an
+        # idle worker is handed its runnable without a Python condition.
+        # None tells the worker that takes it to end.
         self._queue: queue.SimpleQueue[Runnable | None] = queue.SimpleQueue()
         self._started = False
-        #: Guards the workers' table and their counts (not the queue).
+        #: Guards the workers' table, their counts and the parked list (not the queue).
         self.lock = threading.Lock()
         self._workers: list[Worker] = []
-        #: Workers counted against the target: neither blocked nor stuck.
+        self._parked: list[Worker] = []
+        #: Workers that run the queue: neither blocked, stuck nor parked.
         self._active = 0
+        #: Runners allowed beyond the target while handlers sleep outside
+        #: the kernel (the monitor's last count of them).
+        self._burst = 0
         self._monitor: threading.Thread | None = None
         self._monitor_wake = threading.Event()
         self._closed = False
@@ -182,7 +225,7 @@ class Scheduler:
         self._warned_classes: set[str] = set()
         #: Turns longer than ``warn_after`` (also in ``actors.scheduler.slow_turns``).
         self.slow_turns = 0
-        #: Workers started in place of a blocked or stuck one.
+        #: Spares that took the queue from a blocked or stuck worker.
         self.handoffs = 0
 
     # -- the queue ---------------------------------------------------------------
@@ -199,14 +242,15 @@ class Scheduler:
                 return
             self._started = True
             for _ in range(self.target):
-                self._start_worker()
+                self._start_worker(parked=False)
+            for _ in range(self.spares):
+                self._start_worker(parked=True)
+            self._monitor = threading.Thread(target=self._watch, name=f"{self.name}-sysmon", daemon=True)
+            self._monitor.start()
 
     def queued(self) -> int:
         """Runnables waiting for a worker."""
         return self._queue.qsize()
-
-    def _idle_workers(self) -> int:
-        return sum(1 for w in self._workers if w.idle)
 
     def workers(self) -> dict[str, int]:
         """How many workers exist, and in which state (for status pages and tests)."""
@@ -214,19 +258,22 @@ class Scheduler:
             all_ = self._workers
             return {
                 "workers": len(all_),
-                "idle": self._idle_workers(),
+                "active": self._active,
+                "parked": len(self._parked),
+                "idle": sum(1 for w in all_ if w.idle),
                 "blocked": sum(1 for w in all_ if w.blocked),
                 "stuck": sum(1 for w in all_ if w.stuck),
                 "target": self.target,
                 "queued": self._queue.qsize(),
+                "handoffs": self.handoffs,
             }
 
     # -- blocking -----------------------------------------------------------------
 
     def block(self) -> Worker | None:
         """The calling thread is about to wait in the kernel.  On a worker:
-        it stops counting against the target, and waiting work gets a
-        spare.  Returns what `unblock` takes (None off the pool)."""
+        it stops counting against the target, and a spare takes the queue
+        in its place.  Returns what `unblock` takes (None off the pool)."""
         worker = thread_state.worker
         if worker is None:
             return None
@@ -234,9 +281,9 @@ class Scheduler:
             worker.blocked += 1
             if worker.blocked == 1 and not worker.stuck:
                 self._active -= 1
-            if self._active < self.target and not self._closed and self._queue.qsize() and not self._idle_workers():
-                self.handoffs += 1
-                self._start_worker()
+                if self._active < self.target and not self._closed:
+                    self.handoffs += 1
+                    self._add_runner()
         return worker
 
     @contextmanager
@@ -249,7 +296,8 @@ class Scheduler:
             self.unblock(worker)
 
     def unblock(self, worker: Worker | None) -> None:
-        """The wait `block` announced is over: the worker finishes its turn."""
+        """The wait `block` announced is over: the worker finishes its turn
+        (and parks after it if the target is met without it)."""
         if worker is None:
             return
         with self.lock:
@@ -259,8 +307,19 @@ class Scheduler:
 
     # -- workers ------------------------------------------------------------------
 
-    def _start_worker(self) -> None:
-        """A new worker (under ``lock``); at most ``max_workers``."""
+    def _add_runner(self) -> None:
+        """One more worker on the queue (under ``lock``): a parked spare, else a new thread."""
+        while self._parked:
+            spare = self._parked.pop()
+            if spare.parked:
+                spare.parked = False
+                self._active += 1
+                spare.wake.set()
+                return
+        self._start_worker(parked=False)
+
+    def _start_worker(self, parked: bool) -> None:
+        """A new worker thread (under ``lock``); at most ``max_workers``."""
         if len(self._workers) >= self.max_workers:
             return
         worker = Worker()
@@ -270,11 +329,12 @@ class Scheduler:
         )
         worker.thread = thread
         self._workers.append(worker)
-        self._active += 1
+        if parked:
+            worker.parked = True
+            self._parked.append(worker)
+        else:
+            self._active += 1
         thread.start()
-        if self._monitor is None:
-            self._monitor = threading.Thread(target=self._watch, name=f"{self.name}-sysmon", daemon=True)
-            self._monitor.start()
 
     def _run(self, worker: Worker) -> None:
         state = thread_state
@@ -285,19 +345,19 @@ class Scheduler:
             worker.cpu_clock = None
         get = self._queue.get
         monotonic = time.monotonic
-        retire = self.idle_retire
         try:
             while True:
+                if worker.parked or self._active > self.target + self._burst:
+                    if not self._park(worker):
+                        return
+                    continue
                 worker.idle = True
                 try:
-                    runnable = get(timeout=retire)
+                    runnable = get(timeout=self.idle_retire)
                 except queue.Empty:
-                    worker.idle = False
-                    with self.lock:
-                        if len(self._workers) > self.target:
-                            return  # the pool shrinks back after the blocking is over
                     continue
-                worker.idle = False
+                finally:
+                    worker.idle = False
                 if runnable is None:  # closing
                     return
                 worker.running = runnable
@@ -314,7 +374,11 @@ class Scheduler:
         finally:
             with self.lock:
                 self._workers.remove(worker)
-                if not worker.blocked and not worker.stuck:
+                if worker.parked:
+                    worker.parked = False
+                    if worker in self._parked:
+                        self._parked.remove(worker)
+                elif not worker.blocked and not worker.stuck:
                     self._active -= 1
             state.worker = None
             if self._on_worker_exit is not None:
@@ -322,6 +386,29 @@ class Scheduler:
                     self._on_worker_exit()
                 except Exception:  # noqa: BLE001 - a worker's end must not raise
                     log.debug("scheduler %s: cleanup of an ending worker failed", self.name, exc_info=True)
+
+    def _park(self, worker: Worker) -> bool:
+        """Wait as a spare until a hand-off needs this worker; False: end the thread."""
+        with self.lock:
+            if self._closed:
+                return False
+            if not worker.parked:
+                if self._active <= self.target + self._burst:
+                    return True  # needed after all
+                self._active -= 1
+                worker.parked = True
+                worker.wake.clear()
+                self._parked.append(worker)
+        woken = worker.wake.wait(self.idle_retire)
+        with self.lock:
+            if self._closed:
+                return False
+            if woken or not worker.parked:
+                return True  # `_add_runner` counted it active again
+            if len(self._workers) > self.target + self.spares:
+                self._parked.remove(worker)  # still marked parked: `_run`'s end counts it out so
+                return False
+            return True  # one of the spares kept: park again
 
     def _turn_over(self, worker: Worker) -> None:
         """A turn the monitor took for stuck has ended: the worker counts again."""
@@ -349,7 +436,8 @@ class Scheduler:
         """One look at the workers; whether any is in a turn (tick faster then)."""
         busy = False
         slow: list[tuple[Worker, float]] = []
-        waiting_workers = 0  # stuck in a wait outside the kernel, not computing
+        gil_busy = self._gil_busy(now)
+        asleep = 0  # stuck in a wait outside the kernel, not computing
         with self.lock:
             for worker in self._workers:
                 started = worker.started
@@ -357,38 +445,31 @@ class Scheduler:
                     continue
                 busy = True
                 took = now - started
-                if took >= self.stuck_after:
-                    if not worker.stuck:
-                        worker.stuck = True
-                        if not worker.blocked:
+                if took >= self.stuck_after and not worker.blocked:
+                    computing = self._computing(worker)
+                    if computing or not gil_busy:
+                        if not worker.stuck:
+                            worker.stuck = True
                             self._active -= 1
-                    if not worker.blocked and self._waits(worker):
-                        waiting_workers += 1
+                        if not computing:
+                            asleep += 1
                 if took >= self.warn_after and not worker.warned:
                     worker.warned = True
                     slow.append((worker, took))
-            waiting = self._queue.qsize()
-            if waiting and not self._idle_workers() and not self._closed and not self._gil_busy(now):
-                # A worker in its place for each one stuck (the target's
-                # worth of workers runs the queue again).  Handlers that wait
-                # outside the kernel (not computing) come in bursts -- a
-                # hundred actors each sleeping a second -- so as many more
-                # as are waiting so: the pool doubles each tick while the
-                # burst lasts, rather than growing by the target's worth.
-                # Computing ones never do that: more threads than cores
-                # only share the GIL.
-                want = min(waiting, max(self.target - self._active, 0) + waiting_workers)
+            self._burst = asleep
+            if not self._closed:
+                want = self.target - self._active
+                if asleep:
+                    want += min(self._queue.qsize(), asleep)
                 for _ in range(want):
                     self.handoffs += 1
-                    self._start_worker()
+                    self._add_runner()
         for worker, took in slow:
             self._warn(worker, took)
         return busy
 
     def _gil_busy(self, now: float) -> bool:
-        """Whether this process computed for most of the time since the last
-        look.  Then the workers that seem stuck are waiting for the GIL, not
-        in a sleep or IO: another thread would only wait with them."""
+        """Whether this process computed for most of the time since the last look."""
         cpu = time.process_time()
         then, cpu_then = self._cpu_mark
         self._cpu_mark = (now, cpu)
@@ -396,19 +477,18 @@ class Scheduler:
         return wall > 0 and (cpu - cpu_then) / wall >= GIL_BUSY
 
     @staticmethod
-    def _waits(worker: Worker) -> bool:
-        """Whether a stuck worker spent (almost) no CPU since the last look:
-        it sleeps or waits on IO, and another can use the GIL meanwhile."""
+    def _computing(worker: Worker) -> bool:
+        """Whether a worker used CPU since the monitor's last look (the first
+        look only takes the reading: it counts as computing)."""
         clock = worker.cpu_clock
         if clock is None:
-            return True  # no way to tell: take it for waiting, as before
+            return False  # no way to tell: taken for waiting
         try:
             used = time.clock_gettime(clock)
         except OSError:  # the thread has just ended
-            return False
-        spent = used - worker.cpu_mark
-        worker.cpu_mark = used
-        return spent < 0.0005
+            return True
+        last, worker.cpu_mark = worker.cpu_mark, used
+        return last < 0 or used - last >= COMPUTING
 
     def _warn(self, worker: Worker, took: float) -> None:
         self.slow_turns += 1
@@ -437,18 +517,20 @@ class Scheduler:
     # -- lifecycle --------------------------------------------------------------------
 
     def close(self) -> None:
-        """Let every worker end once the queue is empty (at process shutdown)."""
+        """Let every worker end (at process shutdown): parked ones at once,
+        the others once they are back from their turn."""
         with self.lock:
             self._closed = True
-            for _ in self._workers:
+            for worker in self._workers:
                 self._queue.put(None)
+                worker.wake.set()
         self._monitor_wake.set()
 
 
 def scheduler_from_config(config: Config, **kwargs: Any) -> Scheduler:
     """A scheduler set by the ``[scheduler]`` section: ``workers`` (default:
-    the CPUs this process may run on), ``spares``, ``max_workers``,
-    ``throughput``, ``stuck_after_ms``, ``warn_after_ms``."""
+    one under the GIL, else the CPUs this process may run on), ``spares``,
+    ``max_workers``, ``throughput``, ``stuck_after_ms``, ``warn_after_ms``."""
     workers = config.get_integer("scheduler", "workers", 0) or None
     try:
         return Scheduler(

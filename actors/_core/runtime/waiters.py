@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from time import sleep as _yield
 from typing import Any
 
 from actors._core.runtime.mailbox import MAILBOX_FULL, MailboxFull
@@ -106,3 +107,8 @@ class Waiter:
         self.value = value
         assert self.lock is not None
         self.lock.release()
+        # Let the caller have the GIL now: the thread that answered (a
+        # scheduler's worker, on to its next turn) would otherwise keep it for
+        # the rest of the switch interval, 5 ms, which every call within the
+        # process would then take.
+        _yield(0)

@@ -48,7 +48,8 @@ def test_freeze_and_crash_reach_every_process_on_the_host():
     with Topology(["a"]) as t:
         proc = subprocess.Popen([*t["a"].exec_prefix(), "sleep", "60"])
         try:
-            assert proc.pid in t["a"].pids()
+            # `ip netns exec` joins the namespace after the fork Popen returns from.
+            poll_until(lambda: proc.pid in t["a"].pids(), "the process in the host's namespace", 10.0)
             t.freeze("a")
             poll_until(lambda: _state(proc.pid) == "T", "the process stopped", 10.0)
             t.thaw("a")

@@ -139,9 +139,10 @@ class Worker:
         "idle",
         "wake",
         "parked",
+        "more_to_run",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, queued: Callable[[], int]) -> None:
         self.thread: threading.Thread | None = None
         #: ``time.monotonic()`` when the turn in hand began (0.0: between turns).
         self.started = 0.0
@@ -163,6 +164,9 @@ class Worker:
         self.wake = threading.Event()
         #: Parked as a spare (under the lock).
         self.parked = False
+        #: How many runnables wait on its run queue (nonzero: it will not wait
+        #: for work after this turn, so it keeps the GIL unless it yields).
+        self.more_to_run = queued
 
 
 class Scheduler:
@@ -233,8 +237,17 @@ class Scheduler:
     def submit(self, runnable: Runnable) -> None:
         """Put ``runnable`` at the tail of the run queue (any thread)."""
         self._queue.put(runnable)
-        if not self._started:
-            self._start_pool()
+        if self._active < self.target:  # a runner blocked with nothing waiting then: one now
+            if not self._started:
+                self._start_pool()
+            else:
+                self._replenish()
+
+    def _replenish(self) -> None:
+        with self.lock:
+            while self._active < self.target and not self._closed and len(self._workers) < self.max_workers:
+                self.handoffs += 1
+                self._add_runner()
 
     def _start_pool(self) -> None:
         with self.lock:
@@ -281,7 +294,9 @@ class Scheduler:
             worker.blocked += 1
             if worker.blocked == 1 and not worker.stuck:
                 self._active -= 1
-                if self._active < self.target and not self._closed:
+                # A spare now only if work waits; else the next `submit` sees the
+                # runner missing and brings one in (most waits are short).
+                if self._active < self.target and not self._closed and self._queue.qsize():
                     self.handoffs += 1
                     self._add_runner()
         return worker
@@ -322,7 +337,7 @@ class Scheduler:
         """A new worker thread (under ``lock``); at most ``max_workers``."""
         if len(self._workers) >= self.max_workers:
             return
-        worker = Worker()
+        worker = Worker(self._queue.qsize)
         self._numbers += 1
         thread = threading.Thread(
             target=self._run, args=(worker,), name=f"{self.name}-worker-{self._numbers}", daemon=True

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from time import sleep as _yield
 from typing import Any
 
+from actors._core.runtime.context import thread_state
 from actors._core.runtime.mailbox import MAILBOX_FULL, MailboxFull
 from actors._core.wire.reasons import CALL_CYCLE, CallCycle, Exit
 
@@ -107,8 +108,9 @@ class Waiter:
         self.value = value
         assert self.lock is not None
         self.lock.release()
-        # Let the caller have the GIL now: the thread that answered (a
-        # scheduler's worker, on to its next turn) would otherwise keep it for
-        # the rest of the switch interval, 5 ms, which every call within the
-        # process would then take.
-        _yield(0)
+        worker = thread_state.worker
+        if worker is not None and worker.more_to_run():
+            # Let the caller have the GIL now: the worker that answered, on
+            # to its next turns, would otherwise keep it for the rest of the
+            # switch interval (5 ms) while the caller waits to return.
+            _yield(0)

@@ -10,12 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 from actors._core.runtime.monitor import Monitor
-from actors._core.runtime.runtime import current_runtime
+from actors._core.runtime.runtime import current_cell, current_runtime
 from actors._core.wire import system as sysop
 from actors._core.wire.reasons import Exit, NotRegistered
 from actors._core.wire.ref import ActorRef
 
-__all__ = ["call", "cast", "monitor", "node_id", "send", "whereis"]
+__all__ = ["call", "cast", "monitor", "node_id", "self_ref", "send", "whereis"]
+
+
+def self_ref() -> ActorRef | None:
+    """The ref of the actor whose callback is running on this thread
+    (Erlang's ``self()``), or None on a thread that runs no actor's.
+
+    Actors share worker threads, so a thread's identity no longer stands for
+    an actor's: library code that keeps something per caller (a
+    subscription, a lease) keys it by this, falling back to the thread
+    outside actors."""
+    cell = current_cell()
+    return cell.ref if cell is not None else None
 
 
 def node_id() -> str:

@@ -14,9 +14,10 @@ import math
 import os
 import random
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
+from actors import api
 from actors import stats as _stats
 from actors.clock import Clock, MonotonicClock, WallClock
 from actors.config import Config
@@ -296,14 +297,14 @@ class CouchJobs:
             return None, state, data
         if not has_timeout:
             raise NotFound(f"job type {job_type!r} has no timeout, so no notifier")
-        sub = self.subscriptions.subscribe(job_type, job_id, state, record.seq, threading.get_ident())
+        sub = self.subscriptions.subscribe(job_type, job_id, state, record.seq, _subscriber())
         return sub, state, data
 
     def unsubscribe(self, sub: Subscription) -> None:
         """Stop notifications and drop any delivered but not yet waited for."""
         if not isinstance(sub, Subscription):
             raise TypeError(f"unsubscribe needs a Subscription, got {type(sub).__name__}")
-        self.subscriptions.unsubscribe(sub, threading.get_ident())
+        self.subscriptions.unsubscribe(sub, _subscriber())
 
     def wait(
         self,
@@ -396,3 +397,10 @@ def store_counts(store: Store) -> dict[JobType, dict[str, int]]:
     with store.transaction(write=False) as tx:
         raw = db.job_counts(tx)
     return {decode_type(key): value for key, value in raw.items()}
+
+
+def _subscriber() -> Hashable:
+    """Who subscribes (the seed's ``self()``): the calling actor, else the
+    calling thread.  Actors share worker threads, so a thread is not one."""
+    ref = api.self_ref()
+    return ref if ref is not None else threading.get_ident()

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+import actors.api
 from actors import CallCycle, GenServer, Node
 from supervision import ChildSpec, SupFlags, start_supervisor, which_children
 from tests.kernel.scale_actors import Asker, Boss, Hanger, Idle, Peer, Sleeper, Sleepy, Slow
@@ -168,3 +169,15 @@ def test_a_simple_one_for_one_supervisor_of_a_hundred_thousand(node: Node) -> No
     assert counts["active"] == counts["workers"] == 100_000, counts
     assert not any(still_there) and total == 100_000
     assert counted < 1.0 and listed < 1.0, (counted, listed)
+
+
+class Who(GenServer):
+    def handle_call(self, request: object, from_: object) -> object:
+        return actors.api.self_ref() == self.ref
+
+
+def test_self_ref_names_the_actor_whose_callback_runs_not_the_thread(node: Node) -> None:
+    # Actors share worker threads: the thread does not say whose turn it is.
+    refs = [node.spawn(Who) for _ in range(20)]
+    assert all(ref.call("me?") for ref in refs)
+    assert actors.api.self_ref() is None  # the program's thread runs no actor

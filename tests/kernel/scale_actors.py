@@ -74,36 +74,44 @@ class Peer(GenServer):
 
 
 class Sleepy(GenServer):
-    """Returns ``Timeout(seconds)`` from the cast that arms it, and reports
-    (to ``report``) when its timeout came."""
+    """Returns ``Timeout(seconds)`` from the cast that arms it, and notes in
+    ``lateness`` (a list shared with the spawner, in the same process) how
+    long after that its timeout came."""
 
-    def init(self, report: ActorRef) -> None:
-        self.report = report
+    def init(self, lateness: list[float]) -> None:
+        self.lateness = lateness
         self.set_at = 0.0
 
     def handle_cast(self, seconds: float) -> Timeout:
         self.set_at = time.monotonic()
         return Timeout(seconds)
 
+    def handle_call(self, request: Any, from_: From) -> Any:
+        return request
+
     def handle_info(self, message: Any) -> None:
         if message == "timeout":
-            self.report.cast(("fired", time.monotonic() - self.set_at))
+            self.lateness.append(time.monotonic() - self.set_at)
 
 
 class Sink(GenServer):
     """Counts casts into ``progress[0]``; the first one holds it until ``gate``
-    opens, so the whole backlog builds behind that turn.  (Both are shared
-    with the spawner: an actor spawned in its own process takes its
-    arguments as they are.)"""
+    opens, so the whole backlog builds behind that turn; ``drained`` is set
+    at the ``total``-th.  (All are shared with the spawner: an actor spawned
+    in its own process takes its arguments as they are.)"""
 
-    def init(self, gate: threading.Event, progress: list[int]) -> None:
+    def init(self, gate: threading.Event, progress: list[int], total: int, drained: threading.Event) -> None:
         self.gate = gate
         self.progress = progress
+        self.total = total
+        self.drained = drained
 
     def handle_cast(self, message: Any) -> None:
         if not self.progress[0]:
             self.gate.wait(60)
         self.progress[0] += 1
+        if self.progress[0] == self.total:
+            self.drained.set()
 
 
 class Hanger(GenServer):
@@ -130,23 +138,25 @@ class Boss(GenServer):
 
     def init(self) -> None:
         self.refs: list[ActorRef] = []
-        self.fired: list[float] = []
+        #: How late each `Sleepy` spawned here got its timeout.
+        self.lateness: list[float] = []
 
     def handle_call(self, request: Any, from_: From) -> Any:
         op = request[0]
         if op == "spawn":
             _, cls, n, args = request
+            if cls is Sleepy:
+                args = (self.lateness,)
             started = time.perf_counter()
             self.refs = [self.spawn(cls, *args) for _ in range(n)]
             return len(self.refs), time.perf_counter() - started
         if op == "arm":  # every actor spawned returns Timeout(seconds)
-            self.fired = []
             started = time.monotonic()
             for ref in self.refs:
                 ref.cast(request[1])
             return time.monotonic() - started
         if op == "fired":  # how many timeouts came, and the longest one took
-            return len(self.fired), max(self.fired, default=0.0)
+            return len(self.lateness), max(self.lateness, default=0.0)
         if op == "refs":
             return list(self.refs[: request[1]])
         if op == "ask_all":  # every actor answers; a sample of what they said
@@ -159,20 +169,22 @@ class Boss(GenServer):
             return below.call("depth", timeout=60)
         if op == "backlog":
             _, n = request
-            gate = threading.Event()
+            gate, drained = threading.Event(), threading.Event()
             progress = [0]
-            sink = self.spawn(Sink, gate, progress)
+            sink = self.spawn(Sink, gate, progress, n, drained)
             other = self.spawn(Idle)
             for i in range(n):
                 sink.cast(i)
             gate.set()
             pings = []
-            deadline = time.monotonic() + 60
             backlog_at_first_ping = n - progress[0]
-            while progress[0] < n and time.monotonic() < deadline and len(pings) < 100_000:
+            for _ in range(2_000):  # while the backlog drains
+                if progress[0] >= n:
+                    break
                 started = time.perf_counter()
                 other.call("ping")
                 pings.append(time.perf_counter() - started)
+            drained.wait(60)
             return backlog_at_first_ping, progress[0], sorted(pings)
         if op == "sup":  # a simple_one_for_one supervisor of n children
             _, n = request
@@ -195,7 +207,3 @@ class Boss(GenServer):
             listed = time.perf_counter() - started
             return counts, counted, listed, [ref in refs for ref in request[1]], len(refs)
         raise ValueError(request)
-
-    def handle_cast(self, request: Any) -> None:
-        if request[0] == "fired":
-            self.fired.append(request[1])

@@ -38,6 +38,7 @@ from actors._core.host import sched as _sched
 from actors._core.host.logs import forward_host_logs
 from actors._core.host.malloc import tune_for_big_frames
 from actors._core.runtime.runtime import K_SYS, Runtime
+from actors._core.runtime.scheduler import tune_host_process
 from actors._core.wire import system as sysop
 from actors._core.wire.codec import decode_frame, encode_frame
 
@@ -221,6 +222,7 @@ def host_main(boot: dict[str, Any]) -> None:
     if boot.get("cpus"):
         os.sched_setaffinity(0, boot["cpus"])
     _config.set_current(_config.Config(boot["config"]))
+    tune_host_process(_config.current())
     forward_host_logs(boot["rundir"], boot.get("log_level"), boot["proc"])  # records reach the node's logging
     rt = Runtime(boot["node_id"], boot["rundir"], boot["proc"], node_proc=boot["node_proc"])
     if boot.get("tcp") is not None:

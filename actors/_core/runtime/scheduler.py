@@ -47,6 +47,7 @@ The scheduler knows nothing of cells: a `Runnable` is anything with a
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import queue
@@ -74,6 +75,7 @@ __all__ = [
     "Worker",
     "default_workers",
     "scheduler_from_config",
+    "tune_host_process",
 ]
 
 log = logging.getLogger("actors.scheduler")
@@ -540,6 +542,39 @@ class Scheduler:
                 self._queue.put(None)
                 worker.wake.set()
         self._monitor_wake.set()
+
+
+#: How many younger collections a host lets pass before a full one (Python's default is 10).
+HOST_GC_FULL_AFTER = 1000
+
+
+def tune_host_process(config: Config) -> None:
+    """Set what a host process's interpreter does on its own schedule: how
+    often the cyclic garbage collector walks every object (``[scheduler]
+    gc_full_after``, default 1,000 younger collections) and, when set, the
+    GIL's switch interval (``[scheduler] switch_interval_ms``; Python's 5 ms
+    otherwise: a worker that answers a call while others wait to run yields
+    the GIL to its caller itself, so the interval does not set a call's
+    latency).
+
+    A full collection walks every object the process holds; with 100,000
+    actors that is a million objects and a pause of 100-300 ms, and at
+    Python's default one came every few hundred thousand allocations: 100,000
+    idle timeouts came up to 2.3 s late, 1.6 s with full collections a
+    hundred times rarer (and 1.2 s with none).  Actors free their state by
+    reference counting (a dead actor's cycles are broken), so little waits
+    for the full collection.  (The host program keeps its own settings: the
+    process is the program's.)"""
+    ms = config.get_float("scheduler", "switch_interval_ms", 0.0)
+    if ms < 0:
+        raise ConfigError(f"[scheduler] switch_interval_ms must be positive, got {ms!r}")
+    full_after = config.get_integer("scheduler", "gc_full_after", HOST_GC_FULL_AFTER)
+    if full_after < 1:
+        raise ConfigError(f"[scheduler] gc_full_after must be at least 1, got {full_after!r}")
+    if ms:
+        sys.setswitchinterval(ms / 1000.0)
+    young, middle, _full = gc.get_threshold()
+    gc.set_threshold(young, middle, full_after)
 
 
 def scheduler_from_config(config: Config, **kwargs: Any) -> Scheduler:

@@ -30,24 +30,26 @@ def _all_answer(refs: list, request: float) -> tuple[list, float]:
     return answers, time.monotonic() - started
 
 
-def test_handlers_asleep_in_time_sleep_do_not_hold_the_others(node: Node) -> None:
+@pytest.mark.parametrize(
+    ("blocker", "answer"),
+    [
+        (Sleeper, "slept"),  # asleep outside the kernel: the monitor brings workers in
+        (Asker, "late"),  # waiting in a call: each hands its worker's queue on
+    ],
+)
+def test_five_hundred_handlers_blocked_a_second_answer_in_about_a_second(
+    node: Node, blocker: type, answer: str
+) -> None:
     boss = node.spawn(Boss, host="own")
-    boss.call(("spawn", Sleeper, 500, ()), timeout=30)
+    args: tuple = ()
+    if blocker is Asker:
+        boss.call(("spawn", Slow, 1, ()), timeout=30)
+        args = (boss.call(("refs", 1))[0],)  # one actor that answers every call a second later
+    boss.call(("spawn", blocker, 500, args), timeout=30)
     refs = boss.call(("refs", 500))
     answers, took = _all_answer(refs, 1.0)
-    assert answers == ["slept"] * 500
-    # One second each, side by side: the monitor brought in workers for the
-    # sleeping ones (one worker at a time would take 500 s).
-    assert took < 4.0, took
-
-
-def test_handlers_blocked_in_a_call_hand_their_worker_on(node: Node) -> None:
-    boss = node.spawn(Boss, host="own")
-    slow_ref = boss.call(("spawn", Slow, 1, ()), timeout=30) and boss.call(("refs", 1))[0]
-    boss.call(("spawn", Asker, 500, (slow_ref,)), timeout=30)
-    refs = boss.call(("refs", 500))
-    answers, took = _all_answer(refs, 1.0)
-    assert answers == ["late"] * 500
+    assert answers == [answer] * 500
+    # One second each, side by side (one worker at a time would take 500 s).
     assert took < 4.0, took
 
 

@@ -73,6 +73,22 @@ class _Gone:
 
 _GONE = _Gone()
 
+
+def _boot(cell: "ThreadOwner") -> bool:
+    """Boot ``cell`` on the calling thread and send what its ``init`` cast;
+    False when booting raised, which is a kernel bug (the cell reports its
+    own failures): the actor stops."""
+    try:
+        try:
+            cell._boot()
+        finally:
+            cell.runtime.flush_casts()
+    except Exception:  # noqa: BLE001 - see above
+        log.exception("actor %s: unhandled exception while starting; the actor stops", type(cell.server).__name__)
+        return False
+    return True
+
+
 #: Taken to make an actor's mailbox on its first message (rarely contended:
 #: two first messages to one actor at once).
 _first_mail = threading.Lock()
@@ -131,14 +147,7 @@ class ActorThread:
                 cell.server = _GONE
 
     def _setup(self) -> None:
-        cell = self._cell
-        try:
-            try:
-                cell._boot()
-            finally:
-                cell.runtime.flush_casts()
-        except Exception:  # noqa: BLE001 - the cell's boot reports its own failures; this is a kernel bug
-            log.exception("actor thread %s: unhandled exception while starting; the actor stops", self)
+        if not _boot(self._cell):
             self.actor_stopped.set()
 
     def _running(self) -> None:
@@ -426,14 +435,7 @@ class PooledActor:
         state.outbox = outbox
 
     def _setup(self) -> None:
-        cell = self._cell
-        try:
-            try:
-                cell._boot()
-            finally:
-                cell.runtime.flush_casts()
-        except Exception:  # noqa: BLE001 - the cell's boot reports its own failures; this is a kernel bug
-            log.exception("actor %s: unhandled exception while starting; the actor stops", self.label())
+        if not _boot(self._cell):
             self.stopped = True
 
     def turn(self) -> None:

@@ -214,12 +214,15 @@ def spawn(
         actor_id = rt.new_actor_id()
         if cpu_list is not None:
             raise ValueError("cpus= pins a host process: give host='own' or a host name")
-        done = threading.Event()
+        # ``init`` runs on this thread (most often) or on the actor's own:
+        # an event to wait on only for the second.
+        done = threading.Event() if own_thread else None
         outcome: list[Any] = []
 
         def on_started(kind: str, detail: Any) -> None:
             outcome.append((kind, detail))
-            done.set()
+            if done is not None:
+                done.set()
 
         start_here(
             rt,
@@ -236,6 +239,7 @@ def spawn(
             here=True,
         )
         if not outcome:  # init runs on a thread of the actor's own
+            assert done is not None, "an actor on the scheduler starts on the spawner's thread"
             rt.flush_casts()
             with rt.scheduler.blocking():
                 done.wait()

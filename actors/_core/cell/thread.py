@@ -325,6 +325,7 @@ class PooledActor:
         return self._bounded if self._bounded is not None else self
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        # The message path: `_append` written out, one call fewer per message.
         timer = self.idle_timer
         if timer is not None:  # any message ends the wait for the callback's Timeout
             self.idle_timer = None
@@ -338,25 +339,29 @@ class PooledActor:
 
     put_nowait = put
 
+    def _append(self, item: Any, first: bool = False) -> None:
+        """Into the mailbox (at its head when ``first``), waking the actor;
+        the idle timer is left as it is."""
+        q = self._q
+        if q is None:
+            q = self._new_queue()
+        if first:
+            q.appendleft(item)
+        else:
+            q.append(item)
+        self._wake()
+
+    def _wake(self) -> None:
+        """On the run queue, unless it is there or in a turn already."""
+        if self._queued.acquire(False):
+            self._sched.submit(self)
+
     def _new_queue(self) -> deque[Any]:
         with _first_mail:  # two first messages at once make one queue
             q = self._q
             if q is None:
                 q = self._q = deque()
         return q
-
-    def put_first(self, item: Any) -> None:
-        """An entry handled before anything queued (``handle_continue`` after ``init``)."""
-        bounded = self._bounded
-        if bounded is not None:
-            bounded.put_first(item)
-            return
-        q = self._q
-        if q is None:
-            q = self._new_queue()
-        q.appendleft(item)
-        if self._queued.acquire(False):
-            self._sched.submit(self)
 
     def _arrived(self, item: Any) -> None:
         """An entry got into the bounded mailbox: as `put` does after appending."""
@@ -365,13 +370,15 @@ class PooledActor:
             if timer is not None:
                 self.idle_timer = None
                 timer.cancelled = True
-        if self._queued.acquire(False):
-            self._sched.submit(self)
+        self._wake()
 
     def first(self, entry: Any) -> None:
         """``handle_continue`` after ``init``: the next entry, before any mail
         that came while ``init`` ran."""
-        self.put_first(entry)
+        if self._bounded is not None:
+            self._bounded.put_first(entry)  # wakes it (`_arrived`)
+        else:
+            self._append(entry, first=True)
 
     def empty(self) -> bool:
         if self._bounded is not None:
@@ -412,8 +419,7 @@ class PooledActor:
     def stop(self) -> None:
         """End the actor after the entry in hand (any thread)."""
         self.stopped = True
-        if self._queued.acquire(False):
-            self._sched.submit(self)
+        self._wake()
 
     def label(self) -> str:
         cell = self._cell
@@ -510,13 +516,8 @@ class PooledActor:
             return
         if self._bounded is not None:
             self._bounded.put((M_IDLE, timer, None))  # wakes it (`_arrived`)
-            return
-        q = self._q
-        if q is None:
-            q = self._new_queue()
-        q.append((M_IDLE, timer, None))
-        if self._queued.acquire(False):
-            self._sched.submit(self)
+        else:
+            self._append((M_IDLE, timer, None))
 
     def _end(self) -> None:
         """Drop what is left (no entry needs an answer: the cell's death

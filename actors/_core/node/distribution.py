@@ -28,7 +28,7 @@ from actors._core.net.tick import DEFAULT_NET_TICKTIME
 from actors._core.node import greeting as _greeting
 from actors._core.node.events import NodeEvents
 from actors._core.node.membership import RateLimit, yields
-from actors._core.node.peers import Peers
+from actors._core.node.peers import PeerNodes
 from actors._core.node.remote import Remote
 from actors._core.node.routing import Router
 from actors._core.runtime.runtime import Runtime
@@ -55,7 +55,7 @@ class Distribution:
     """Node ``node_id``'s link to the other nodes (`net` is None for a node that is not distributed)."""
 
     def __init__(
-        self, rt: Runtime, pool: HostPool, peers: Peers, remote: Remote, cluster: ClusterSettings, node_id: str
+        self, rt: Runtime, pool: HostPool, peers: PeerNodes, remote: Remote, cluster: ClusterSettings, node_id: str
     ) -> None:
         self._rt = rt
         self._pool = pool
@@ -77,7 +77,7 @@ class Distribution:
         """Answer this node's processes and the other nodes about the cluster."""
         rt = self._rt
         rt.register_sys(sysop.Nodes, lambda src, m: sorted(self.peers.ids))
-        rt.register_sys(sysop.Peers, lambda src, m: self.peers.listing())
+        rt.register_sys(sysop.PeerList, lambda src, m: self.peers.listing())
         rt.register_sys(sysop.KnownNodes, self._on_known_nodes)
         rt.register_sys(sysop.MonitorNodes, lambda src, m: self.events.subscribe(m.ref, m.flag), threaded=True)
         rt.register_sys(sysop.PeerProcDown, self.router.on_peer_proc_down)

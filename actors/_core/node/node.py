@@ -32,7 +32,7 @@ from actors._core.node.distribution import Distribution
 from actors._core.node.interrupt import held
 from actors._core.node.options import new_identity, read_options
 from actors._core.node.other_nodes import OtherNodes
-from actors._core.node.peers import Peers
+from actors._core.node.peers import PeerNodes
 from actors._core.node.remote import Remote
 from actors._core.runtime.mailbox import mailbox_limit
 from actors._core.runtime.monitor import Monitor
@@ -175,7 +175,7 @@ class Node(OtherNodes):
             undo.append(self._rt.shutdown)
             self._rt.registry = Registry()
             _install_spawn(self._rt)
-            self._peers = Peers(cluster.name or "")
+            self._peers = PeerNodes(cluster.name or "")
             self._remote = Remote(self._rt, self._peers, cluster.name)
             self._dist = Distribution(self._rt, self._pool, self._peers, self._remote, cluster, self.id)
             if cluster.name is not None and cluster.listen is not None and cluster.direct:

@@ -2,7 +2,7 @@
 
 `Node` inherits them: they are its public face on distribution (connect, list
 the connected nodes, watch them, learn that this incarnation ended), each a
-thin call into what does the work, the node's `Distribution`, its `Peers` table
+thin call into what does the work, the node's `Distribution`, its `PeerNodes` table
 and its `Remote` requests.  Apart from `Node` because the handle's other jobs
 (actors, closing) fill its own module.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from actors._core.node.distribution import Distribution
-from actors._core.node.peers import NodeMonitor, Peers
+from actors._core.node.peers import NodeMonitor, PeerNodes
 from actors._core.node.remote import Remote
 from actors._core.wire.ref import ActorRef
 
@@ -24,7 +24,7 @@ class OtherNodes:
 
     name: str | None
     _dist: Distribution
-    _peers: Peers
+    _peers: PeerNodes
     _remote: Remote
     _check_open: Callable[[], None]
 

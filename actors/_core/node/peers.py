@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from actors._core.node.membership import SILENCE, Membership, PeerInfo
 
-__all__ = ["NodeMonitor", "Peers"]
+__all__ = ["NodeMonitor", "PeerNodes"]
 
 
 class NodeMonitor:
@@ -44,7 +44,7 @@ class NodeMonitor:
         return self._event.is_set()
 
 
-class Peers:
+class PeerNodes:
     """The connected nodes (name -> node id), their watchers, and what outlives a connection."""
 
     def __init__(self, me: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import cloudpickle
 
 from actors._core.cell.spawn import AlreadyRegistered, SpawnError, spawn
-from actors._core.node.peers import Peers
+from actors._core.node.peers import PeerNodes
 from actors._core.runtime.mailbox import MailboxLimit
 from actors._core.runtime.runtime import Runtime
 from actors._core.wire import system as sysop
@@ -28,7 +28,7 @@ __all__ = ["Remote"]
 class Remote:
     """Requests between node ``name`` (whose runtime is ``rt``) and the nodes connected to it."""
 
-    def __init__(self, rt: Runtime, peers: Peers, name: str | None) -> None:
+    def __init__(self, rt: Runtime, peers: PeerNodes, name: str | None) -> None:
         self._rt = rt
         self._peers = peers
         self.name = name

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from actors._core.host.pool import HostPool
 from actors._core.net.net import NetError, NetLink
-from actors._core.node.peers import Peers
+from actors._core.node.peers import PeerNodes
 from actors._core.runtime.runtime import K_REPLY, K_REPLY_EXIT, K_SYS, Runtime
 from actors._core.transport.transport import owner_of
 from actors._core.wire import system as sysop
@@ -34,7 +34,7 @@ __all__ = ["Router"]
 class Router:
     """The node's frames to and from other nodes (`net` is None until the node is distributed)."""
 
-    def __init__(self, rt: Runtime, pool: HostPool, peers: Peers, link_send_wait: float) -> None:
+    def __init__(self, rt: Runtime, pool: HostPool, peers: PeerNodes, link_send_wait: float) -> None:
         self._rt = rt
         self._pool = pool
         self._peers = peers

@@ -97,7 +97,7 @@ def serve_requests(rt: Runtime, node: Answers) -> None:
     rt.register_sys(sysop.Actors, lambda src, m: node.actors(), threaded=True)
     rt.register_sys(sysop.NodeStats, lambda src, m: node.stats(), threaded=True)
     rt.register_sys(sysop.Registered, lambda src, m: node.registered())
-    rt.register_sys(sysop.Config, lambda src, m: node.config.to_dict())
+    rt.register_sys(sysop.ConfigGet, lambda src, m: node.config.to_dict())
     rt.register_sys(sysop.Kill, lambda src, m: node.kill(m.ref))
     rt.register_sys(sysop.ExitActor, lambda src, m: node.exit(m.ref, m.reason))
 

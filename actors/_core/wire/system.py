@@ -284,8 +284,8 @@ class Registered(SysOp[dict[str, ActorRef]]):
 
 
 @dataclass(frozen=True, slots=True)
-class Config(SysOp[dict[str, dict[str, str]]]):
-    """The node's configuration, section by section."""
+class ConfigGet(SysOp[dict[str, dict[str, str]]]):
+    """The node's configuration, section by section (`ConfigSet` changes a key of it)."""
 
     OP: ClassVar[str] = "config"
 
@@ -345,7 +345,7 @@ class Nodes(SysOp[list[str]]):
 
 
 @dataclass(frozen=True, slots=True)
-class Peers(SysOp[list[dict[str, Any]]]):
+class PeerList(SysOp[list[dict[str, Any]]]):
     """The connected nodes with address, incarnation and up-since time."""
 
     OP: ClassVar[str] = "peers"
@@ -428,14 +428,14 @@ for _op in (
     Actors,
     NodeStats,
     Registered,
-    Config,
+    ConfigGet,
     Kill,
     ExitActor,
     RSpawn,
     SpawnOn,
     MonitorNode,
     Nodes,
-    Peers,
+    PeerList,
     KnownNodes,
     WhereisOn,
     MonitorNodes,

@@ -109,7 +109,8 @@ def _within(module: str, prefix: str) -> bool:
 #: programs import by name; each of them re-exports the kernel's own module
 #: (``actors/_core``), except `actors.api`, `actors.plain`, `actors.pg` and
 #: `actors.global_names`, written on top of it as OTP's ``pg`` and ``global``
-#: are on top of ``erts``, and `actors.tree`, which renders `Node.actors()`.
+#: are on top of ``erts``, `actors.tree`, which renders `Node.actors()`, and
+#: `actors.leases`, the leases the services that need "at most one" share.
 TODAY = Layout(
     packages=("actors", "supervision", "examples"),
     kernel_public=frozenset(
@@ -132,10 +133,16 @@ TODAY = Layout(
             "actors.attach",
             "actors.cluster_key",
             "actors.tree",
+            "actors.leases",
+            "actors.leases.errors",
+            "actors.leases.policy",
+            "actors.leases.sql",
+            "actors.leases.pg",
+            "actors.leases.holder",
         }
     ),
     kernel_private=("actors._core",),
-    services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs"),
+    services=("actors.ioq", "actors.smoosh", "actors.replicator", "actors.couch_jobs", "actors.sharding"),
     app=("actors.app",),
     tools=("actors.tools",),
     entry=frozenset({"actors.__main__"}),

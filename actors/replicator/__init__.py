@@ -11,8 +11,8 @@ workers), `scheduler_sup` (the job supervisor) and `sup` (the replicator tree);
 
 The stores: `docs_model` (documents, changes, errors), `docstore_sql` (the
 SQL, once, for both backends), `docstore` (SQLite files), `docstore_pg`
-(PostgreSQL), `stores` (which one a name means).  Leases: `lease_policy`
-(pure), `lease_sql` (in the store's transaction), `lease` (the holder).
+(PostgreSQL), `stores` (which one a name means).  Leases: `actors.leases`
+(shared with sharding), opened on the replicator's store by `lease`.
 
 Across nodes (``[replicator] cluster = true``): `clustering` (ownership and
 stability, pure), `cluster_state` (members and their reports, pure),
@@ -20,6 +20,8 @@ stability, pure), `cluster_state` (members and their reports, pure),
 actors `clustering_server` (``couch_replicator_clustering``) and
 `doc_processor` (``couch_replicator_doc_processor``).
 """
+
+from actors.leases import Fence, LeaseTimes, Run, overlapping_runs
 
 from .cluster_options import ClusterOptions
 from .cluster_state import ClusterState, ClusterView, PeerReport
@@ -30,7 +32,6 @@ from .docstore_pg import PgDocStore
 from .fair_share import DEFAULT_SHARES, FairShare, owner_of
 from .job_table import JobTable
 from .lease import LeaseConfig, LeaseHolder, read_runs
-from .lease_policy import Fence, LeaseTimes, Run, overlapping_runs
 from .policy import (
     Decision,
     Selector,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors import leases
+
 __all__ = [
     "Change",
     "Conflict",
@@ -37,16 +39,16 @@ class DatabaseNotFound(DocStoreError):
         self.path = path
 
 
-class StoreUnavailable(DocStoreError):
+class StoreUnavailable(DocStoreError, leases.StoreUnavailable):
     """The store could not be reached (PostgreSQL down, cut off, refusing connections)."""
 
 
-class Fenced(DocStoreError):
+class Fenced(DocStoreError, leases.Fenced):
     """A write carried a lease fencing token that is no longer the job's current lease:
     another node took the job over (or the lease expired), so the write is refused."""
 
     def __init__(self, job: str, token: int, why: str) -> None:
-        super().__init__(f"write of job {job!r} with lease token {token} refused: {why}")
+        Exception.__init__(self, f"write of job {job!r} with lease token {token} refused: {why}")
         self.job = job
         self.token = token
 

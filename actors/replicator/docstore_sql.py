@@ -29,7 +29,9 @@ from typing import Any
 
 import orjson
 
-from . import lease_sql
+from actors.leases import sql as lease_sql
+from actors.leases.policy import Fence
+
 from .docs_model import (
     LOCAL_PREFIX,
     Change,
@@ -37,11 +39,11 @@ from .docs_model import (
     DatabaseNotFound,
     Doc,
     DocStoreError,
+    Fenced,
     StoreUnavailable,
     check_id,
     rev_rank,
 )
-from .lease_policy import Fence
 
 __all__ = ["SCHEMA", "SQLDocStore", "SQLTx"]
 
@@ -251,7 +253,7 @@ class SQLDocStore(abc.ABC):
         with self.transaction() as tx:
             seq = self._lock_db(tx)
             if fence is not None:
-                lease_sql.check_fence(tx, fence)
+                lease_sql.check_fence(tx, fence, Fenced)
             row = tx.run("SELECT rev, deleted FROM repdb_docs WHERE db = ? AND id = ?", (self._db, doc_id)).fetchone()
             current = None if row is None else row[0]
             live = row is not None and not row[1]
@@ -320,7 +322,7 @@ class SQLDocStore(abc.ABC):
         with self.transaction() as tx:
             seq = self._lock_db(tx)
             if fence is not None:
-                lease_sql.check_fence(tx, fence)
+                lease_sql.check_fence(tx, fence, Fenced)
             current = self._revs(lambda sql, p: tx.run(sql, p).fetchall(), [d.id for d in docs])
             for doc in docs:
                 if doc.id in current and rev_rank(doc.rev) <= rev_rank(current[doc.id]):
@@ -351,7 +353,7 @@ class SQLDocStore(abc.ABC):
         with self.transaction() as tx:
             self._lock_db(tx)
             if fence is not None:
-                lease_sql.check_fence(tx, fence)
+                lease_sql.check_fence(tx, fence, Fenced)
             row = tx.run("SELECT rev FROM repdb_local WHERE db = ? AND id = ?", (self._db, key)).fetchone()
             rev = 1 if row is None else int(row[0]) + 1
             tx.run(

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any, Protocol, runtime_checkable
 
+from actors.leases import Fence
+
 from .docs_model import LOCAL_PREFIX, Change, DatabaseNotFound, DocStoreError
 from .docstore import DocStore
 from .docstore_sql import SQLDocStore
-from .lease_policy import Fence
 from .records import Rep
 from .rep_history import LOWEST_SEQ, compare_replication_logs
 from .stores import open_db

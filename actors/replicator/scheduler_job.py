@@ -32,10 +32,12 @@ With leases (``[replicator] lease``, on by default with a PostgreSQL
 ``store``) the job runs only while it holds its lease (`lease.LeaseHolder`):
 it asks for it in ``init`` and, while another node holds it, waits, asking
 again every renewal interval, before it opens anything; it renews it on a
-timer; it stops (``("lease_lost", ...)``, no final checkpoint) as soon as a
-renewal says the lease moved on or its own deadline passes without a
-renewal heard, and checks the deadline before every batch, step and
-checkpoint; every checkpoint and batch it writes into the lease's store
+timer, on a thread of its own (`actors.leases.LeaseHolder.renew_in_background`:
+a renewal hung on a dead socket never holds up this actor); it stops
+(``("lease_lost", ...)``, no final checkpoint) as soon as a renewal says the
+lease moved on or its own deadline passes without a renewal heard, and it
+looks at the deadline first thing on every message (after a freeze too,
+before any timer it missed) and before every batch, step and checkpoint; every checkpoint and batch it writes into the lease's store
 carries the fencing token.  It releases the lease when it stops.
 """
 
@@ -48,10 +50,10 @@ from typing import Any
 from actors import Exit, GenServer, Stop, is_normal_exit
 from actors import config as config_module
 from actors.clock import WallClock
+from actors.leases import Fence
 
 from . import _names
-from .lease import LeaseConfig, LeaseHolder
-from .lease_policy import Fence
+from .lease import LeaseConfig, LeaseHolder, open_holder
 from .records import MAX_BACKOFF, Rep
 from .replication import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -165,7 +167,7 @@ class SchedulerJobServer(GenServer):
         self.lease_timer: Any = None
         self.deadline_timer: Any = None
         if leases.enabled:
-            self.lease = LeaseHolder.open(
+            self.lease = open_holder(
                 leases, str(rep.id), _names.node_name() or "nonode", _names.node_incarnation() or "0"
             )
             if not self.lease.try_acquire():
@@ -241,17 +243,29 @@ class SchedulerJobServer(GenServer):
                 return Stop(start_error_reason(exc))
             return self._run() if self.running else None
         if message == "lease_renew":
-            self.lease_timer = None
-            if lease.renew() is False:
-                log.error("replication %r lost its lease: another node took it over", self.rep.id)
-                return Stop(("lease_lost", "taken over"))
-            if lease.must_stop():
-                return self._lease_expired()
-            self._arm_lease_timers()
+            me = self.ref
+            lease.renew_in_background(lambda ok: me.send(("lease_renewed", ok)))
+            self.lease_timer = self.send_after(lease.times.renew_every, "lease_renew")
             return None
         # "lease_deadline"
         self.deadline_timer = None
         return self._lease_expired() if lease.must_stop() else None
+
+    def _lease_renewed(self, ok: bool | None) -> Any:
+        """A background renewal's answer: True (the deadline moved), False (lost),
+        None (the store did not answer: the deadline stands)."""
+        lease = self.lease
+        if lease is None:
+            return None
+        if ok is False:
+            log.error("replication %r lost its lease: another node took it over", self.rep.id)
+            return Stop(("lease_lost", "taken over"))
+        if lease.must_stop():
+            return self._lease_expired()
+        if self.deadline_timer is not None:
+            self.cancel_timer(self.deadline_timer)
+        self.deadline_timer = self.send_after(max(0.0, lease.deadline - lease.clock()), "lease_deadline")
+        return None
 
     def _lease_expired(self) -> Stop:
         log.error("replication %r: no lease renewal heard before its deadline; stopping", self.rep.id)
@@ -326,6 +340,10 @@ class SchedulerJobServer(GenServer):
     # -- messages --------------------------------------------------------------------
 
     def handle_info(self, message: Any) -> Any:
+        if self._lease_void():  # first thing, whatever the message: a thawed holder may be past its deadline
+            return self._lease_expired()
+        if type(message) is tuple and len(message) == 2 and message[0] == "lease_renewed":
+            return self._lease_renewed(message[1])
         if message in ("lease_retry", "lease_renew", "lease_deadline"):
             return self._lease_message(message)
         if message == "run":

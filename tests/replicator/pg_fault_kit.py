@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from actors.leases import Run, overlapping_runs
 from actors.replicator.docs_model import DocStoreError
 from actors.replicator.lease import read_runs
-from actors.replicator.lease_policy import Run, overlapping_runs
 from actors.replicator.stores import open_db
 from tests.cluster.netkit import LineProcess
 from tests.replicator.pg_kit import latest_revs

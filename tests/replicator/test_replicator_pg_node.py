@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from actors import Node
+from actors.leases import overlapping_runs
 from actors.replicator import ReplicationJob, ReplicatorSup, cluster_status, delete_replication, put_replication
 from actors.replicator.docs_model import LOCAL_PREFIX
 from actors.replicator.lease import read_runs
-from actors.replicator.lease_policy import overlapping_runs
 from actors.replicator.stores import open_db
 from tests.replicator.pg_kit import latest_revs, make_pg_sources
 

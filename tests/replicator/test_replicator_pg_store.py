@@ -7,12 +7,13 @@ import threading
 
 import pytest
 
-from actors.replicator import delete_replication, lease_sql, put_replication
+from actors.leases import LeaseTimes, overlapping_runs
+from actors.leases import sql as lease_sql
+from actors.replicator import delete_replication, put_replication
 from actors.replicator.docs_model import Doc, Fenced, StoreUnavailable
 from actors.replicator.docstore import DocStore
 from actors.replicator.docstore_pg import PgDocStore, redact
-from actors.replicator.lease import LeaseConfig, LeaseHolder, read_runs
-from actors.replicator.lease_policy import LeaseTimes, overlapping_runs
+from actors.replicator.lease import LeaseConfig, open_holder, read_runs
 from actors.replicator.replicator_db import ReplicatorDb
 from actors.replicator.settings import InvalidSetting
 from actors.replicator.stores import open_db
@@ -100,8 +101,8 @@ def test_many_holders_racing_for_one_job_get_one_grant(store) -> None:
 def test_holder_deadline_and_config(pg_url) -> None:
     now = [1000.0]
     config = LeaseConfig(pg_url, True, 3.0)
-    holder = LeaseHolder.open(config, "j", "a", "inc1", clock=lambda: now[0])
-    other = LeaseHolder.open(config, "j", "b", "inc2", clock=lambda: now[0])
+    holder = open_holder(config, "j", "a", "inc1", clock=lambda: now[0])
+    other = open_holder(config, "j", "b", "inc2", clock=lambda: now[0])
     try:
         assert holder.try_acquire() and holder.deadline == 1000.0 + 3.0 - 1.0
         assert not other.try_acquire() and other.holder.node == "a"
@@ -186,8 +187,8 @@ def test_a_job_whose_lease_moved_on_cannot_checkpoint_or_copy(pg_url) -> None:
             src.put(f"d{k}", {"k": k})
     times = LeaseTimes.from_ttl(30.0)
     rep = Rep(id="j1", source="src", target="tgt", options={"create_target": True, "worker_batch_size": 2})
-    old_holder = LeaseHolder.open(LeaseConfig(pg_url, True, 30.0), "j1", "a", "1")
-    new_holder = LeaseHolder.open(LeaseConfig(pg_url, True, 30.0), "j1", "a", "2")
+    old_holder = open_holder(LeaseConfig(pg_url, True, 30.0), "j1", "a", "1")
+    new_holder = open_holder(LeaseConfig(pg_url, True, 30.0), "j1", "a", "2")
     job = ReplicationJob(rep, store=pg_url)
     try:
         assert old_holder.try_acquire()

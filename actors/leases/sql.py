@@ -1,10 +1,11 @@
-"""The leases' and the audit's SQL, run inside a store's transaction (both backends).
+"""The leases' and the audit's SQL, run inside a store's transaction (PostgreSQL or SQLite).
 
-A transaction here is what `docstore_sql.SQLTx` offers: ``run(sql, params)``
+A transaction here is anything with `LeaseTx`'s shape (the replicator's
+``SQLTx``, `actors.leases.pg.PgTx`): ``run(sql, params)``
 with ``?`` markers, ``now()`` on the store's clock (read *after* the rows
 are locked), and the backend's ``row_lock``/``share_lock`` suffixes
 (``FOR UPDATE``/``FOR SHARE`` on PostgreSQL; SQLite's writer holds the file).
-The decisions are `lease_policy`'s; this module only reads and writes rows:
+The decisions are `actors.leases.policy`'s; this module only reads and writes rows:
 
 - ``repl_leases``: one row per job ever leased (job, holder node and
   incarnation, token, expiry, current run).  A row is never deleted, so the
@@ -16,12 +17,13 @@ The decisions are `lease_policy`'s; this module only reads and writes rows:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from .docs_model import Fenced
-from .lease_policy import Fence, LeaseRow, Run, decide_acquire, decide_renew, fence_ok
+from .errors import Fenced
+from .policy import Fence, LeaseRow, Run, decide_acquire, decide_renew, fence_ok
 
-__all__ = ["LEASE_SCHEMA", "LeaseTx", "acquire", "check_fence", "release", "renew", "runs"]
+__all__ = ["LEASE_SCHEMA", "LeaseTx", "acquire", "check_fence", "release", "renew", "renew_many", "runs"]
 
 #: Templated with the backend's ``{serial}`` column type.
 LEASE_SCHEMA = (
@@ -111,9 +113,20 @@ def release(tx: LeaseTx, fence: Fence, reason: str = "released") -> bool:
     return True
 
 
-def check_fence(tx: LeaseTx, fence: Fence) -> None:
-    """Refuse (`Fenced`) the write this transaction carries unless ``fence`` holds the lease
-    now.  The row stays share-locked to the commit, so no grant can slip in between."""
+def renew_many(tx: LeaseTx, fences: list[Fence], ttl: float) -> set[Fence]:
+    """Extend every lease of ``fences`` still held by ``ttl`` from now, in one
+    transaction (a node holding a hundred shards renews them in one round
+    trip); returns the fences that lost theirs."""
+    lost: set[Fence] = set()
+    for fence in sorted(fences, key=lambda f: f.job):  # one lock order for every renewer
+        if not renew(tx, fence, ttl):
+            lost.add(fence)
+    return lost
+
+
+def check_fence(tx: LeaseTx, fence: Fence, error: Callable[[str, int, str], Exception] = Fenced) -> None:
+    """Refuse (``error``, `Fenced` unless the caller names its own) the write this
+    transaction carries unless ``fence`` holds the lease now.  The row stays share-locked to the commit, so no grant can slip in between."""
     row = _locked_row(tx, fence.job, tx.share_lock)
     now = tx.now()
     if not fence_ok(row, fence, now):
@@ -124,7 +137,7 @@ def check_fence(tx: LeaseTx, fence: Fence) -> None:
             if row.token != fence.token
             else "lease expired"
         )
-        raise Fenced(fence.job, fence.token, why)
+        raise error(fence.job, fence.token, why)
 
 
 def runs(tx: LeaseTx, job: str | None = None) -> list[Run]:

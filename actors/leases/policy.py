@@ -1,11 +1,12 @@
-"""Leases on replication jobs, as pure decisions (time and identities come in).
+"""Leases, as pure decisions (time and identities come in).
 
-The clustered replicator's owner hash and quiet period say which node
-*should* run a job; a lease in the shared store says which node *may*.  A
-lease row holds the job, its holder (node name and incarnation), an expiry on
+Membership says which node *should* run a thing (a replication job, a shard
+of entities); a lease in the shared store says which node *may*.  A lease is
+named by a string (``job``: a replication's id, ``"shard:cart:17"``).  Its
+row holds the name, its holder (node name and incarnation), an expiry on
 the store's clock and a fencing token that grows on every grant.  The store
-runs these rules inside one transaction over the row (`lease_sql`), so two
-nodes never both hold one job:
+runs these rules inside one transaction over the row (`actors.leases.sql`), so two
+nodes never both hold one lease:
 
 - `decide_acquire`: a free, released or expired lease goes to whoever asks,
   with the next token; a lease another holder still holds is refused.  The
@@ -22,7 +23,7 @@ was granted, plus the TTL, minus a margin.  The store set the expiry after it
 received the request, so the local deadline falls before the store's expiry
 as long as the two clocks' rates differ by less than the margin over one TTL
 (and no clock jumps by more than that).  A holder that passes its deadline
-without a renewal stops the job (`must_stop`).
+without a renewal stops what it runs (`must_stop`).
 
 `overlapping_runs` is the checker the tests and the demo run over the audit
 of runs: no two runs of one job may share any instant.

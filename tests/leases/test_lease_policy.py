@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.replicator.lease_policy import (
+from actors.leases.policy import (
     Fence,
     LeaseRow,
     LeaseTimes,

@@ -67,14 +67,32 @@ def cast(target: ActorRef | str, request: Any) -> None:
         ref.cast(request)
 
 
-def send(target: ActorRef | str, message: Any) -> None:
+def send(target: ActorRef | str | tuple[str, str], message: Any) -> None:
     """`ActorRef.send` on a ref or a registered name; a name nothing is
     registered under raises `Exit` ``noproc`` (a ``ValueError`` too: Erlang's
-    ``Name ! Msg`` fails with ``badarg``).  A cast to such a name is dropped."""
+    ``Name ! Msg`` fails with ``badarg``).  A cast to such a name is dropped.
+
+    ``(name, node)`` is the actor registered as ``name`` on the connected
+    node ``node`` (Erlang's ``{Name, Node} ! Msg``): the message goes to this
+    node's process, which hands it to ``node``'s, which looks the name up
+    there.  Nothing is asked or waited for, so an actor's callback may send
+    this way without blocking; an unknown name or a node that is not
+    connected drops the message."""
+    if isinstance(target, tuple):
+        _send_named(*target, message)
+        return
     ref = _resolve(target)
     if ref is None:
         raise NotRegistered(target)
     ref.send(message)
+
+
+def _send_named(name: str, node: str, message: Any) -> None:
+    """``send((name, node), message)``: one way, through this node's process (see `send`)."""
+    if not isinstance(name, str) or not isinstance(node, str):
+        raise TypeError(f"send to (name, node) takes two strings, got ({name!r}, {node!r})")
+    runtime = current_runtime()
+    runtime.sys_send(runtime.node_proc, sysop.SendNamed(name, node, message))
 
 
 def monitor(target: ActorRef) -> Monitor:

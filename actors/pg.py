@@ -34,9 +34,9 @@ from typing import Any
 
 from actors._core.cluster.pg_state import Change, PgState
 from actors._core.runtime.runtime import current_cell
-from actors._core.wire.reasons import CallTimeout, Exit
+from actors._core.wire.reasons import Exit
 from actors._core.wire.ref import ActorRef
-from actors.api import whereis
+from actors.api import send, whereis
 from actors.gen_server import PREVIOUS_HOLDER_WAIT, GenServer
 
 __all__ = [
@@ -96,16 +96,14 @@ class Scope(GenServer):
     # -- peers -------------------------------------------------------------------
 
     def _discover(self, node: str) -> None:
-        """Say hello to ``node``'s scope of the same name, if it runs one yet
-        (one that starts later discovers this one itself).  A node that is
-        gone again, or does not answer, is not an error of this scope (OTP's
-        ``pg`` only sends here): its next ``nodeup`` brings the hello."""
-        try:
-            peer = self.whereis(scope_name(self.scope), node=node)
-        except (Exit, CallTimeout):
-            return
-        if peer is not None:
-            _tell(peer, (_TAG, "discover", self.ref))
+        """Say hello to ``node``'s scope of the same name, by name on that node
+        (`actors.send` to ``(name, node)``, as OTP's ``pg`` sends to
+        ``{Scope, Node}``): nothing is asked of the other node, so this
+        scope never waits on a slow or lost one.  If that node runs no scope
+        yet the hello is dropped there, and the scope that starts later
+        discovers this one itself; a node gone again brings the hello with
+        its next ``nodeup``."""
+        send((scope_name(self.scope), node), (_TAG, "discover", self.ref))
 
     def _know(self, peer: ActorRef) -> bool:
         """Keep ``peer`` (monitored, so its node's loss drops its members); True if new."""

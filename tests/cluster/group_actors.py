@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from actors import ActorRef, GenServer, global_names, noreply, pg
+from actors import ActorRef, GenServer, global_names, noreply, pg, send
 
 
 class Member(GenServer):
@@ -42,6 +42,9 @@ class Member(GenServer):
             return pg.broadcast(request[1], request[2])
         if op == "ping":
             return ("pong", self.tag)
+        if op == "send_named":  # ("send_named", name, node, message): one way, by name on that node
+            send((request[1], request[2]), request[3])
+            return "sent"
         return ("unknown", request)
 
 
@@ -105,3 +108,26 @@ class ViewWatcher(GenServer):
             else:
                 still.append((expected, from_))
         self.waiting = still
+
+
+class Inbox(GenServer):
+    """Keeps every message it is sent; ``("await", expected)`` is answered once
+    the messages so far are ``expected``, so a test waits on their arrival."""
+
+    def init(self) -> None:
+        self.got: list[Any] = []
+        self.waiting: list[tuple[list[Any], Any]] = []
+
+    def handle_call(self, request: Any, from_: Any) -> Any:
+        if request[0] == "await":
+            if self.got == request[1]:
+                return "ok"
+            self.waiting.append((request[1], from_))
+            return noreply
+        return list(self.got)
+
+    def handle_info(self, message: Any) -> None:
+        self.got.append(message)
+        for expected, from_ in [w for w in self.waiting if w[0] == self.got]:
+            self.reply(from_, "ok")
+        self.waiting = [w for w in self.waiting if w[0] != self.got]

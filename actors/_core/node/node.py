@@ -326,11 +326,16 @@ class Node(OtherNodes):
         if ref is not None:
             ref.cast(request)
 
-    def send(self, target: ActorRef | str, message: Any) -> None:
+    def send(self, target: ActorRef | str | tuple[str, str], message: Any) -> None:
         """`ActorRef.send` on a ref or a registered name; a name nothing is
         registered under raises `Exit` ``noproc`` (a ``ValueError`` too:
         Erlang's ``Name ! Msg`` fails with ``badarg``).  `cast` to such a
-        name is dropped, as ``gen_server:cast`` never fails."""
+        name is dropped, as ``gen_server:cast`` never fails.  ``(name, node)``
+        is the name on a connected node, sent one way (`actors.send`)."""
+        if isinstance(target, tuple):
+            name, node = target
+            self._rt.sys_send(self._rt.proc, sysop.SendNamed(name, node, message))
+            return
         ref = self.whereis(target) if isinstance(target, str) else target
         if ref is None:
             raise NotRegistered(target)

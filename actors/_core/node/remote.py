@@ -4,7 +4,7 @@ Each request goes to the other node's node process (``n`` of that node id) as
 a system request, and a node answers the same requests from the others: a
 spawn from another node is placed here as a local spawn is.  The requests
 an actor makes through its own node process (``spawn(..., node=...)``,
-``whereis(name, node=...)``, ``monitor_node``) are answered here too, since
+``whereis(name, node=...)``, ``send((name, node), ...)``, ``monitor_node``) are answered here too, since
 only the node process knows which nodes are connected.
 """
 
@@ -40,6 +40,7 @@ class Remote:
         rt.register_sys(sysop.SpawnOn, self._on_spawn_on, threaded=True)
         rt.register_sys(sysop.MonitorNode, self._on_monitor_node)
         rt.register_sys(sysop.WhereisOn, self._on_whereis_on, threaded=True)
+        rt.register_sys(sysop.SendNamed, self._on_send_named)
 
     def node_proc_of(self, node: str) -> str:
         """The node process of the connected ``node``; `Exit` ``noconnection`` when it is not."""
@@ -146,6 +147,23 @@ class Remote:
         """An actor's ``monitor_node``: ``("nodedown", name)`` goes to its ``handle_info``."""
         name, watcher = msg.name, msg.watcher
         self._peers.watch(name, lambda: self._rt.send(watcher, ("nodedown", name)))
+
+    def _on_send_named(self, src: str, msg: sysop.SendNamed) -> None:
+        """A send to ``(name, node)``: delivered here when ``node`` is this one
+        (or None: forwarded by another node), else handed on to that node's
+        node process, which looks the name up itself.  Nothing waits for an
+        answer, so the sender never blocks on another node; a name nobody
+        holds, or a node that is not connected, drops the message, as
+        Erlang's ``{Name, Node} ! Msg`` does."""
+        if msg.node is None or msg.node == self.name or "|" in src:
+            # Another node's process forwards nothing through this one: only this node's names.
+            ref = self._rt.registry.whereis(msg.name)
+            if ref is not None:
+                self._rt.send(ref, msg.message)
+            return
+        node_id = self._peers.ids.get(msg.node)
+        if node_id is not None:
+            self._rt.sys_send(qualify(node_id, self._rt.node_proc), sysop.SendNamed(msg.name, None, msg.message))
 
     def _on_whereis_on(self, src: str, msg: sysop.WhereisOn) -> ActorRef | None:
         """An actor's ``whereis(name, node=...)``: None when that node is not connected."""

@@ -369,6 +369,21 @@ class WhereisOn(SysOp["ActorRef | None"]):
 
 
 @dataclass(frozen=True, slots=True)
+class SendNamed(SysOp[None]):
+    """``message`` for the actor registered as ``name`` on node ``node`` (None:
+    the node that receives this), sent one way: Erlang's ``{Name, Node} ! Msg``.
+    An actor sends it to its own node process, which alone knows the other
+    nodes; that process forwards it to ``node``'s node process with ``node``
+    None, which looks the name up and delivers.  No answer, no wait: a name
+    nothing holds, or a node not connected, drops the message."""
+
+    OP: ClassVar[str] = "send_named"
+    name: str
+    node: str | None
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
 class MonitorNodes(SysOp[None]):
     """Subscribe (``flag`` False: unsubscribe) ``ref`` to nodeup/nodedown."""
 
@@ -438,6 +453,7 @@ for _op in (
     PeerList,
     KnownNodes,
     WhereisOn,
+    SendNamed,
     MonitorNodes,
     PeerProcDown,
     GlobalWhereis,

@@ -17,7 +17,7 @@ import pytest
 
 from actors import Node
 from actors.couch_jobs import local_postgres
-from tests.pg import HOW_TO_GET, PgCluster
+from tests.postgres import HOW_TO_GET, PostgresCluster
 
 
 def pytest_configure(config):
@@ -68,7 +68,7 @@ def key(tmp_path) -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[PgCluster]:
+def pg_cluster() -> Iterator[PostgresCluster]:
     """The session's PostgreSQL cluster, stopped and deleted at the end: pgserver's
     binaries where its wheel is installed, else the system's (one code path).
 
@@ -84,7 +84,7 @@ def pg_cluster() -> Iterator[PgCluster]:
         pytest.skip(HOW_TO_GET)
     root = Path(tempfile.mkdtemp(prefix="otpy_pg_"))
     try:
-        cluster = PgCluster(root)
+        cluster = PostgresCluster(root)
         try:
             yield cluster
         finally:
@@ -94,13 +94,13 @@ def pg_cluster() -> Iterator[PgCluster]:
 
 
 @pytest.fixture(scope="session")
-def pg_database(pg_cluster: PgCluster) -> str:
+def pg_database(pg_cluster: PostgresCluster) -> str:
     """The session's test database (tests get a schema each in it)."""
     return pg_cluster.create_database()
 
 
 @pytest.fixture
-def pg_url(pg_cluster: PgCluster, pg_database: str) -> Iterator[str]:
+def pg_url(pg_cluster: PostgresCluster, pg_database: str) -> Iterator[str]:
     """A store URL whose tables land in a fresh, empty schema of the session's database."""
     schema = pg_cluster.create_schema(pg_database)
     try:

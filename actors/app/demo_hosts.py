@@ -2,7 +2,7 @@
 
 The demo builds the machines first (`actors.app.workload.netns`): a switch, a
 host for the controller, one per node and a database host running
-PostgreSQL (`actors.app.workload.pg_host`), all in namespaces of its own,
+PostgreSQL (`actors.app.workload.postgres_host`), all in namespaces of its own,
 removed at the end however the run ends.  The demo process moves itself onto
 the controller's host (`netns.enter`) before its node starts, so every
 connection it makes goes over the hosts' network; each node is
@@ -25,7 +25,7 @@ from actors import Node
 from actors.app.demo import Outcome, run_demo
 from actors.app.demo_cluster import CONTROLLER, HostsPlan, _run_cluster
 from actors.app.workload.netns import Topology, enter, missing
-from actors.app.workload.pg_host import PgHost, pg_missing
+from actors.app.workload.postgres_host import PostgresHost, postgres_host_missing
 from actors.cluster_key import write_new
 from actors.config import Config
 
@@ -42,14 +42,14 @@ SHORT_DURATION = 30.0
 def run_hosts_demo(args: Any, *, observe: Callable[..., Any] | None = None) -> int:
     """``demo --nodes N --hosts``: 2 (one line on stderr) where namespace hosts cannot be made,
     else `run_demo`'s exit statuses (``observe`` as there)."""
-    why = missing() or pg_missing()
+    why = missing() or postgres_host_missing()
     if why:
         print(f"error: demo --hosts: {why}", file=sys.stderr, flush=True)
         return 2
     names = [f"n{i + 1}" for i in range(int(args.nodes))]
     with Topology([CONTROLLER, *names]) as topo:
         topo.add_host("db", 100)
-        pg = PgHost(topo["db"])
+        pg = PostgresHost(topo["db"])
         try:
             print(
                 f"hosts: {CONTROLLER} {topo[CONTROLLER].address}, "

@@ -27,7 +27,7 @@ from actors._core.net.keys import write_new
 from actors.app.demo_cluster import _descends_from, node_config
 from actors.app.nodecmd import parse_ready
 from actors.config import Config
-from tests.pg import HOW_TO_GET, postgres_missing
+from tests.postgres import HOW_TO_GET, postgres_missing
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)
 ENV = dict(os.environ, PYTHONPATH=ROOT)

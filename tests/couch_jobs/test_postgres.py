@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.pg import HOW_TO_GET, postgres_missing
+from tests.postgres import HOW_TO_GET, postgres_missing
 
 psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)

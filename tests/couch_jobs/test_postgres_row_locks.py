@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.pg import HOW_TO_GET, postgres_missing
 from tests.polling import poll_until
+from tests.postgres import HOW_TO_GET, postgres_missing
 
 psycopg = pytest.importorskip("psycopg", reason=HOW_TO_GET)
 pytest.importorskip("psycopg_pool", reason=HOW_TO_GET)

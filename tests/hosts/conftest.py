@@ -31,7 +31,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.hosts.nodes import Cluster, make_key
-from tests.hosts.pg_host import PgHost, pg_missing
+from tests.hosts.postgres_host import PostgresHost, postgres_host_missing
 from tests.hosts.topology import Topology, missing
 
 HOSTS = ("h1", "h2", "h3")
@@ -51,12 +51,12 @@ def topo() -> Iterator[Topology]:
 
 
 @pytest.fixture(scope="module")
-def pg(topo: Topology) -> Iterator[PgHost]:
+def pg(topo: Topology) -> Iterator[PostgresHost]:
     """PostgreSQL on the database host (skips where the server is not installed)."""
-    why = pg_missing()
+    why = postgres_host_missing()
     if why:
         pytest.skip(why)
-    server = PgHost(topo["db"])
+    server = PostgresHost(topo["db"])
     try:
         yield server
     finally:
@@ -87,7 +87,7 @@ def cluster(topo: Topology, cluster_key: str, tmp_path) -> Iterator[Cluster]:
             c.close()
 
 
-def pg_config(tmp_path, pg: PgHost) -> str:
+def pg_config(tmp_path, pg: PostgresHost) -> str:
     """An ini file pointing couch_jobs at the database host."""
     path = os.path.join(str(tmp_path), "node.ini")
     with open(path, "w", encoding="utf-8") as fh:

@@ -31,7 +31,7 @@ from actors.replicator import put_replication
 from actors.replicator.lease import read_runs
 from tests.hosts.conftest import HOSTS, NET_TICKTIME
 from tests.hosts.nodes import PORT, Cluster, HostNode
-from tests.hosts.pg_host import PgHost
+from tests.hosts.postgres_host import PostgresHost
 from tests.hosts.topology import Topology
 from tests.replicator.pg_fault_kit import (
     LIVENESS,
@@ -75,7 +75,7 @@ def _config(tmp_path, node_url: str) -> str:
 
 
 @pytest.fixture
-def env(topo: Topology, pg: PgHost, cluster_key: str, tmp_path) -> Iterator[Env]:
+def env(topo: Topology, pg: PostgresHost, cluster_key: str, tmp_path) -> Iterator[Env]:
     import psycopg
 
     database = f"repl_{os.getpid()}_{next(_count)}"

@@ -20,7 +20,7 @@ from actors.tools.observer import observe
 from actors.tools.observer.source import ref_of
 from tests.couch_jobs.conftest import store_url  # noqa: F401 (a fixture)
 from tests.observer.conftest import get, row, small_tree, snapshot, wait_picture
-from tests.pg import HOW_TO_GET, postgres_missing
+from tests.postgres import HOW_TO_GET, postgres_missing
 
 pytestmark = pytest.mark.integration
 

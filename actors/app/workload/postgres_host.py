@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from actors.app.workload.netns import SUBNET, Host
 
-__all__ = ["PgHost", "pg_missing"]
+__all__ = ["PostgresHost", "postgres_host_missing"]
 
 DATABASE = "otpy"
 _READY = "database system is ready to accept connections"
@@ -39,7 +39,7 @@ def _bindir() -> str | None:
     return dirs[-1] if dirs else None
 
 
-def pg_missing() -> str | None:
+def postgres_host_missing() -> str | None:
     """Why PostgreSQL cannot run on a namespace host here, or None."""
     if _bindir() is None:
         return "the database host needs PostgreSQL's server: apt-get install postgresql"
@@ -54,14 +54,14 @@ def pg_missing() -> str | None:
     return None
 
 
-class PgHost:
+class PostgresHost:
     """A PostgreSQL server on ``host``; `url` is what nodes use, `local_url` what the test uses."""
 
     def __init__(self, host: Host, port: int = 5432) -> None:
         self.host = host
         self.port = port
         bindir = _bindir()
-        assert bindir is not None, pg_missing()
+        assert bindir is not None, postgres_host_missing()
         user = pwd.getpwnam("postgres")
         self.root = tempfile.mkdtemp(prefix=f"{host.ns}-pg-")
         os.chown(self.root, user.pw_uid, user.pw_gid)

@@ -3,7 +3,7 @@
 One cluster per test session, whatever directories the session runs
 (the ``pg_cluster`` fixture of ``tests/conftest.py``), in a temporary
 directory, reached over a unix socket in that directory (no TCP port, no
-root, no system service); each test gets a fresh schema in it (``pg_url``).  `PgCluster.stop`/`start` let a test
+root, no system service); each test gets a fresh schema in it (``pg_url``).  `PostgresCluster.stop`/`start` let a test
 take the server away under load.
 """
 
@@ -29,7 +29,7 @@ def postgres_missing() -> str | None:
     return None if local_postgres.find_bindir() else HOW_TO_GET
 
 
-class PgCluster:
+class PostgresCluster:
     def __init__(self, root: Path) -> None:
         self.server = LocalPostgres(root / "data")  # pgserver's binaries, else the system's
         self.pgdata = self.server.pgdata

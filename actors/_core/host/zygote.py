@@ -9,16 +9,72 @@ as long as the node.  The zygote itself is `actors._core.host.host.zygote_main`.
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sys
 import threading
+import traceback
 from typing import Any
-
-import multiprocess
 
 from actors._core.host.host import write_message, zygote_main
 from actors._core.host.zygote_exec import ExecZygote
 
 __all__ = ["Zygote"]
+
+
+class ForkedZygote:
+    """The zygote forked from this process with a bare ``os.fork``, with the part of a
+    ``Process`` the node uses.
+
+    Not through ``multiprocess``: importing it (and with it ``multiprocessing``,
+    ``socket``, ``queue``...) in the node would put all of it in every host forked
+    from the zygote, which is a copy of this process."""
+
+    def __init__(self, cmd_fd: int, close_fds: list[int], rundir: str, sys_path: list[str]) -> None:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                zygote_main(cmd_fd, close_fds, rundir, sys_path)  # ends with os._exit
+            except BaseException:  # noqa: BLE001 - the child must never return into the program
+                traceback.print_exc()
+            finally:
+                os._exit(1)
+        self.pid = pid
+        self._pidfd = os.pidfd_open(pid)
+        self._status: int | None = None
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds for it to exit, and reap it if it has."""
+        if self._status is None and select.select([self._pidfd], [], [], timeout)[0]:
+            self._reap()
+
+    def is_alive(self) -> bool:
+        if self._status is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid:
+                self._done(status)
+        return self._status is None
+
+    def kill(self) -> None:
+        if self._status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _reap(self) -> None:
+        try:
+            _pid, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            status = 0
+        self._done(status)
+
+    def _done(self, status: int) -> None:
+        self._status = status
+        os.close(self._pidfd)
 
 
 class Zygote:
@@ -31,14 +87,7 @@ class Zygote:
         self._fd = write_fd
         try:
             if threading.active_count() == 1:
-                ctx = multiprocess.get_context("fork")
-                self._proc: Any = ctx.Process(
-                    target=zygote_main,
-                    args=(read_fd, [write_fd], rundir, list(sys.path)),
-                    name="actors-zygote",
-                    daemon=False,
-                )
-                self._proc.start()
+                self._proc: Any = ForkedZygote(read_fd, [write_fd], rundir, list(sys.path))
             else:
                 self._proc = ExecZygote(read_fd, rundir, list(sys.path))
         finally:

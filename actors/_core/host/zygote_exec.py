@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-
-from multiprocess import spawn as _mp_spawn
+import sys
 
 __all__ = ["ExecZygote"]
 
@@ -31,7 +30,7 @@ class ExecZygote:
     def __init__(self, cmd_fd: int, rundir: str, sys_path: list[str]) -> None:
         # subprocess's private helper is the one multiprocessing's spawn uses for the same job (-X, -W flags).
         flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
-        argv = [_mp_spawn.get_executable(), *flags, "-c", _BOOT, str(cmd_fd), rundir, json.dumps(sys_path)]
+        argv = [sys.executable, *flags, "-c", _BOOT, str(cmd_fd), rundir, json.dumps(sys_path)]
         # The signal mask is inherited across exec: SIGINT/SIGTERM blocked by
         # the node meanwhile stay pending until zygote_main ignores them.
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, pass_fds=[cmd_fd], close_fds=True)

@@ -14,8 +14,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PREFIX", "Mapped", "map_name", "safe_label", "safe_name"]
+__all__ = ["DEFAULT_BIND", "PREFIX", "Mapped", "map_name", "safe_label", "safe_name"]
 
+#: Where ``/metrics`` listens unless told: this machine only (metrics name the node's actors).
+#: Here, not beside the server, so that reading a node's options does not import ``prometheus_client``.
+DEFAULT_BIND = "127.0.0.1"
 #: The prefix of every metric about the runtime itself.
 PREFIX = "otpy_"
 

@@ -14,11 +14,9 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, start_http_server
 
 from actors._core.metrics.gather import NodeCollector
+from actors._core.metrics.names import DEFAULT_BIND
 
 __all__ = ["DEFAULT_BIND", "MetricsServer"]
-
-#: Where ``/metrics`` listens unless told: this machine only (metrics name the node's actors).
-DEFAULT_BIND = "127.0.0.1"
 
 
 class MetricsServer:

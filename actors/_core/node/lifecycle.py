@@ -4,13 +4,11 @@ A program that creates a `Node` and never closes it must still exit, and
 leave nothing behind: no runtime directory, no socket file, no process.
 
 * **At exit.**  `track` registers the node with one `atexit` hook that
-  closes every node still open.  The hook is registered *after* the
-  ``multiprocess`` module's own exit hook (which joins non-daemon child
-  processes, the zygote among them): `atexit` runs hooks last-in first-out,
-  so nodes close first, the zygote sees its pipe close and exits, and the
-  join that follows returns.  Registered the other way round, the program
-  would wait forever on a zygote that waits for the node.  For the same
-  reason no signal may cut a close in half: `Node.close` holds SIGINT and
+  closes every node still open: the zygote sees its pipe close and exits,
+  and the close reaps it.  Nothing may wait for the zygote before that hook
+  has run (the zygote waits for the node), so the zygote is not a
+  ``multiprocess`` child, whose exit hook joins every child it started.
+  For the same reason no signal may cut a close in half: `Node.close` holds SIGINT and
   SIGTERM back until it is done (`actors._core.node.interrupt.held`), and the exit
   hook drops those that come while it runs (the program is ending anyway).
 * **On SIGTERM.**  When the program has not chosen what SIGTERM does (the
@@ -45,8 +43,6 @@ import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol
-
-import multiprocess.util  # noqa: F401  # registers its exit hook before ours (see above)
 
 from actors._core.node.interrupt import deferred
 

@@ -17,14 +17,13 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from actors._core.base import config as _config
 from actors._core.cell.spawn import install as _install_spawn
 from actors._core.cell.spawn import own_thread_of, spawn, spawn_many
 from actors._core.host.logs import LogListener
 from actors._core.host.pool import HostPool
-from actors._core.metrics.server import MetricsServer
 from actors._core.node import introspect as _introspect
 from actors._core.node import lifecycle as _lifecycle
 from actors._core.node import rundir as _rundir
@@ -42,6 +41,9 @@ from actors._core.transport.tcp import TcpSettings
 from actors._core.wire import system as sysop
 from actors._core.wire.reasons import INCARNATION_ENDED, CallTimeout, Exit, IncarnationEnded, NotRegistered
 from actors._core.wire.ref import ActorRef
+
+if TYPE_CHECKING:  # imported when a node serves metrics: prometheus_client and http are heavy
+    from actors._core.metrics.server import MetricsServer
 
 __all__ = ["ENDING_KILL_TIMEOUT", "ENDING_STOP_TIMEOUT", "Node"]
 
@@ -136,6 +138,8 @@ class Node(OtherNodes):
         self._ready()
         _lifecycle.track(self)
         if options.metrics_port is not None:
+            from actors._core.metrics.server import MetricsServer
+
             try:
                 self.metrics_server = MetricsServer(self, port=options.metrics_port, bind=options.metrics_bind)
             except BaseException:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from actors._core.base import config as _config
-from actors._core.metrics.server import DEFAULT_BIND as _METRICS_BIND
+from actors._core.metrics.names import DEFAULT_BIND as _METRICS_BIND
 from actors._core.net.settings import ClusterSettings, parse_seeds
 
 __all__ = ["NodeOptions", "as_config", "new_identity", "read_options"]

@@ -9,9 +9,8 @@ I/O thread onto the event loop.  A send or cast to a mailbox bounded with
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
 
@@ -24,6 +23,9 @@ from actors._core.transport.transport import ReplyChannel, Transport
 from actors._core.wire.codec import FrameError, decode_frame, encode_frame, unwrap_remote
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
+
+if TYPE_CHECKING:  # imported by `acall` itself: only an asyncio program needs it
+    import asyncio
 
 __all__ = ["BLOCK_GRACE", "CHAIN_LENGTH", "Calls"]
 
@@ -156,6 +158,8 @@ class Calls(Dispatch):
         thread blocks on the call, and the loop runs on meanwhile."""
         if self.calls_refused:
             raise self.refused()
+        import asyncio  # already imported by the program awaiting this
+
         loop = asyncio.get_running_loop()
         if target.blocks:
             request = Admit(K_CALL, request, timeout)

@@ -8,16 +8,18 @@ timeout, or the death of the process it went to.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Callable
 from time import sleep as _yield
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors._core.runtime.context import thread_state
 from actors._core.runtime.mailbox import MAILBOX_FULL, MailboxFull
 from actors._core.wire.reasons import CALL_CYCLE, CallCycle, Exit
+
+if TYPE_CHECKING:  # asyncio is imported by the programs that await calls, not by every host
+    import asyncio
 
 __all__ = ["ChannelWaiter", "FutureWaiter", "Waiter", "exit_of"]
 
@@ -61,7 +63,7 @@ class FutureWaiter:
 
     __slots__ = ("proc", "loop", "future")
 
-    def __init__(self, proc: str, loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]") -> None:
+    def __init__(self, proc: str, loop: "asyncio.AbstractEventLoop", future: "asyncio.Future[Any]") -> None:
         self.proc = proc
         self.loop = loop
         self.future = future

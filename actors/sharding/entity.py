@@ -56,6 +56,12 @@ class EntityContext:
         """The entity's actor (valid until it is passivated or moved)."""
         return self._server.ref
 
+    @property
+    def has_store(self) -> bool:
+        """`load` and `save` are available (the type runs with a store)."""
+        found = guards.find(self.type_name)
+        return found is not None and found.state is not None
+
     def _guard(self) -> guards.Guard:
         found = guards.find(self.type_name)
         if found is None or found.state is None:

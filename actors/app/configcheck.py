@@ -241,6 +241,7 @@ SCHEMA: dict[str, Section] = {
             "connect_all": boolean,
             "direct": boolean,
             "direct_ports": port_range,
+            "trust_peers": boolean,
         }
     ),
     "metrics": Section({"port": integer(0, 65535), "bind": text}),

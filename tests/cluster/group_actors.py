@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from actors import ActorRef, GenServer, global_names, noreply, pg, send
+from actors import ActorRef, Exit, GenServer, global_names, noreply, pg, send
 
 
 class Member(GenServer):
@@ -45,6 +46,14 @@ class Member(GenServer):
         if op == "send_named":  # ("send_named", name, node, message): one way, by name on that node
             send((request[1], request[2]), request[3])
             return "sent"
+        if op == "send_to":  # ("send_to", ref, message)
+            request[1].send(request[2])
+            return "sent"
+        if op == "call_to":  # ("call_to", ref, request): the answer, or ("exit", reason)
+            try:
+                return request[1].call(request[2], timeout=10.0)
+            except Exit as exc:
+                return ("exit", exc.reason)
         return ("unknown", request)
 
 
@@ -131,3 +140,11 @@ class Inbox(GenServer):
         for expected, from_ in [w for w in self.waiting if w[0] == self.got]:
             self.reply(from_, "ok")
         self.waiting = [w for w in self.waiting if w[0] != self.got]
+
+
+@dataclass(frozen=True)
+class Point:
+    """A message that is not plain data: it travels pickled, naming its class."""
+
+    x: int
+    y: int

@@ -41,6 +41,7 @@ from actors._core.runtime.runtime import K_SYS, Runtime
 from actors._core.runtime.scheduler import tune_host_process
 from actors._core.wire import system as sysop
 from actors._core.wire.codec import decode_frame, encode_frame
+from actors._core.wire.plain import loads_plain
 
 __all__ = ["host_main", "read_message", "write_message", "zygote_main"]
 
@@ -225,6 +226,8 @@ def host_main(boot: dict[str, Any]) -> None:
     tune_host_process(_config.current())
     forward_host_logs(boot["rundir"], boot.get("log_level"), boot["proc"])  # records reach the node's logging
     rt = Runtime(boot["node_id"], boot["rundir"], boot["proc"], node_proc=boot["node_proc"])
+    if not boot.get("trust_peers", True):  # ``[cluster] trust_peers = false``: plain data from other nodes
+        rt.peer_loads = loads_plain
     if boot.get("tcp") is not None:
         rt.transport.enable_tcp(boot["tcp"], endpoint=True)  # frames from other nodes, straight here
     _spawn.install(rt, warm_thread=True)  # the first actor's thread, started off its path

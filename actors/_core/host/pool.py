@@ -95,6 +95,8 @@ class HostPool:
         self.closed = False
         #: Where this node's hosts listen on tcp for other nodes (None: they do not).
         self.tcp: TcpSettings | None = None
+        #: False: hosts build only plain data from other nodes' frames (``[cluster] trust_peers``).
+        self.trust_peers = True
         self.normal_priority = _sched.current()  # the zygote's, so every host's
         self.zygote = Zygote(rundir)
 
@@ -276,6 +278,7 @@ class HostPool:
             "zygote_pid": self.zygote.pid,
             "log_level": logging.getLogger().getEffectiveLevel(),
             "tcp": self.tcp,
+            "trust_peers": self.trust_peers,
         }
         try:
             self.zygote.send(("fork", boot))

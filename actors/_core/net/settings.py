@@ -11,6 +11,7 @@
     connect_all = true                ; connect to the nodes a connected node knows (Erlang's default)
     direct = true                     ; processes listen on tcp too: one hop between nodes (false: one port per node)
     direct_ports = 41000-41999        ; the ports they listen on (default: any free port)
+    trust_peers = true                ; unpickle what other nodes send (false: plain data only)
 
 Parsed once into a frozen `ClusterSettings`, validated as a whole so a bad
 value is reported before anything listens: a name without a listen address
@@ -35,7 +36,17 @@ from actors._core.net.tick import DEFAULT_NET_TICKTIME
 __all__ = ["SECTION", "ClusterSettings", "parse_port_range", "parse_seeds"]
 
 SECTION = "cluster"
-KEYS = ("name", "listen", "cluster_key", "seeds", "net_ticktime", "connect_all", "direct", "direct_ports")
+KEYS = (
+    "name",
+    "listen",
+    "cluster_key",
+    "seeds",
+    "net_ticktime",
+    "connect_all",
+    "direct",
+    "direct_ports",
+    "trust_peers",
+)
 
 _NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,255}$")
 
@@ -84,6 +95,11 @@ class ClusterSettings:
     #: The first and last tcp port those processes listen on (None: any
     #: free port), so a firewall can open a range rather than every port.
     direct_ports: tuple[int, int] | None = None
+    #: Unpickle whatever other nodes send, as this node's own processes'
+    #: frames are: any holder of the cluster key may then run code here.
+    #: False builds plain data only from other nodes' frames and refuses the
+    #: rest (`actors._core.wire.plain`; docs/distribution.md, *Security model*).
+    trust_peers: bool = True
 
     def __post_init__(self) -> None:
         if self.name is not None and not _NAME.match(self.name):
@@ -110,6 +126,8 @@ class ClusterSettings:
             raise ConfigError(f"[{SECTION}] connect_all = {self.connect_all!r} must be true or false")
         if not isinstance(self.direct, bool):
             raise ConfigError(f"[{SECTION}] direct = {self.direct!r} must be true or false")
+        if not isinstance(self.trust_peers, bool):
+            raise ConfigError(f"[{SECTION}] trust_peers = {self.trust_peers!r} must be true or false")
         if isinstance(self.direct_ports, str):
             object.__setattr__(self, "direct_ports", parse_port_range(self.direct_ports))
         elif self.direct_ports is not None:
@@ -142,6 +160,7 @@ class ClusterSettings:
         values["net_ticktime"] = config.get_float(SECTION, "net_ticktime", DEFAULT_NET_TICKTIME)
         values["connect_all"] = config.get_boolean(SECTION, "connect_all", True)
         values["direct"] = config.get_boolean(SECTION, "direct", True)
+        values["trust_peers"] = config.get_boolean(SECTION, "trust_peers", True)
         ports = section.get("direct_ports", "").strip()
         if ports:
             values["direct_ports"] = parse_port_range(ports)

@@ -15,6 +15,7 @@ says this node is the one to go.  Frames themselves go through the router
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 from collections.abc import Callable
 from typing import Any
@@ -159,7 +160,9 @@ class Distribution:
     def _net_greeted(self, peer: str, incarnation: int, data: bytes) -> None:
         """A peer's greeting, just before it is up (`actors._core.node.greeting`): merged by the
         services now; what they send it waits for `_net_up`."""
-        self._after_up[f"{peer}@{incarnation:x}"] = _greeting.accept(self.id, peer, data)
+        self._after_up[f"{peer}@{incarnation:x}"] = _greeting.accept(
+            self.id, peer, data, self._rt.peer_loads or pickle.loads
+        )
 
     def _net_up(self, peer: str, incarnation: int) -> None:
         address = self.net.address_of(peer) if self.net is not None else None

@@ -73,11 +73,14 @@ def offer(node_id: str, peer: str) -> bytes | None:
     return pickle.dumps(values) if values else None
 
 
-def accept(node_id: str, peer: str, data: bytes) -> list[Callable[[], None]]:
+def accept(
+    node_id: str, peer: str, data: bytes, loads: Callable[[bytes], Any] = pickle.loads
+) -> list[Callable[[], None]]:
     """Hand ``peer``'s greeting to the services of node ``node_id`` that know its keys;
-    returns what they ask to run once the peer is up."""
+    returns what they ask to run once the peer is up.  ``loads`` builds it (plain
+    data only, `actors._core.wire.plain.loads_plain`, with ``trust_peers = false``)."""
     try:
-        values = pickle.loads(data)
+        values = loads(data)
     except Exception:  # noqa: BLE001 -- an unreadable greeting is ignored: the services sync later
         log.warning("unreadable greeting from node %s", peer)
         return []

@@ -40,6 +40,7 @@ from actors._core.runtime.runtime import EXIT_KILL, Runtime, Timer, runtime_for
 from actors._core.transport.tcp import TcpSettings
 from actors._core.wire import system as sysop
 from actors._core.wire.reasons import INCARNATION_ENDED, CallTimeout, Exit, IncarnationEnded, NotRegistered
+from actors._core.wire.plain import loads_plain
 from actors._core.wire.ref import ActorRef
 
 if TYPE_CHECKING:  # imported when a node serves metrics: prometheus_client and http are heavy
@@ -83,11 +84,15 @@ class Node(OtherNodes):
         metrics: int | None = None,
         metrics_bind: str | None = None,
         rejoin: Callable[["Node"], None] | None = None,
+        trust_peers: bool | None = None,
     ) -> None:
         """``rejoin``: when an incarnation of this (distributed) node ends, start a
         new one in place -- same name, same bound address, same config -- and call
         ``rejoin(node)`` on it to start the program's tree again, as ``otpy node``
-        does; without it an ended node stays ended until the program closes it."""
+        does; without it an ended node stays ended until the program closes it.
+        ``trust_peers=False`` (``[cluster] trust_peers``): what other nodes send
+        is built as plain data only, and a body naming any other class or
+        function is refused (docs/distribution.md, *Security model*)."""
         options = read_options(
             config,
             name=name,
@@ -98,6 +103,7 @@ class Node(OtherNodes):
             connect_all=connect_all,
             metrics=metrics,
             metrics_bind=metrics_bind,
+            trust_peers=trust_peers,
         )
         self.config, self._cluster = options.config, options.cluster
         if rejoin is not None and not callable(rejoin):
@@ -182,6 +188,10 @@ class Node(OtherNodes):
             self._peers = PeerNodes(cluster.name or "")
             self._remote = Remote(self._rt, self._peers, cluster.name)
             self._dist = Distribution(self._rt, self._pool, self._peers, self._remote, cluster, self.id)
+            if not cluster.trust_peers:
+                # This process and every host: frames from other nodes build plain data only.
+                self._rt.peer_loads = loads_plain
+                self._pool.trust_peers = False
             if cluster.name is not None and cluster.listen is not None and cluster.direct:
                 # Before the first spare is forked: every host listens on tcp
                 # itself, and so do the reply channels of this process's

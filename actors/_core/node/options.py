@@ -44,6 +44,7 @@ def read_options(
     connect_all: bool | None,
     metrics: int | None,
     metrics_bind: str | None,
+    trust_peers: bool | None = None,
 ) -> NodeOptions:
     """`Node`'s arguments, read as `Node` documents them."""
     cfg = as_config(config)
@@ -59,6 +60,7 @@ def read_options(
         "seeds": parse_seeds(seeds) or None,
         "net_ticktime": net_ticktime,
         "connect_all": connect_all,
+        "trust_peers": trust_peers,
     }
     cluster = ClusterSettings.from_config(cfg, **{key: value for key, value in given.items() if value is not None})
     return NodeOptions(cfg, cluster, metrics_port, metrics_bind)

@@ -19,6 +19,7 @@ from actors._core.node.peers import PeerNodes
 from actors._core.runtime.mailbox import MailboxLimit
 from actors._core.runtime.runtime import Runtime
 from actors._core.wire import system as sysop
+from actors._core.wire.plain import REFUSED
 from actors._core.wire.reasons import INCARNATION_ENDED, Exit, IncarnationEnded
 from actors._core.wire.ref import ActorRef, qualify
 
@@ -117,6 +118,10 @@ class Remote:
 
     def _on_rspawn(self, src: str, msg: sysop.RSpawn) -> tuple[str, Any]:
         """Another node's ``spawn(..., node=<this one>)``: placed here as a local spawn is."""
+        if "|" in src and self._rt.peer_loads is not None:
+            # A spawn carries code (the class, pickled): not run for another node
+            # when ``[cluster] trust_peers = false``.
+            return ("error", (REFUSED, "a spawn from another node"))
         host, cpus, payload = msg.host, msg.cpus, msg.payload
         cls, args, kwargs, name, parent, link, *more = cloudpickle.loads(payload)
         try:

@@ -25,7 +25,8 @@ from actors._core.node.peers import PeerNodes
 from actors._core.runtime.runtime import K_REPLY, K_REPLY_EXIT, K_SYS, Runtime
 from actors._core.transport.transport import owner_of
 from actors._core.wire import system as sysop
-from actors._core.wire.codec import FrameError, decode_frame, frame_kind, requalify
+from actors._core.wire.codec import FrameError, decode_frame, encode_frame, frame_kind, requalify
+from actors._core.wire.plain import REFUSED, Refused
 from actors._core.wire.ref import qualify
 
 __all__ = ["Router"]
@@ -106,6 +107,11 @@ class Router:
         if not dest or "|" in dest:
             self._rt.stats.increment("actors.net.dropped_frames")
             return
+        if self._rt.peer_loads is not None:
+            checked = self._plain_only(f"{peer}@{inc:x}", frame)
+            if checked is None:
+                return
+            frame = checked
         owner = owner_of(dest)
         if owner == self._rt.proc:
             if dest == owner:
@@ -128,6 +134,27 @@ class Router:
                 return
             if kind not in (K_REPLY, K_REPLY_EXIT, K_SYS):
                 self._rt.call_soon(lambda: self._rt.handle_frames([frame]))
+
+    def _plain_only(self, origin: str, frame: bytes) -> bytes | None:
+        """With ``[cluster] trust_peers = false``: ``frame`` if its body is plain
+        data, built here once with `actors._core.wire.plain.loads_plain` before
+        any process of this node unpickles it.  A body naming a class or
+        function is refused (`Dispatch.refuse`: counted, logged, a call or
+        system request fails with ``refused``) and None comes back; a refused
+        answer goes on to whoever waits for it as a ``refused`` failure."""
+        loads = self._rt.peer_loads
+        try:
+            kind, to, frm, ref, src, body = decode_frame(frame, loads) if loads is not None else decode_frame(frame)
+        except FrameError:
+            self._rt.stats.increment("actors.net.dropped_frames")
+            return None
+        if type(body) is not Refused:
+            return frame
+        if kind == K_REPLY or kind == K_REPLY_EXIT:
+            self._rt.stats.increment("actors.net.refused_frames")
+            return encode_frame(K_REPLY_EXIT, to, frm, ref, src, (REFUSED, body.what))
+        self._rt.refuse(origin, kind, to, frm, ref, src, body, {})
+        return None
 
     def _deliver_here(self, frame: bytes) -> None:
         """A frame from another node for this process (link thread): delivered

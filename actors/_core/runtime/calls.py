@@ -21,6 +21,7 @@ from actors._core.runtime.mailbox import Admit
 from actors._core.runtime.waiters import ChannelWaiter, FutureWaiter, Waiter, exit_of
 from actors._core.transport.transport import ReplyChannel, Transport
 from actors._core.wire.codec import FrameError, decode_frame, encode_frame, unwrap_remote
+from actors._core.wire.plain import REFUSED, Refused
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
 
@@ -220,7 +221,15 @@ class Calls(Dispatch):
                     if origin in self.dead_nodes:  # an incarnation declared down here: fenced
                         self.stats.increment("actors.net.fenced_frames")
                         continue
-                kind, _to, _frm, got, _src, body = decode_frame(data)
+                    if self.peer_loads is not None:  # ``trust_peers = false``: an answer of plain data only
+                        kind, _to, _frm, got, _src, body = decode_frame(data, self.peer_loads)
+                        if type(body) is Refused:
+                            self.stats.increment("actors.net.refused_frames")
+                            kind, body = K_REPLY_EXIT, (REFUSED, body.what)
+                    else:
+                        kind, _to, _frm, got, _src, body = decode_frame(data)
+                else:
+                    kind, _to, _frm, got, _src, body = decode_frame(data)
             except FrameError:
                 self._count_garbage()
                 continue

@@ -10,18 +10,22 @@ counted, never fatal.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from actors._core.runtime.context import thread_state
-from actors._core.runtime.kinds import K_BATCH, K_CALL, K_CAST, K_INFO, K_STOP
+from actors._core.runtime.kinds import K_BATCH, K_CALL, K_CAST, K_INFO, K_REPLY, K_REPLY_EXIT, K_STOP, K_SYS
 from actors._core.runtime.sending import Sending
 from actors._core.transport.transport import Transport
 from actors._core.wire.codec import FrameError, decode_frame, unwrap_relay, unwrap_remote
+from actors._core.wire.plain import REFUSED, Refused
 from actors._core.wire.ref import From
 
 __all__ = ["Dispatch"]
 
 log = logging.getLogger("actors.runtime")
+
+#: The nodes a refused frame was logged for (`Dispatch.refuse`): once each, the count says the rest.
+_refusals_logged: set[str] = set()
 
 
 class _Mail:
@@ -47,6 +51,11 @@ def _caller(src: str, ref: Any, frm: Any) -> From:
 
 class Dispatch(Sending):
     """Frames in, to mailboxes and to the handlers of their kinds."""
+
+    #: How a pickled body from another node is built: None, `pickle.loads`
+    #: (the cluster key is the trust boundary), or, with ``[cluster]
+    #: trust_peers = false``, `actors._core.wire.plain.loads_plain`.
+    peer_loads: Callable[[Any], Any] | None = None
 
     def __init__(self, node_id: str, transport: Transport, node_proc: str = "n") -> None:
         super().__init__(node_id, transport, node_proc)
@@ -163,7 +172,8 @@ class Dispatch(Sending):
                 if not self.unheard.hold(origin, data):
                     self.stats.increment("actors.net.unheard_dropped")
                 return
-            kind, to, frm, ref, src, body = decode_frame(frame)
+            loads = self.peer_loads
+            kind, to, frm, ref, src, body = decode_frame(frame) if loads is None else decode_frame(frame, loads)
             if type(src) is not str:
                 raise FrameError("no source process")
         except FrameError:
@@ -174,7 +184,34 @@ class Dispatch(Sending):
         src = f"{origin}|{src}"
         if type(frm) is list and len(frm) >= 2 and type(frm[1]) is str:  # a call's [caller, reply channel, chain]
             frm = [frm[0], f"{origin}|{frm[1]}", *frm[2:]]
+        if type(body) is Refused:
+            self.refuse(origin, kind, to, frm, ref, src, body, batch)
+            return
         self._on_signal(kind, to, frm, ref, src, body, batch)
+
+    def refuse(
+        self, origin: str, kind: int, to: Any, frm: Any, ref: Any, src: str, body: Refused, batch: dict[Any, _Mail]
+    ) -> None:
+        """A frame from another node whose pickled body names a class or
+        function, received with ``[cluster] trust_peers = false``: its body
+        is never built.  The frame is counted (``actors.net.refused_frames``)
+        and logged once per node; a call or system request fails at once
+        with ``("refused", what)`` instead of waiting out its timeout, and so
+        does a call of this process whose answer was refused; anything else
+        (a cast, a send, a signal) is dropped."""
+        self.stats.increment("actors.net.refused_frames")
+        if origin not in _refusals_logged:
+            _refusals_logged.add(origin)
+            log.warning(
+                "refused a frame from node %s: its body names %s ([cluster] trust_peers = false)", origin, body.what
+            )
+        reason = (REFUSED, body.what)
+        if kind == K_CALL or kind == K_STOP:
+            self.reply_exit(_caller(src, ref, frm), reason)
+        elif kind == K_REPLY or kind == K_REPLY_EXIT:
+            self._on_signal(K_REPLY_EXIT, to, frm, ref, src, reason, batch)
+        elif kind == K_SYS and ref is not None:
+            self.route(src, K_REPLY_EXIT, None, None, ref, reason)
 
     def heard_of(self, origin: str) -> None:
         """Node ``origin`` is up here now: what it sent before, held, is handled first."""

@@ -8,15 +8,25 @@ lists — travels as cloudpickle: ``P``, a two-byte header length, the orjson
 header ``[kind, to, from, ref, source]``, then the pickled body.  A body that
 is exactly ``bytes`` travels as itself behind the same header, tagged ``B``:
 neither pickled nor unpickled, so a 100-byte or a 1 MB payload costs one
-copy in and one out.  Frames only
-come from processes of our own node (the ipc sockets live in a 0700
-directory), so unpickling them is as safe as the node itself.
+copy in and one out.
+
+Who may send a frame that is unpickled: the processes of this node (the ipc
+sockets live in a 0700 directory), and the processes of the other nodes of
+the cluster, which send to this node's processes straight over tcp
+(`actors._core.net.direct`) or through its node process.  Only holders of
+the cluster key connect (CurveZMQ, and ZAP on every tcp endpoint), so the
+cluster key is the trust boundary: unpickling runs whatever code a pickle
+names, and a holder of the key can run code on every node, as a holder of
+Erlang's cookie can (docs/distribution.md, *Security model*).  A node with
+``[cluster] trust_peers = false`` decodes frames from other nodes with
+``loads=`` `actors._core.wire.plain.loads_plain`, which builds plain data
+and refuses the rest.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import cloudpickle
@@ -146,8 +156,11 @@ def encode_frame(kind: int, to: Any, frm: Any, ref: Any, src: str, body: Any, pl
     return b"P" + len(header).to_bytes(2, "big") + header + _pdumps(body, protocol=5)
 
 
-def decode_frame(frame: bytes | memoryview) -> tuple[int, Any, Any, Any, str, Any]:
-    """``(kind, to, from, ref, source, body)``; raises `FrameError` on garbage."""
+def decode_frame(
+    frame: bytes | memoryview, loads: Callable[[Any], Any] = _ploads
+) -> tuple[int, Any, Any, Any, str, Any]:
+    """``(kind, to, from, ref, source, body)``; raises `FrameError` on garbage.
+    ``loads`` unpickles a pickled body (another for frames from untrusted nodes)."""
     try:
         tag = frame[0]
         if tag == _J:
@@ -158,7 +171,7 @@ def decode_frame(frame: bytes | memoryview) -> tuple[int, Any, Any, Any, str, An
             kind, to, frm, ref, src = _loads(frame[3 : 3 + size])
             # A big body read in place, not from a sliced copy of the frame.
             body = memoryview(frame)[3 + size :] if len(frame) > _VIEW_FROM else frame[3 + size :]
-            return kind, to, frm, ref, src, _ploads(body)
+            return kind, to, frm, ref, src, loads(body)
         if tag == _B:
             size = int.from_bytes(frame[1:3], "big")
             kind, to, frm, ref, src = _loads(frame[3 : 3 + size])

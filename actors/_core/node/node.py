@@ -39,8 +39,8 @@ from actors._core.runtime.registry import Registry
 from actors._core.runtime.runtime import EXIT_KILL, Runtime, Timer, runtime_for
 from actors._core.transport.tcp import TcpSettings
 from actors._core.wire import system as sysop
-from actors._core.wire.reasons import INCARNATION_ENDED, CallTimeout, Exit, IncarnationEnded, NotRegistered
 from actors._core.wire.plain import loads_plain
+from actors._core.wire.reasons import INCARNATION_ENDED, CallTimeout, Exit, IncarnationEnded, NotRegistered
 from actors._core.wire.ref import ActorRef
 
 if TYPE_CHECKING:  # imported when a node serves metrics: prometheus_client and http are heavy

@@ -27,7 +27,8 @@ TOP_SUP = "couch_jobs_sup"
 ACTIVITY_MONITOR_SUP = "couch_jobs_activity_monitor_sup"
 NOTIFIER_SUP = "couch_jobs_notifier_sup"
 SERVER_NAME = "couch_jobs_server"
-#: The wake-up hub's registered name (the brief's ``couch_jobs_wakeups``).
+#: The wake-up hub's registered name.  CouchDB has no such process (its workers
+#: wait on FoundationDB watches); this port's hub fans commit notices out instead (`wakeups`).
 HUB_NAME = "couch_jobs_wakeups"
 
 

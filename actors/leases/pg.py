@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 from .errors import StoreUnavailable
 from .sql import LEASE_SCHEMA
 
-__all__ = ["IDLE_IN_TRANSACTION", "PgStore", "PgTx", "is_postgres", "redact"]
+__all__ = ["IDLE_IN_TRANSACTION", "PgStore", "PgTx", "bounded_params", "is_postgres", "redact"]
 
 #: Seconds at most a session may sit idle inside a transaction (its client stalled).
 IDLE_IN_TRANSACTION = 5.0
@@ -58,6 +58,28 @@ def redact(url: str) -> str:
     except ValueError:
         return url.split("@", 1)[-1] if "@" in url else url
     return urlunsplit((parts.scheme, f"{user}:***@{netloc}", parts.path, parts.query, parts.fragment))
+
+
+def bounded_params(url: str, connect_timeout: int, op_timeout: float) -> dict[str, Any]:
+    """psycopg connection parameters for ``url`` under which no operation hangs:
+    connect and statement timeouts, the server ending a session idle inside a
+    transaction, and on TCP keepalives and ``tcp_user_timeout``.  Added to the
+    URL's own options (a search_path, say), not instead of them."""
+    params: dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(url))
+    params["connect_timeout"] = connect_timeout
+    idle = int(min(op_timeout, IDLE_IN_TRANSACTION) * 1000)
+    timeout = f"-c statement_timeout={int(op_timeout * 1000)} -c idle_in_transaction_session_timeout={max(1, idle)}"
+    params["options"] = f"{params['options']} {timeout}" if params.get("options") else timeout
+    host = str(params.get("host") or "")
+    if host and not host.startswith("/"):  # TCP, not a unix socket directory
+        params.update(
+            keepalives=1,
+            keepalives_idle=1,
+            keepalives_interval=1,
+            keepalives_count=3,
+            tcp_user_timeout=int(op_timeout * 1000),
+        )
+    return params
 
 
 class PgTx:
@@ -101,22 +123,7 @@ class PgStore:
         return self.url
 
     def _connect(self) -> Any:
-        params: dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(self.url))
-        params["connect_timeout"] = self.connect_timeout
-        idle = int(min(self.op_timeout, IDLE_IN_TRANSACTION) * 1000)
-        timeout = (
-            f"-c statement_timeout={int(self.op_timeout * 1000)} -c idle_in_transaction_session_timeout={max(1, idle)}"
-        )
-        params["options"] = f"{params['options']} {timeout}" if params.get("options") else timeout
-        host = str(params.get("host") or "")
-        if host and not host.startswith("/"):  # TCP, not a unix socket directory
-            params.update(
-                keepalives=1,
-                keepalives_idle=1,
-                keepalives_interval=1,
-                keepalives_count=3,
-                tcp_user_timeout=int(self.op_timeout * 1000),
-            )
+        params = bounded_params(self.url, self.connect_timeout, self.op_timeout)
         conn = psycopg.connect(psycopg.conninfo.make_conninfo("", **params), autocommit=True)
         try:
             self._ensure_schema(conn)

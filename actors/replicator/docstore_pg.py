@@ -37,6 +37,8 @@ try:  # optional: pip install 'otpy-actors[postgres]'
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
+from actors.leases.pg import bounded_params
+
 from .docs_model import DocStoreError, StoreUnavailable
 from .docstore_sql import SCHEMA, SQLDocStore
 
@@ -95,28 +97,10 @@ class PgDocStore(SQLDocStore):
         return self.url
 
     def _connect(self) -> Any:
-        params: dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(self.url))
-        params["connect_timeout"] = self.connect_timeout
         if self.op_timeout is not None:
-            # Added to the URL's own options (a search_path, say), not instead of them.
-            # A client frozen (SIGSTOP) or cut off inside a transaction must not hold its row
-            # locks (a lease row, a database's sequence row) for ever: the server ends a
-            # session idle in a transaction after this long, freeing them for the next holder.
-            idle = int(min(self.op_timeout, IDLE_IN_TRANSACTION) * 1000)
-            timeout = (
-                f"-c statement_timeout={int(self.op_timeout * 1000)} "
-                f"-c idle_in_transaction_session_timeout={max(1, idle)}"
-            )
-            params["options"] = f"{params['options']} {timeout}" if params.get("options") else timeout
-            host = str(params.get("host") or "")
-            if host and not host.startswith("/"):  # TCP, not a unix socket directory
-                params.update(
-                    keepalives=1,
-                    keepalives_idle=1,
-                    keepalives_interval=1,
-                    keepalives_count=3,
-                    tcp_user_timeout=int(self.op_timeout * 1000),
-                )
+            params = bounded_params(self.url, self.connect_timeout, self.op_timeout)
+        else:
+            params = dict(psycopg.conninfo.conninfo_to_dict(self.url), connect_timeout=self.connect_timeout)
         conn = psycopg.connect(psycopg.conninfo.make_conninfo("", **params), autocommit=True)
         try:
             self._ensure_schema(conn)

@@ -4,8 +4,8 @@ Benchmarks are scripts, not tests: they print a table, write their figures
 to ``bench/results/<name>.json`` and, when matplotlib happens to be
 installed, a PNG next to it.  What they share lives here: percentiles and
 medians (so every bench reports the same statistics), result files, a
-progress bar on stderr (stdout stays clean for the table), and CPU
-placement, because on these machines where two processes run changes a
+progress bar on stderr (stdout stays clean for the table), a bounded wait
+for an event on a queue, and CPU placement, because on these machines where two processes run changes a
 round trip by 2x and a figure without its placement means nothing.
 """
 
@@ -15,12 +15,13 @@ import json
 import math
 import os
 import platform
+import queue
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "Placement",
@@ -35,8 +36,11 @@ __all__ = [
     "plot_bars",
     "results_dir",
     "summarize",
+    "take_first",
     "write_json",
 ]
+
+T = TypeVar("T")
 
 #: Where a harness writes ``<name>.json``: ``bench/results``, or the folder
 #: ``otpy bench`` names in ``OTPY_BENCH_RESULTS`` (its ``--out``; a ``--quick``
@@ -203,6 +207,30 @@ class Progress:
         """A message on its own line that does not break the bar."""
         self.stream.write(("\n" if self._tty else "") + text + "\n")
         self.stream.flush()
+
+
+# -- waiting ----------------------------------------------------------------------
+
+
+def take_first(q: "queue.Queue[T]", match: Callable[[T], bool], timeout: float) -> T | None:
+    """The first item taken off ``q`` within ``timeout`` s for which ``match``
+    is true, or None when none came (so ``q`` must never carry None).
+
+    The items before it are taken and dropped: a bench waits for one kind of
+    event among others it does not care about.  Bounded in time: every turn
+    either returns or takes an item, and the deadline is looked at each turn.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        try:
+            item = q.get(timeout=left)
+        except queue.Empty:
+            return None
+        if match(item):
+            return item
 
 
 # -- CPU placement ------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What process groups and cluster-wide names cost, against a plain cross-node call.
 
-Node a lives in this process; nodes b and c are `tests/cluster/node_peer.py`
+Node a lives in this process; nodes b and c are `bench/_node_peer.py`
 in their own OS processes on 127.0.0.1 with a real cluster key (CurveZMQ
 on).  Rows, each with the baseline measured in the same run (a call from a
 to an actor of b and back):
@@ -12,7 +12,7 @@ to an actor of b and back):
 - ``1,000 members``: 1,000 actors (334/333/333 on the three nodes) each
   joining one of 100 groups, until every node's subscriber has all of them.
 
-Run: PYTHONPATH=$PWD python bench/_groups.py [--rounds 200]
+Run: python bench/_groups.py [--rounds 200]
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ import tempfile
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import environment, summarize, write_json
+from _group_actors import Member, Spawner, ViewWatcher
+from _netkit import NodeProcess
 
-from actors import Node, global_names, pg  # noqa: E402
-from actors._core.net.keys import write_new  # noqa: E402
-from bench._common import environment, summarize, write_json  # noqa: E402
-from tests.cluster.group_actors import Member, Spawner, ViewWatcher  # noqa: E402
-from tests.cluster.netkit import NodeProcess  # noqa: E402
+from actors import Node, global_names, pg
+from actors.cluster_key import write_new
 
 
 def _timed(fn: Any, rounds: int) -> list[float]:

@@ -27,11 +27,9 @@ import tempfile
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ioq as harness  # bench/ioq.py
 
-import ioq as harness  # noqa: E402  (bench/ioq.py)
-
-from actors import Node  # noqa: E402
+from actors import Node
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -1,6 +1,6 @@
 """How long until a lost node is known lost, and until a restarted one is back.
 
-Node a lives in this process; node b is `tests/cluster/node_peer.py` in its
+Node a lives in this process; node b is `bench/_node_peer.py` in its
 own OS process on 127.0.0.1 with a real cluster key (CurveZMQ on).  Rows:
 
 - SIGKILL of b -> ``nodedown`` on a (the tcp connection drops);
@@ -9,7 +9,7 @@ own OS process on 127.0.0.1 with a real cluster key (CurveZMQ on).  Rows:
 - b restarted at its address -> connected again, a having b as a seed
   (the seed dialer's back-off and ZeroMQ's re-dial).
 
-Run: PYTHONPATH=$PWD python bench/_node_loss.py [--rounds 5] [--ticktimes 1,2,4]
+Run: python bench/_node_loss.py [--rounds 5] [--ticktimes 1,2,4]
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import sys
 import tempfile
 import time
 
+from _netkit import NodeProcess
+
 from actors import Node
-from actors._core.net.keys import write_new
-from tests.cluster.netkit import NodeProcess
+from actors.cluster_key import write_new
 
 
 def _row(label: str, samples: list[float]) -> None:

@@ -239,10 +239,10 @@ def _child_main(argv: list[str]) -> int:
 
 
 def _link_child(args: Any) -> int:
-    if ROOT not in sys.path:
-        sys.path.insert(0, ROOT)
-    from actors._core.net.keys import ClusterKey
+    # The NetLink rows measure the kernel's node-to-node link itself, below the
+    # public API, so this child imports the private NetLink on purpose.
     from actors._core.net.net import NetLink
+    from actors.cluster_key import ClusterKey
 
     public, secret = os.environ[_KEY_ENV].encode().split()
     key = ClusterKey(public, secret)
@@ -453,8 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--child" in argv:
         return _child_main(argv)
-    sys.path.insert(0, HERE)
-    from _common import environment, median, summarize, write_json
+    from _common import environment, median, summarize, write_json  # here, not above: the children import only zmq
 
     ap = argparse.ArgumentParser(description="raw pyzmq tcp+CurveZMQ baselines and the NetLink round trip")
     ap.add_argument("--quick", action="store_true")

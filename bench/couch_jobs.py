@@ -32,18 +32,10 @@ import tempfile
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+from _common import environment, percentile, take_first, write_json
 
-from _common import environment, percentile, write_json  # noqa: E402
-
-from actors import GenServer, Node  # noqa: E402
-from actors.couch_jobs.local_postgres import HOW_TO_GET, LocalPostgres, find_bindir  # noqa: E402
-from tests.polling import take_first  # noqa: E402
+from actors import GenServer, Node
+from actors.couch_jobs.local_postgres import HOW_TO_GET, LocalPostgres, find_bindir
 
 
 class Collector(GenServer):

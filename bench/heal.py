@@ -1,7 +1,7 @@
 """How long after a network cut ends until the cluster has re-formed (every node lists every other).
 
-Three ``otpy node`` daemons on three network-namespace hosts (tests/hosts'
-fixture: own address, cluster key, seeded with each other).  Each round
+Three ``otpy node`` daemons on three network-namespace hosts (`_netkit.Cluster`:
+own address, cluster key, seeded with each other).  Each round
 cuts h3 off from the switch, waits until h1 and h2 have declared it down
 and h3 has ended its incarnation and started a new one (it was alone: the
 minority), heals, and times from the heal to the moment every node lists
@@ -21,17 +21,11 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+from _common import environment, median, write_json
+from _netkit import Cluster
 
-from _common import environment, median, write_json  # noqa: E402
-
-from actors.app.workload.netns import Topology, missing  # noqa: E402
-from tests.hosts.nodes import Cluster, make_key  # noqa: E402
+from actors.app.workload.netns import Topology, missing
+from actors.cluster_key import write_new
 
 HOSTS = ["h1", "h2", "h3"]
 
@@ -77,7 +71,8 @@ def main() -> int:
     ticktimes = [float(t) for t in args.ticktimes.split(",")]
     results = {"bench": "heal", "environment": environment(), "rounds": args.rounds, "rows": []}
     with tempfile.TemporaryDirectory(prefix="otpy-heal-") as tmp:  # the key file; removed with it
-        key = make_key(tmp)
+        key = os.path.join(tmp, "cluster.key")
+        write_new(key)
         for ticktime in ticktimes:
             started = time.monotonic()
             samples = rounds_for(ticktime, args.rounds, key)

@@ -56,14 +56,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from actors import GenServer, Node  # noqa: E402
-from actors import config as _config  # noqa: E402
-from actors.ioq import api  # noqa: E402
-from actors.ioq.file_server import FileServer, file_call  # noqa: E402
-from actors.ioq.ioq_config import ioq2_enabled  # noqa: E402
-from actors.ioq.sup import start_ioq  # noqa: E402
+from actors import GenServer, Node
+from actors import config as _config
+from actors.ioq import api
+from actors.ioq.file_server import FileServer, file_call
+from actors.ioq.ioq_config import ioq2_enabled
+from actors.ioq.sup import start_ioq
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

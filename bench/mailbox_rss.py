@@ -25,14 +25,10 @@ import threading
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for path in (HERE, ROOT):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+from _common import environment, write_json
+from messaging import _NodeB  # node b in its own process
 
-from _common import environment, write_json  # noqa: E402
-from messaging import _NodeB  # noqa: E402  (node b in its own process)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: node b's send_dropped before the current row (its counters outlive the rows).
 b_before: dict[int, int] = {}

@@ -70,14 +70,13 @@ import threading
 import time
 from typing import Any
 
+import _raw  # bench/_raw.py, a sibling script, not a package
+from _common import Progress, environment, median, pin_process, placements, plot_bars, summarize, write_json
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# Exactly 100 characters (100 bytes in UTF-8), a str as the issue asks.
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-import _raw  # noqa: E402  (bench/_raw.py, a sibling script, not a package)
-
+# Every row sends the same str: exactly 100 characters (100 bytes in UTF-8).
 PAYLOAD = _raw.PAYLOAD_STR
 END = _raw.END.decode()
 
@@ -91,7 +90,7 @@ TARGETS = {
 
 
 def _cast_floor(transport: str, size: int = 0) -> float:
-    """The least cast rate ratio a row must reach: across nodes the issue's
+    """The least cast rate ratio a row must reach (`TARGETS`): across nodes
     0.5x (0.7x for 1 MB messages), in a node 0.25x."""
     if transport != "tcp":
         return TARGETS["cast_rate_ratio_min"]
@@ -123,7 +122,6 @@ _rate = _raw.rate
 
 def _node_b_main(argv: list[str]) -> int:
     """``--node-b KEY``: a node named b listening on 127.0.0.1, until stdin closes."""
-    sys.path.insert(0, ROOT)
     from actors import Node
 
     with Node(name="b", listen="tcp://127.0.0.1:0", cluster_key=argv[argv.index("--node-b") + 1]) as node:
@@ -495,11 +493,8 @@ def bulk_step(
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    sys.path.insert(0, ROOT)
-    from _common import Progress, environment, median, pin_process, placements, summarize
-
     from actors import Node
-    from actors._core.net.keys import write_new
+    from actors.cluster_key import write_new
 
     cfg = _modes(args.quick)
     for key in ("call_n", "cast_n", "reps"):
@@ -866,8 +861,6 @@ def main(argv: list[str] | None = None) -> int:
     data = run(args)
     print(report(data))
     if not args.no_write:
-        from _common import plot_bars, write_json
-
         path = write_json("messaging", data)
         print(f"\nwrote {os.path.relpath(path, ROOT)}")
         groups = {label: {k: c["p50_us"] for k, c in r["call"].items()} for label, r in data["placements"].items()}

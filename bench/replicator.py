@@ -34,21 +34,14 @@ import tempfile
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+from _common import environment, write_json
 
-from _common import environment, write_json  # noqa: E402
-
-from actors import GenServer, Node  # noqa: E402
-from actors.replicator import DocStore, Job, Rep, SchedulerState, Settings, StartJob, policy  # noqa: E402
-from actors.replicator import scheduler as sched  # noqa: E402
-from actors.replicator.records import ADDED, STARTED, crashed  # noqa: E402
-from actors.replicator.sup import start_replicator  # noqa: E402
-from actors.stats import Stats  # noqa: E402
+from actors import GenServer, Node
+from actors.replicator import DocStore, Job, Rep, SchedulerState, Settings, StartJob, policy
+from actors.replicator import scheduler as sched
+from actors.replicator.records import ADDED, STARTED, crashed
+from actors.replicator.sup import start_replicator
+from actors.stats import Stats
 
 NOW = 1_000_000.0
 RUNNING = 500

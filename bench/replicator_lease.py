@@ -36,20 +36,13 @@ import threading
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+from _common import environment, percentile, write_json
 
-from _common import environment, percentile, write_json  # noqa: E402
-
-from actors import GenServer, Node  # noqa: E402
-from actors.couch_jobs.local_postgres import local_postgres  # noqa: E402
-from actors.replicator import Doc, LeaseConfig, LeaseHolder, Rep, open_db, overlapping_runs, read_runs  # noqa: E402
-from actors.replicator import scheduler as sched  # noqa: E402
-from actors.replicator.sup import start_replicator  # noqa: E402
+from actors import GenServer, Node
+from actors.couch_jobs.local_postgres import local_postgres
+from actors.replicator import Doc, LeaseConfig, LeaseHolder, Rep, open_db, overlapping_runs, read_runs
+from actors.replicator import scheduler as sched
+from actors.replicator.sup import start_replicator
 
 TTL = 15.0
 

@@ -53,14 +53,10 @@ import sys
 import time
 from typing import Any, Callable
 
+from _common import Progress, environment, percentile, summarize, write_json
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-from _common import Progress, environment, percentile, summarize, write_json  # noqa: E402
 
 TARGETS_US = {
     "crash": {"p50": 2000.0},

@@ -35,21 +35,13 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import sys
 import threading
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+from _common import Progress, environment, median, write_json
 
-from _common import Progress, environment, median, write_json  # noqa: E402
-
-from actors import ActorRef, Continue, From, GenServer, Node, Stop  # noqa: E402
+from actors import ActorRef, Continue, From, GenServer, Node, Stop
 
 TARGETS = {"rss_bytes_per_actor": 2600, "spawns_per_s": 50_000, "fanout_msgs_per_s": 200_000, "skynet_1m_s": 20.0}
 ANCHORS = {

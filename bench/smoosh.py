@@ -37,12 +37,10 @@ import tempfile
 import time
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from _common import environment, take_first, write_json
 
-from actors import GenServer, Node  # noqa: E402
-from actors.smoosh import (  # noqa: E402
+from actors import GenServer, Node
+from actors.smoosh import (
     PriorityQueue,
     SQLiteAdapter,
     channel_ref,
@@ -52,7 +50,8 @@ from actors.smoosh import (  # noqa: E402
     status,
     sync_enqueue,
 )
-from tests.polling import take_first  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 QUIET = {"checkpoint_interval": 3600.0, "check_window_interval": 3600.0, "status_interval": 3600.0}
 
@@ -252,13 +251,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["event_to_start"] = bench_event_latency(node, data, q, rounds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        from _common import environment
-
-        env = environment()
-    except ImportError:
-        env = {"python": sys.version.split()[0]}
-    return {"bench": "smoosh", "mode": "quick" if quick else "full", "environment": env, **results}
+    return {"bench": "smoosh", "mode": "quick" if quick else "full", "environment": environment(), **results}
 
 
 def report(data: dict[str, Any]) -> str:
@@ -286,9 +279,6 @@ def main(argv: list[str] | None = None) -> int:
     data = run(args)
     print(report(data))
     if not args.no_write:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from _common import write_json
-
         path = write_json("smoosh", data)
         print(f"\nwrote {os.path.relpath(path, ROOT)}")
     return 0

@@ -38,17 +38,13 @@ import threading
 import time
 from typing import Any
 
+from _common import Progress, environment, results_dir, write_json
+from _soakfit import LIMITS, growth_rows, net_of_baseline
+
+from actors.tools.census import census_tree
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-from _common import Progress, environment, results_dir, write_json  # noqa: E402
-from _soakfit import LIMITS, growth_rows, net_of_baseline  # noqa: E402
-
-from actors.tools.census import census_tree  # noqa: E402
 
 SCENARIOS: dict[str, list[str]] = {"main": [], "cluster": ["--nodes", "3"]}
 #: What the demo process is, per scenario; below a node (the demo, or an

@@ -26,22 +26,14 @@ repetitions is reported with the ratio GenStatem / GenServer per workload
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+from _common import Progress, environment, median, write_json
 
-from _common import Progress, environment, median, write_json  # noqa: E402
-
-from actors import GenServer, GenStatem, Node, Timeout  # noqa: E402
-from actors.gen_statem import EventTimeout, KeepState, NextState, Reply  # noqa: E402
+from actors import GenServer, GenStatem, Node, Timeout
+from actors.gen_statem import EventTimeout, KeepState, NextState, Reply
 
 GOAL = 1.2
 

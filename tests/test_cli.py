@@ -380,8 +380,8 @@ def test_a_service_that_fails_to_start_is_one_line_naming_it():
 
 @pytest.mark.timeout(120)
 def test_demo_with_an_unreachable_store_is_one_line_and_exit_2(tmp_path):
-    """Issue 13 (a bad store URL fails the start with one line naming it) through
-    issue 14's one error path: exit 2, no traceback, no password."""
+    """A bad store URL fails the start with one line naming it, through the
+    command line's one error path: exit 2, no traceback, no password."""
     url = "postgresql://bob:s3cret@127.0.0.1:5x/jobs"
     out = _cli("demo", "--short", "--no-live", "--store", url, "--state-dir", str(tmp_path / "state"))
     assert out.returncode == 2, out.stdout + out.stderr

@@ -63,7 +63,7 @@ def test_an_actor_lists_nodes_and_finds_names_on_them(node_a: Node, key: str) ->
         assert ref is not None and ref.call("ping")[:2] == ("pong", "reg")
         assert w.call(("whereis", "nobody", "b")) is None
         assert w.call(("whereis", "reg", None)) is None  # names stay local
-        # the process-level `actors.whereis(name, node=)` the issue names, from an actor's host
+        # the process-level `actors.whereis(name, node=)`, from an actor's host
         assert w.call(("api_whereis", "reg", "b")) == ref
         assert w.call(("api_whereis", "nobody", "b")) is None
         assert w.call(("api_whereis", "reg", "c")) is None  # not connected: None, not an error

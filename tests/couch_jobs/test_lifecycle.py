@@ -1,4 +1,4 @@
-"""couch_jobs setup and teardown in one process (issue 14): stop clears the
+"""couch_jobs setup and teardown in one process: stop clears the
 per-process state, and the process agent is supervised."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_a_killed_process_agent_is_restarted_and_serves_again(node, tmp_path):
 
 
 def test_start_without_a_store_uses_a_file_in_the_nodes_state_directory(node, tmp_path):
-    """Issue 13: ``[couch_jobs] store`` defaults to a file in the node's state
+    """``[couch_jobs] store`` defaults to a file in the node's state
     directory: the node's own directory, or ``[couch] state_dir`` when set."""
     app.start(node)
     try:
@@ -112,7 +112,7 @@ def test_start_without_a_store_uses_a_file_in_the_nodes_state_directory(node, tm
 
 @pytest.mark.parametrize("store", ["sqlite:///{missing}/jobs.db", "{missing}/jobs.db"])
 def test_a_sqlite_store_that_cannot_be_opened_fails_start_naming_it(node, tmp_path, store):
-    """Issue 13's bad input on the embedded store: one `StoreUnavailable` line
+    """A bad location for the embedded store: one `StoreUnavailable` line
     naming the file (not sqlite3's bare "unable to open database file")."""
     location = store.format(missing=tmp_path / "no" / "such" / "dir")
     with pytest.raises(couch_jobs.StoreUnavailable) as info:

@@ -1,4 +1,4 @@
-"""Closing a store while threads and actors still use it (issue 14's segfault).
+"""Closing a store while threads and actors still use it, without a segfault.
 
 Closing a sqlite3 connection that another thread is executing on crashes the
 interpreter.  The store closes a connection only when no transaction uses

@@ -1,7 +1,7 @@
-"""Behaviour the seed's code specifies and an audit of the port found missing.
+"""Behaviour CouchDB's IOQ specifies and an audit of the port found missing.
 
-Each test names the seed rule it pins (file and function in
-/work/shared/seeds/002_08f68d774e2b3ec0.txt).
+Each test names the upstream rule it pins, by module and function
+(``ioq_osq:record_stats``, ``ioq:get_disk_counters/0``, ...).
 """
 
 import pytest

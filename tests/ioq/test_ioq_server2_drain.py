@@ -1,4 +1,4 @@
-"""The IOQ2 server's cheaper bookkeeping (issue 11, third round).
+"""The IOQ2 server's cheaper bookkeeping: fewer messages to itself, no lock per request.
 
 * It submits once its mailbox is drained by checking the mailbox at the end
   of every callback (`QueueServer._after_callback`) instead of sending

@@ -144,7 +144,7 @@ def test_should_not_call_recover(env):
     assert len(Harness(cfg, adapter).channels["ratio_dbs"].waiting) == 0
 
 
-# -- the cases ------------------------------------------------------------
+# -- real compactions: resume after a restart, crashes, windows, adoption ---------
 
 
 @pytest.mark.timeout(30)

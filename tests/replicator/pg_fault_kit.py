@@ -33,7 +33,7 @@ QUIET = 2.0
 START = 0.5
 TTL = 4.0
 TICK = 2.0
-#: After a fault every job runs again within this (the issue's bound).
+#: After a fault every job runs again within this: the peers' --quiet, one lease TTL and 10 s of slack.
 LIVENESS = QUIET + TTL + 10.0
 
 

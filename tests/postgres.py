@@ -1,9 +1,9 @@
 """A throwaway PostgreSQL cluster for the tests (`actors.couch_jobs.local_postgres`).
 
 One cluster per test session, whatever directories the session runs
-(the ``pg_cluster`` fixture of ``tests/conftest.py``), in a temporary
+(the ``postgres_cluster`` fixture of ``tests/conftest.py``), in a temporary
 directory, reached over a unix socket in that directory (no TCP port, no
-root, no system service); each test gets a fresh schema in it (``pg_url``).  `PostgresCluster.stop`/`start` let a test
+root, no system service); each test gets a fresh schema in it (``postgres_url``).  `PostgresCluster.stop`/`start` let a test
 take the server away under load.
 """
 

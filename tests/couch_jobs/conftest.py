@@ -1,5 +1,5 @@
 """Fixtures shared by the couch_jobs tests: a fresh store per test (a SQLite
-file, and a schema in the session's PostgreSQL cluster: ``pg_url`` of
+file, and a schema in the session's PostgreSQL cluster: ``postgres_url`` of
 ``tests/conftest.py``), installed as the process's default instance, with
 the seed's two types."""
 
@@ -49,4 +49,4 @@ def store_url(request, tmp_path) -> str:
     """Each store couch_jobs ships: a SQLite file, then a PostgreSQL database."""
     if request.param == "sqlite":
         return str(tmp_path / "jobs.db")
-    return request.getfixturevalue("pg_url")
+    return request.getfixturevalue("postgres_url")

@@ -57,10 +57,10 @@ def test_a_read_only_view_counts_and_refuses_writes(jobs: CouchJobs, store_url: 
     assert "sneaky" not in {k for k in jobs.counts()}
 
 
-def test_a_read_only_view_of_no_store_fails_at_open_and_creates_nothing(tmp_path, pg_url) -> None:
+def test_a_read_only_view_of_no_store_fails_at_open_and_creates_nothing(tmp_path, postgres_url) -> None:
     absent = tmp_path / "absent.db"
     with pytest.raises(StoreUnavailable, match="absent.db"):
         open_store(str(absent), read_only=True)
     assert not absent.exists()
     with pytest.raises(StoreUnavailable, match="no couch_jobs schema"):
-        open_store(pg_url, read_only=True)  # an empty schema: nothing to read, nothing migrated
+        open_store(postgres_url, read_only=True)  # an empty schema: nothing to read, nothing migrated

@@ -40,8 +40,8 @@ SETTINGS = (
 )
 
 
-def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_url: str, key: str) -> None:
-    jobs = CouchJobs(pg_url)
+def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(postgres_url: str, key: str) -> None:
+    jobs = CouchJobs(postgres_url)
     b = c = None
     try:
         jobs.set_type_timeout(TYPE, 1)
@@ -49,7 +49,7 @@ def test_workers_on_two_nodes_finish_every_job_once_when_one_node_is_killed(pg_u
         jobs.add(None, TYPE, "held-job", {})
         b, c = NodeProcess("b", key), NodeProcess("c", key)
         for peer in (b, c):
-            assert peer.ask(f"couch_jobs {pg_url} {SETTINGS}", "COUCH_JOBS") == "started"
+            assert peer.ask(f"couch_jobs {postgres_url} {SETTINGS}", "COUCH_JOBS") == "started"
         with Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key) as node_a:
             node_a.connect(b.address)
             node_a.connect(c.address)

@@ -1,4 +1,4 @@
-"""What only the PostgreSQL store has to show (issue 13): schema versioning,
+"""What only the PostgreSQL store has to show: schema versioning,
 bad URLs, exactly once under killed and stalled worker processes, and the
 server going away and coming back under load."""
 
@@ -50,11 +50,11 @@ TYPE = "pgjob"
 # -- schema and URLs ------------------------------------------------------------
 
 
-def test_schema_is_created_once_and_versioned(pg_url):
-    with CouchJobs(pg_url) as first:
+def test_schema_is_created_once_and_versioned(postgres_url):
+    with CouchJobs(postgres_url) as first:
         assert first.store.schema_version() == SCHEMA_VERSION
         first.set_type_timeout("t", 5)
-    with CouchJobs(pg_url) as second:  # a second start migrates nothing, loses nothing
+    with CouchJobs(postgres_url) as second:  # a second start migrates nothing, loses nothing
         assert second.get_type_timeout("t") == 5
         with second.transaction(write=False) as tx:
             rows = tx.execute("SELECT version FROM couch_jobs_schema ORDER BY version").fetchall()
@@ -62,19 +62,19 @@ def test_schema_is_created_once_and_versioned(pg_url):
         with second.transaction() as tx:
             tx.execute("INSERT INTO couch_jobs_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     with pytest.raises(StoreUnavailable, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
-        PostgresStore(pg_url)
+        PostgresStore(postgres_url)
 
 
-def test_a_schema_1_database_is_migrated_without_losing_activity(pg_url):
+def test_a_schema_1_database_is_migrated_without_losing_activity(postgres_url):
     """Schema 1 counted activity in one row per type; schema 2 goes on from there."""
-    with psycopg.connect(pg_url) as conn:
+    with psycopg.connect(postgres_url) as conn:
         conn.execute("CREATE TABLE couch_jobs_schema (version INTEGER NOT NULL)")
         conn.execute(_MIGRATIONS[0])
         conn.execute("INSERT INTO couch_jobs_schema (version) VALUES (1)")
         conn.execute("INSERT INTO couch_jobs_type_timeouts VALUES ('\"t\"', 5)")
         conn.execute("INSERT INTO couch_jobs_type_activity VALUES ('\"t\"', 40)")
         conn.execute("INSERT INTO couch_jobs VALUES ('\"t\"', 'old', 'running', 40, 'lock', 0, false, '{}')")
-    with CouchJobs(pg_url) as jobs:
+    with CouchJobs(postgres_url) as jobs:
         assert jobs.store.schema_version() == SCHEMA_VERSION
         with jobs.transaction(write=False) as tx:
             assert db.get_activity_seq(tx, '"t"') == 40
@@ -86,8 +86,8 @@ def test_a_schema_1_database_is_migrated_without_losing_activity(pg_url):
             assert db.get_running_seqs(tx, '"t"')["new"] > 40  # never reuses a sequence
 
 
-def test_the_url_chooses_the_store(pg_url, tmp_path):
-    pg = open_store(pg_url)
+def test_the_url_chooses_the_store(postgres_url, tmp_path):
+    pg = open_store(postgres_url)
     lite = open_store(f"sqlite://{tmp_path}/x.db")
     plain = open_store(tmp_path / "y.db")
     try:
@@ -103,13 +103,13 @@ def test_the_url_chooses_the_store(pg_url, tmp_path):
         open_store("sqlite://relative.db")
 
 
-def test_a_closed_store_starts_no_listener_thread(pg_url):
+def test_a_closed_store_starts_no_listener_thread(postgres_url):
     """A change listener added after close must not start a LISTEN thread nobody stops."""
 
     def listeners() -> set[threading.Thread]:
         return {t for t in threading.enumerate() if t.name == "couch_jobs-pg-listen"}
 
-    store = PostgresStore(pg_url)
+    store = PostgresStore(postgres_url)
     store.close()
     before = listeners()
     store.add_change_listener(lambda types: None)
@@ -150,10 +150,10 @@ def test_a_bad_or_unreachable_url_fails_start_with_one_line(node, url, caplog):
         couch_jobs.default()
 
 
-def test_a_caller_psycopg_transaction_is_the_jobs_transaction(pg_url):
-    with CouchJobs(pg_url) as jobs:
+def test_a_caller_psycopg_transaction_is_the_jobs_transaction(postgres_url):
+    with CouchJobs(postgres_url) as jobs:
         jobs.set_type_timeout("t", 5)
-        with psycopg.connect(pg_url) as conn:
+        with psycopg.connect(postgres_url) as conn:
             conn.execute("CREATE TABLE docs (id TEXT PRIMARY KEY)")
             conn.commit()
             with pytest.raises(RuntimeError):
@@ -168,14 +168,14 @@ def test_a_caller_psycopg_transaction_is_the_jobs_transaction(pg_url):
         assert [j[1] for j in jobs.get_jobs("t")] == ["j"]
 
 
-def test_an_autocommit_connection_as_tx_runs_each_call_in_one_transaction(pg_url):
+def test_an_autocommit_connection_as_tx_runs_each_call_in_one_transaction(postgres_url):
     """A psycopg connection in autocommit mode, outside any transaction block,
     would commit each statement of a call on its own (and drop its row locks in
     between).  Each call runs in one transaction on it: the rows it writes carry
     one ``xmin``, the id of the transaction that wrote them."""
-    with CouchJobs(pg_url) as jobs:
+    with CouchJobs(postgres_url) as jobs:
         jobs.set_type_timeout("t", 5)
-        with psycopg.connect(pg_url, autocommit=True) as conn:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
             jobs.add(conn, "t", "j", {"a": 1})
             assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # committed
             job_xmin = conn.execute("SELECT xmin::text FROM couch_jobs WHERE id = 'j'").fetchone()
@@ -186,14 +186,14 @@ def test_an_autocommit_connection_as_tx_runs_each_call_in_one_transaction(pg_url
             assert jobs.get_job_state(None, "t", "j") == "finished"
 
 
-def test_commits_of_one_type_do_not_wait_for_each_other(pg_url):
+def test_commits_of_one_type_do_not_wait_for_each_other(postgres_url):
     """Accept+finish of one type go ahead while another transaction of that type is open.
 
     Every accept/update/finish records the type's activity; were that one
     row per type, the open transaction would hold its lock and the other
     worker would wait for it (and, under load, for every commit's fsync).
     """
-    with CouchJobs(pg_url) as jobs:
+    with CouchJobs(postgres_url) as jobs:
         jobs.set_type_timeout("t", 60)
         for job_id in ("a", "b"):
             jobs.add(None, "t", job_id, {})
@@ -222,13 +222,15 @@ def test_commits_of_one_type_do_not_wait_for_each_other(pg_url):
 
 
 @pytest.fixture
-def pg_tree(node, pg_url):
-    yield from start_tree(node, pg_url, {"activity_monitor_max_jitter_msec": "100", "pg_connect_timeout_msec": "500"})
+def postgres_tree(node, postgres_url):
+    yield from start_tree(
+        node, postgres_url, {"activity_monitor_max_jitter_msec": "100", "pg_connect_timeout_msec": "500"}
+    )
 
 
-def test_exactly_once_with_worker_processes_killed(pg_tree):
+def test_exactly_once_with_worker_processes_killed(postgres_tree):
     """SIGKILLed workers lose their jobs to others; a late finish after a takeover gets Halt."""
-    node, jobs = pg_tree["node"], pg_tree["jobs"]
+    node, jobs = postgres_tree["node"], postgres_tree["jobs"]
     n_jobs = 150
     jobs.set_type_timeout(TYPE, 1)
     couch_jobs.server.force_check_types()
@@ -277,8 +279,8 @@ def test_exactly_once_with_worker_processes_killed(pg_tree):
     assert finish_counts(jobs)["held-job"] == 1
 
 
-def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
-    node, jobs = pg_tree["node"], pg_tree["jobs"]
+def test_server_stopped_and_restarted_under_load(postgres_tree, postgres_cluster):
+    node, jobs = postgres_tree["node"], postgres_tree["jobs"]
     jobs.set_type_timeout(TYPE, 2)
     couch_jobs.server.force_check_types()
     create_finished_log(jobs)
@@ -297,7 +299,7 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
     for _ in range(5):
         collected(q, "finished", 30)
 
-    pg_cluster.stop()
+    postgres_cluster.stop()
     try:
         with pytest.raises(StoreUnavailable) as info:
             jobs.add(None, TYPE, "during", {})
@@ -306,7 +308,7 @@ def test_server_stopped_and_restarted_under_load(pg_tree, pg_cluster):
         for _ in workers:  # each worker saw the same clear error, and lives on
             assert "is unavailable" in collected(q, "store_error", 30)[2]
     finally:
-        pg_cluster.start()
+        postgres_cluster.start()
 
     deadline = time.monotonic() + 30
     k = 0
@@ -357,10 +359,10 @@ def _demo(tmp_path, store: str) -> "subprocess.CompletedProcess[str]":
     )
 
 
-def test_demo_runs_with_couch_jobs_on_postgres(tmp_path, pg_url):
+def test_demo_runs_with_couch_jobs_on_postgres(tmp_path, postgres_url):
     """``demo --store URL`` on the session's server (``--store postgres`` starts its
     own local server the same way the session fixture does)."""
-    done = _demo(tmp_path, pg_url)
+    done = _demo(tmp_path, postgres_url)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "couch_jobs store: PostgreSQL at postgresql://" in done.stdout
     assert "twice or more: 0; never: 0" in done.stdout

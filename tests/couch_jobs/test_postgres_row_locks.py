@@ -55,10 +55,10 @@ def _in_thread(work: Any) -> "tuple[threading.Thread, queue.Queue[Any]]":
     return thread, out
 
 
-def _wait_until_blocked_on_a_lock(pg_url: str, thread: threading.Thread) -> None:
+def _wait_until_blocked_on_a_lock(postgres_url: str, thread: threading.Thread) -> None:
     """Until a backend of this database waits for a lock (or the thread is
     done: then the assertions after the commit say what went wrong)."""
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
 
         def blocked() -> bool:
             (waiting,) = conn.execute(
@@ -87,13 +87,13 @@ def _running_job(jobs: CouchJobs) -> tuple[Any, int]:
     return job, seq
 
 
-def test_a_finish_behind_the_monitors_re_enqueue_is_halted(pg_url: str) -> None:
-    with CouchJobs(pg_url, config=PATIENT) as jobs:
+def test_a_finish_behind_the_monitors_re_enqueue_is_halted(postgres_url: str) -> None:
+    with CouchJobs(postgres_url, config=PATIENT) as jobs:
         job, seq = _running_job(jobs)
         with jobs.transaction() as tx:  # the activity monitor's transaction, held open
             assert db.re_enqueue_inactive(tx, KEY, {"j": seq}) == ["j"]
             thread, outcome = _in_thread(lambda: jobs.finish(None, job, {"step": "done"}))
-            _wait_until_blocked_on_a_lock(pg_url, thread)
+            _wait_until_blocked_on_a_lock(postgres_url, thread)
         kind, value = outcome.get(timeout=20)
         thread.join(10)
         # The worker's finish read the job after the re-enqueue committed: it
@@ -104,15 +104,15 @@ def test_a_finish_behind_the_monitors_re_enqueue_is_halted(pg_url: str) -> None:
         assert again.id == "j" and data == {"step": 0}
 
 
-def test_the_monitors_re_enqueue_behind_a_finish_leaves_the_job_finished(pg_url: str) -> None:
-    with CouchJobs(pg_url, config=PATIENT) as jobs:
+def test_the_monitors_re_enqueue_behind_a_finish_leaves_the_job_finished(postgres_url: str) -> None:
+    with CouchJobs(postgres_url, config=PATIENT) as jobs:
         job, _seq = _running_job(jobs)
         monitor = ActivityMonitorLogic(TYPE, jobs.store)
         assert monitor.check_activity() == []  # the first check only records the running jobs
         with jobs.transaction() as tx:  # the worker's finish, held open
             jobs.finish(tx, job, {"step": "done"})
             thread, outcome = _in_thread(monitor.check_activity)  # j looks idle since the last check
-            _wait_until_blocked_on_a_lock(pg_url, thread)
+            _wait_until_blocked_on_a_lock(postgres_url, thread)
         kind, value = outcome.get(timeout=20)
         thread.join(10)
         # The monitor read the job after the finish committed: nothing to re-enqueue.
@@ -122,12 +122,12 @@ def test_the_monitors_re_enqueue_behind_a_finish_leaves_the_job_finished(pg_url:
             assert tx.pending_range(KEY, 0, 1 << 62, 10) == []
 
 
-def test_a_session_left_idle_in_a_transaction_is_ended_and_its_row_lock_freed(pg_url: str) -> None:
+def test_a_session_left_idle_in_a_transaction_is_ended_and_its_row_lock_freed(postgres_url: str) -> None:
     """A client frozen (SIGSTOP, a paused VM) inside a transaction while it
     held a job's row lock must not keep the job's other writers out for
     ever: the server ends the session after ``idle_in_transaction_timeout``,
     the lock goes, and the frozen client's commit fails when it wakes."""
-    frozen = CouchJobs(PostgresStore(pg_url, idle_in_transaction_timeout=1.0))
+    frozen = CouchJobs(PostgresStore(postgres_url, idle_in_transaction_timeout=1.0))
     locked, thaw = threading.Event(), threading.Event()
     backend: list[int] = []
 
@@ -139,7 +139,7 @@ def test_a_session_left_idle_in_a_transaction_is_ended_and_its_row_lock_freed(pg
             thaw.wait(30)  # frozen: no statement, no commit
 
     try:
-        with CouchJobs(pg_url) as jobs:
+        with CouchJobs(postgres_url) as jobs:
             jobs.set_type_timeout(TYPE, 60)
             jobs.add(None, TYPE, "j", {"step": 0})
             thread, outcome = _in_thread(freeze_holding_the_row)
@@ -153,7 +153,7 @@ def test_a_session_left_idle_in_a_transaction_is_ended_and_its_row_lock_freed(pg
             kind, value = outcome.get(timeout=20)
             thread.join(10)
             assert kind == "raised" and isinstance(value, StoreUnavailable), (kind, value)
-            with psycopg.connect(pg_url, autocommit=True) as conn:
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
                 (alive,) = conn.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (backend[0],)
                 ).fetchone()
@@ -167,16 +167,16 @@ def test_a_session_left_idle_in_a_transaction_is_ended_and_its_row_lock_freed(pg
         frozen.store.close()
 
 
-def test_the_idle_in_transaction_timeout_keeps_the_urls_own_options(pg_url: str) -> None:
+def test_the_idle_in_transaction_timeout_keeps_the_urls_own_options(postgres_url: str) -> None:
     """The session setting is added to the URL's ``options`` (the test's
     ``search_path``), not put in their place; 0 in the config turns it off."""
-    store = PostgresStore(pg_url, idle_in_transaction_timeout=2.5)
-    off = CouchJobs(pg_url, config=_config(pg_idle_in_transaction_timeout_msec="0"))
+    store = PostgresStore(postgres_url, idle_in_transaction_timeout=2.5)
+    off = CouchJobs(postgres_url, config=_config(pg_idle_in_transaction_timeout_msec="0"))
     try:
         with store.transaction(write=False) as tx:
             assert tx.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "2500ms"
             (path,) = tx.execute("SHOW search_path").fetchone()
-        assert path.startswith("t_")  # the fresh schema pg_url names
+        assert path.startswith("t_")  # the fresh schema postgres_url names
         with off.transaction(write=False) as tx:
             assert tx.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "0"
     finally:

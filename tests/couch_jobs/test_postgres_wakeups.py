@@ -73,9 +73,9 @@ class SignallingWaker(ConditionWaker):
         return super().wait(type_keys, token, timeout)
 
 
-def test_a_job_added_before_the_listener_listens_wakes_the_accept(pg_url: str) -> None:
-    adder = CouchJobs(pg_url)  # another process, as far as the worker's store can tell
-    store = LateStore(pg_url)
+def test_a_job_added_before_the_listener_listens_wakes_the_accept(postgres_url: str) -> None:
+    adder = CouchJobs(postgres_url)  # another process, as far as the worker's store can tell
+    store = LateStore(postgres_url)
     listener = store._changes
     assert isinstance(listener, LateListener)
     waker = SignallingWaker(60.0)  # re-reads once a minute: a prompt accept is a wake-up
@@ -111,12 +111,12 @@ def test_a_job_added_before_the_listener_listens_wakes_the_accept(pg_url: str) -
         adder.close()
 
 
-def test_resubmitting_a_pending_job_at_its_own_time_notifies_every_process(pg_url: str) -> None:
+def test_resubmitting_a_pending_job_at_its_own_time_notifies_every_process(postgres_url: str) -> None:
     """An `accept` that skipped the job's row while the resubmit held it (SKIP
     LOCKED) sleeps until a NOTIFY: a resubmit that leaves the time as it was
     must send one too, not only one that moves the job in the queue."""
-    jobs = CouchJobs(pg_url)
-    watcher = PostgresStore(pg_url)  # another process's store, as far as NOTIFY can tell
+    jobs = CouchJobs(postgres_url)
+    watcher = PostgresStore(postgres_url)  # another process's store, as far as NOTIFY can tell
     heard: "queue.Queue[frozenset[str]]" = queue.Queue()
     watcher.add_change_listener(heard.put)
     try:

@@ -8,8 +8,8 @@ test here needs root and iproute2 and skips with a line saying so.
 
 To use them elsewhere::
 
-    def test_x(topo, pg, cluster_key, tmp_path):
-        c = Cluster(topo, HOSTS, cluster_key, NET_TICKTIME, config=pg_config(tmp_path, pg),
+    def test_x(topo, postgres, cluster_key, tmp_path):
+        c = Cluster(topo, HOSTS, cluster_key, NET_TICKTIME, config=postgres_config(tmp_path, postgres),
                     workdir=str(tmp_path))          # otpy node on h1..h3, couch_jobs on PostgreSQL
         try:
             c.wait_mesh(60.0)
@@ -51,7 +51,7 @@ def topo() -> Iterator[Topology]:
 
 
 @pytest.fixture(scope="module")
-def pg(topo: Topology) -> Iterator[PostgresHost]:
+def postgres(topo: Topology) -> Iterator[PostgresHost]:
     """PostgreSQL on the database host (skips where the server is not installed)."""
     why = postgres_host_missing()
     if why:
@@ -87,9 +87,9 @@ def cluster(topo: Topology, cluster_key: str, tmp_path) -> Iterator[Cluster]:
             c.close()
 
 
-def pg_config(tmp_path, pg: PostgresHost) -> str:
+def postgres_config(tmp_path, postgres: PostgresHost) -> str:
     """An ini file pointing couch_jobs at the database host."""
     path = os.path.join(str(tmp_path), "node.ini")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"[couch_jobs]\nstore = {pg.url}\n")
+        fh.write(f"[couch_jobs]\nstore = {postgres.url}\n")
     return path

@@ -75,14 +75,14 @@ def _config(tmp_path, node_url: str) -> str:
 
 
 @pytest.fixture
-def env(topo: Topology, pg: PostgresHost, cluster_key: str, tmp_path) -> Iterator[Env]:
+def env(topo: Topology, postgres: PostgresHost, cluster_key: str, tmp_path) -> Iterator[Env]:
     import psycopg
 
     database = f"repl_{os.getpid()}_{next(_count)}"
-    with psycopg.connect(pg.local_url("postgres"), autocommit=True) as conn:
+    with psycopg.connect(postgres.local_url("postgres"), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{database}"')
-    url = pg.local_url(database)
-    node_url = f"postgresql://postgres@{pg.host.address}:{pg.port}/{database}"
+    url = postgres.local_url(database)
+    node_url = f"postgresql://postgres@{postgres.host.address}:{postgres.port}/{database}"
     cluster = writer = None
     try:
         reps = make_pg_sources(url, JOBS, 10)
@@ -114,7 +114,7 @@ def env(topo: Topology, pg: PostgresHost, cluster_key: str, tmp_path) -> Iterato
         finally:
             if cluster is not None:
                 cluster.close()
-            with psycopg.connect(pg.local_url("postgres"), autocommit=True) as conn:
+            with psycopg.connect(postgres.local_url("postgres"), autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 

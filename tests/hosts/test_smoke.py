@@ -7,7 +7,7 @@ import time
 import psycopg
 import pytest
 
-from tests.hosts.conftest import HOSTS, NET_TICKTIME, pg_config
+from tests.hosts.conftest import HOSTS, NET_TICKTIME, postgres_config
 from tests.hosts.host_actors import Worker
 from tests.hosts.nodes import Cluster
 
@@ -20,11 +20,13 @@ def test_three_hosts_form_a_mesh(cluster):
 
 
 @pytest.mark.timeout(180)
-def test_nodes_share_the_database_host_and_one_can_be_cut_off_from_it(topo, pg, cluster_key, tmp_path):
-    c = Cluster(topo, HOSTS, cluster_key, NET_TICKTIME, config=pg_config(tmp_path, pg), workdir=str(tmp_path))
+def test_nodes_share_the_database_host_and_one_can_be_cut_off_from_it(topo, postgres, cluster_key, tmp_path):
+    c = Cluster(
+        topo, HOSTS, cluster_key, NET_TICKTIME, config=postgres_config(tmp_path, postgres), workdir=str(tmp_path)
+    )
     try:
         c.wait_mesh(timeout=60.0)
-        with psycopg.connect(pg.local_url()) as conn:
+        with psycopg.connect(postgres.local_url()) as conn:
             clients = {
                 row[0]
                 for row in conn.execute(

@@ -16,7 +16,7 @@ def db(request, tmp_path):
     else:
         from actors.replicator.docstore_pg import PgDocStore
 
-        store = PgDocStore(request.getfixturevalue("pg_url"), "a", create=True)
+        store = PgDocStore(request.getfixturevalue("postgres_url"), "a", create=True)
     with store:
         yield store
 

@@ -53,10 +53,10 @@ class Env:
 
 
 @pytest.fixture
-def env(pg_cluster, pg_database) -> Iterator[Env]:
-    schema = pg_cluster.create_schema(pg_database)
-    url = pg_cluster.url(pg_database, schema)
-    sock = f"{pg_cluster.socket_dir}/.s.PGSQL.{pg_cluster.port}"
+def env(postgres_cluster, postgres_database) -> Iterator[Env]:
+    schema = postgres_cluster.create_schema(postgres_database)
+    url = postgres_cluster.url(postgres_database, schema)
+    sock = f"{postgres_cluster.socket_dir}/.s.PGSQL.{postgres_cluster.port}"
     proxies: list[PgProxy] = []
     nodes: list[PgNode] = []
     writer = None
@@ -76,7 +76,9 @@ def env(pg_cluster, pg_database) -> Iterator[Env]:
             )
         for name in ("a", "b", "c"):
             proxies.append(PgProxy(sock))
-            nodes.append(PgNode(name, proxies[-1].url(pg_cluster.admin_url, pg_database, schema), proxies[-1]))
+            nodes.append(
+                PgNode(name, proxies[-1].url(postgres_cluster.admin_url, postgres_database, schema), proxies[-1])
+            )
         a, b, c = nodes
         a.connect(b)
         a.connect(c)
@@ -95,7 +97,7 @@ def env(pg_cluster, pg_database) -> Iterator[Env]:
             node.close()
         for proxy in proxies:
             proxy.close()
-        pg_cluster.drop_schema(pg_database, schema)
+        postgres_cluster.drop_schema(postgres_database, schema)
 
 
 def busiest(env: Env) -> PgNode:
@@ -196,8 +198,8 @@ def test_one_node_cut_off_from_the_store_then_healed(env: Env) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_the_store_stops_for_everyone_then_comes_back(env: Env, pg_cluster) -> None:
-    pg_cluster.stop()
+def test_the_store_stops_for_everyone_then_comes_back(env: Env, postgres_cluster) -> None:
+    postgres_cluster.stop()
     stopped = time.time()
     try:
         wait_until(
@@ -207,7 +209,7 @@ def test_the_store_stops_for_everyone_then_comes_back(env: Env, pg_cluster) -> N
         )
     finally:
         restarting = time.time()  # the server is down from `stopped` (stop returned) to here
-        pg_cluster.start()
+        postgres_cluster.start()
     back = time.time()
     took = all_running_again(env, back)
     assert took <= LIVENESS, f"jobs ran again only {took:.1f} s after the store came back (bound {LIVENESS} s)"

@@ -31,11 +31,11 @@ def wait_until(what: str, check: Any, timeout: float = 60.0) -> Any:
 
 
 @pytest.mark.timeout(120)
-def test_one_node_runs_replications_of_the_store_under_leases(pg_url: str) -> None:
-    reps = make_pg_sources(pg_url, 3, 12)
+def test_one_node_runs_replications_of_the_store_under_leases(postgres_url: str) -> None:
+    reps = make_pg_sources(postgres_url, 3, 12)
     for doc_id, source, target in reps:
         put_replication(
-            pg_url,
+            postgres_url,
             doc_id,
             source,
             target,
@@ -48,7 +48,7 @@ def test_one_node_runs_replications_of_the_store_under_leases(pg_url: str) -> No
     config = {
         "replicator": {
             "cluster": "true",
-            "store": pg_url,
+            "store": postgres_url,
             "cluster_start_period": "0.2",
             "doc_poll_interval": "0.1",
             "lease_ttl": "4",
@@ -60,29 +60,29 @@ def test_one_node_runs_replications_of_the_store_under_leases(pg_url: str) -> No
         for _doc, source, target in reps:
             wait_until(
                 f"{target} has its 12 documents",
-                lambda s=source, t=target: latest_revs(pg_url, t) == latest_revs(pg_url, s),
+                lambda s=source, t=target: latest_revs(postgres_url, t) == latest_revs(postgres_url, s),
             )
-        runs = read_runs(pg_url)
+        runs = read_runs(postgres_url)
         assert sorted(r.node for r in runs) == ["solo"] * 3 and len({r.job for r in runs}) == 3
         # renewals move the runs' leases on while they run
         first = {r.job: r.end for r in runs}
         wait_until(
-            "the leases were renewed", lambda: all(r.end > first[r.job] for r in read_runs(pg_url)), timeout=30.0
+            "the leases were renewed", lambda: all(r.end > first[r.job] for r in read_runs(postgres_url)), timeout=30.0
         )
         job_of = cluster_status(node)["docs"]
-        with open_db(reps[0][1], store=pg_url) as source:
+        with open_db(reps[0][1], store=postgres_url) as source:
             wait_until(
                 "the first job checkpointed in its source",
                 lambda: source.get_local(LOCAL_PREFIX + job_of[reps[0][0]]) is not None,
                 timeout=30.0,
             )
-        assert delete_replication(pg_url, reps[1][0])
+        assert delete_replication(postgres_url, reps[1][0])
         wait_until("the deleted document's job stopped", lambda: len(cluster_status(node)["running"]) == 2)
         gone = job_of[reps[1][0]]
         ended = wait_until(
             "its run ended in the audit (the lease released)",
-            lambda: [r for r in read_runs(pg_url, gone) if r.end <= time.time()],
+            lambda: [r for r in read_runs(postgres_url, gone) if r.end <= time.time()],
             timeout=30.0,
         )
         assert len(ended) == 1 and ended[0].node == "solo"
-    assert overlapping_runs(read_runs(pg_url)) == []
+    assert overlapping_runs(read_runs(postgres_url)) == []

@@ -26,7 +26,7 @@ def store(request, tmp_path):
     if request.param == "sqlite":
         db = DocStore(tmp_path / "_replicator.db", create=True)
     else:
-        db = PgDocStore(request.getfixturevalue("pg_url"), "_replicator", create=True)
+        db = PgDocStore(request.getfixturevalue("postgres_url"), "_replicator", create=True)
     with db:
         yield db
 
@@ -98,9 +98,9 @@ def test_many_holders_racing_for_one_job_get_one_grant(store) -> None:
     assert not errors and grants == [1]
 
 
-def test_holder_deadline_and_config(pg_url) -> None:
+def test_holder_deadline_and_config(postgres_url) -> None:
     now = [1000.0]
-    config = LeaseConfig(pg_url, True, 3.0)
+    config = LeaseConfig(postgres_url, True, 3.0)
     holder = open_holder(config, "j", "a", "inc1", clock=lambda: now[0])
     other = open_holder(config, "j", "b", "inc2", clock=lambda: now[0])
     try:
@@ -113,7 +113,7 @@ def test_holder_deadline_and_config(pg_url) -> None:
         assert holder.must_stop()  # no renewal heard for ttl - margin: stop, whatever the store says
         holder.release()
         assert other.try_acquire() and other.fence.token == 2
-        assert [r.node for r in read_runs(pg_url, "j")] == ["a", "b"]
+        assert [r.node for r in read_runs(postgres_url, "j")] == ["a", "b"]
     finally:
         holder.close()
         other.close()
@@ -123,34 +123,34 @@ def test_holder_deadline_and_config(pg_url) -> None:
         LeaseConfig("/some/file.db", False)
 
 
-def test_replication_documents_and_databases_by_url(pg_url) -> None:
-    rev = put_replication(pg_url, "r1", "orders", "orders_copy", continuous=True)
+def test_replication_documents_and_databases_by_url(postgres_url) -> None:
+    rev = put_replication(postgres_url, "r1", "orders", "orders_copy", continuous=True)
     assert rev.startswith("1-")
-    reader = ReplicatorDb(pg_url)
+    reader = ReplicatorDb(postgres_url)
     assert reader.poll()["r1"]["source"] == "orders"
-    assert delete_replication(pg_url, "r1") and not delete_replication(pg_url, "r1")
+    assert delete_replication(postgres_url, "r1") and not delete_replication(postgres_url, "r1")
     assert reader.poll() == {"r1": None}
     reader.close()
-    with open_db("orders", store=pg_url, create=True) as db:
+    with open_db("orders", store=postgres_url, create=True) as db:
         assert isinstance(db, PgDocStore) and db.name == "orders"
     with pytest.raises(ValueError, match="not by a URL"):
-        open_db(pg_url)
+        open_db(postgres_url)
     assert "secret" not in redact("postgresql://u:secret@h:5432/db")
 
 
 @pytest.mark.timeout(120)
-def test_a_handle_reconnects_after_the_server_restarts(pg_cluster, pg_url) -> None:
-    db = PgDocStore(pg_url, "orders", create=True, op_timeout=5.0)
-    reader = ReplicatorDb(pg_url)
+def test_a_handle_reconnects_after_the_server_restarts(postgres_cluster, postgres_url) -> None:
+    db = PgDocStore(postgres_url, "orders", create=True, op_timeout=5.0)
+    reader = ReplicatorDb(postgres_url)
     try:
         db.put("a", {"v": 1})
-        pg_cluster.stop()
+        postgres_cluster.stop()
         try:
             with pytest.raises(StoreUnavailable):
                 db.put("b", {"v": 2})
             assert reader.poll() == {} and reader.unreachable  # no crash, nothing new
         finally:
-            pg_cluster.start()
+            postgres_cluster.start()
         db.put("b", {"v": 2})
         assert [c.id for c in db.changes()] == ["a", "b"]
     finally:
@@ -175,21 +175,21 @@ class _Cfg:
         return self.values
 
 
-def test_a_job_whose_lease_moved_on_cannot_checkpoint_or_copy(pg_url) -> None:
+def test_a_job_whose_lease_moved_on_cannot_checkpoint_or_copy(postgres_url) -> None:
     """The built-in job carries its fence on every write into the lease's store: once another
     holder took the lease, its checkpoint fails (`CheckpointError` from `Fenced`) and so does
     a batch, and the newer holder's checkpoint is the one in the store."""
     from actors.replicator import Rep, ReplicationJob
     from actors.replicator.replication import CheckpointError
 
-    with open_db("src", store=pg_url, create=True) as src:
+    with open_db("src", store=postgres_url, create=True) as src:
         for k in range(5):
             src.put(f"d{k}", {"k": k})
     times = LeaseTimes.from_ttl(30.0)
     rep = Rep(id="j1", source="src", target="tgt", options={"create_target": True, "worker_batch_size": 2})
-    old_holder = open_holder(LeaseConfig(pg_url, True, 30.0), "j1", "a", "1")
-    new_holder = open_holder(LeaseConfig(pg_url, True, 30.0), "j1", "a", "2")
-    job = ReplicationJob(rep, store=pg_url)
+    old_holder = open_holder(LeaseConfig(postgres_url, True, 30.0), "j1", "a", "1")
+    new_holder = open_holder(LeaseConfig(postgres_url, True, 30.0), "j1", "a", "2")
+    job = ReplicationJob(rep, store=postgres_url)
     try:
         assert old_holder.try_acquire()
         job.fence, job.fence_store = old_holder.fence, old_holder.store_id
@@ -214,13 +214,13 @@ def test_a_job_whose_lease_moved_on_cannot_checkpoint_or_copy(pg_url) -> None:
     assert times.ttl == 30.0
 
 
-def test_a_client_stalled_inside_a_transaction_does_not_hold_a_lease_row_for_ever(pg_url) -> None:
+def test_a_client_stalled_inside_a_transaction_does_not_hold_a_lease_row_for_ever(postgres_url) -> None:
     """A node frozen while it held a lease row locked (mid-renewal, mid-batch) must not keep the
     next holder out: the server ends its session once it sat idle in the transaction for
     ``min(op_timeout, 5 s)``.  Without that, the takeover below would wait until its own
     statement timeout and fail."""
-    stalled = PgDocStore(pg_url, "_replicator", create=True, op_timeout=1.0)
-    other = PgDocStore(pg_url, "_replicator", op_timeout=20.0)
+    stalled = PgDocStore(postgres_url, "_replicator", create=True, op_timeout=1.0)
+    other = PgDocStore(postgres_url, "_replicator", op_timeout=20.0)
     locked, thaw = threading.Event(), threading.Event()
     outcome: list[str] = []
 

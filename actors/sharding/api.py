@@ -46,12 +46,15 @@ def start(
     buffer: int | None = None,
     rebalance_every: float | None = None,
     max_moves: int | None = None,
+    remember: bool = False,
 ) -> ActorRef:
     """Start ``type_name``'s region on ``node`` (an `actors.Node`): it hosts entities of
     ``cls`` for the shards the cluster gives it, or none with ``proxy=True`` (it
     routes only).  Every node of the type must use the same ``shards``.  ``store``
     (or ``[sharding] store``) is a PostgreSQL URL: then a shard is served only
-    under its lease there.  Returns the type's supervisor."""
+    under its lease there.  ``remember=True``: the entities active in a shard are
+    started again, without a message, wherever the shard goes next (docs/sharding.md,
+    *Remembered entities*).  Returns the type's supervisor."""
     if not isinstance(type_name, str) or not type_name or "." in type_name:
         raise ValueError(f"a sharded type's name is a non-empty string without dots, got {type_name!r}")
     settings = Settings.from_config(
@@ -64,6 +67,7 @@ def start(
         buffer=buffer,
         rebalance_every=rebalance_every,
         max_moves=max_moves,
+        remember=remember,
     )
     children = [
         ChildSpec("coordinator", (Coordinator, (type_name, settings))),

@@ -22,6 +22,14 @@ What the region holds:
   message for their key, passivated when idle or least recently used past
   ``max_active`` (`activity.Activity`); messages for an entity that is
   stopping wait for its exit and start it again.
+- with ``remember``, the keys active in each hosted shard (``remembered``):
+  added on activation, removed on passivation (idle, LRU, asked), kept
+  through hand-off, loss and shutdown.  Without a store the coordinator
+  keeps a copy (each change is sent to it) and sends the set to the
+  shard's next home; with a store the set is a table written under the
+  shard's fencing token, in order on one thread, and read by the next
+  holder once its lease is granted.  Either way the new home starts those
+  entities at once, without a message.
 - its peers: the regions of the other nodes (found as `actors.pg` finds its
   peers: on ``nodeup``, by name), from which it derives the leader, whose
   coordinator it registers with.
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -39,7 +48,7 @@ from typing import Any
 from actors import ActorRef, CallTimeout, Exit, GenServer, Stop, is_normal_exit, noreply
 from actors.api import node_id
 from actors.gen_server import PREVIOUS_HOLDER_WAIT
-from actors.leases import LeaseSet, PgStore
+from actors.leases import Fenced, LeaseSet, PgStore
 from actors.stats import current as current_stats
 
 from . import guard as guards
@@ -96,6 +105,14 @@ class Region(GenServer):
         self.stopping: set[Any] = set()
         self.key_buffers = Buffers(type_name, settings.buffer)
         self.activity = Activity(settings.idle, settings.max_active)
+        self.started_shards = 0  # shards this region began to host: what a move costs it
+        # Remembered entities.
+        self.remember = settings.remember and not proxy
+        self.remembered: dict[int, set[Any]] = {}  # hosted shard -> keys to start again after a move
+        self.recalled: dict[int, list[Any]] = {}  # keys to start once their shard is active here
+        self.unwritten: dict[int, dict[Any, bool]] = {}  # with a store: changes not yet written
+        self.writing = False
+        self.store_jobs: queue.SimpleQueue[Any] | None = None
         # Leases.
         self.guard = guards.Guard(type_name, node=self.me)
         if settings.store is not None and not proxy:
@@ -113,9 +130,11 @@ class Region(GenServer):
         self.leader: str | None = None
         self.coordinator: ActorRef | None = None
         self.monitor_nodes()
+        # Tell this node's coordinator whether it leads before any peer hears of this region:
+        # a peer that answers by registering with it must find it active, not drop the register.
+        self._elect()
         for node in self.nodes():
             self._discover(node)
-        self._elect()
         if settings.idle is not None:
             self.send_after(min(SWEEP_EVERY, settings.idle / 2), (TAG, "sweep"))
 
@@ -171,7 +190,8 @@ class Region(GenServer):
         if self.coordinator is None:
             return
         held = [s for s, state in self.hosted.items() if state != "handing_off"]
-        self.coordinator.send((TAG, "register", self.ref, self.me, self.proxy, held))
+        remembered = {s: sorted(self.remembered.get(s, ()), key=key_text) for s in held} if self.remember else {}
+        self.coordinator.send((TAG, "register", self.ref, self.me, self.proxy, held, remembered))
         self.asked.clear()
         for shard in self.buffers.keys():
             self._ask(shard)
@@ -266,6 +286,8 @@ class Region(GenServer):
         self.keys_of[ref] = key
         self.shard_keys.setdefault(shard, set()).add(key)
         metrics.count(self.stats, "activations", self.type_name)
+        if self.remember:
+            self._remembered(shard, key, True)
         return ref
 
     def _passivate(self, key: Any) -> None:
@@ -293,6 +315,8 @@ class Region(GenServer):
             keys.discard(key)
         if reason == PASSIVATED:
             metrics.count(self.stats, "passivations", self.type_name)
+            if self.remember and self.hosted.get(shard) == "active":  # passivated, not moved: forgotten
+                self._remembered(shard, key, False)
         elif not is_normal_exit(reason) and reason != LEASE_EXPIRED:
             log.error("sharding %s: entity %r stopped: %r", self.type_name, key, reason)
         for item in self.key_buffers.take(key):
@@ -301,6 +325,7 @@ class Region(GenServer):
             self._shard_stopped(shard)
 
     def _start_shard(self, shard: int) -> None:
+        self.started_shards += 1
         leases = self.guard.leases
         if leases is None:
             self.hosted[shard] = "active"
@@ -319,8 +344,14 @@ class Region(GenServer):
             self.send_after(self.settings.times.renew_every, (TAG, "acquire", shard))
             return
         self.hosted[shard] = "active"
+        recalled = self.recalled.pop(shard, None)
+        if recalled:
+            self._recall(shard, recalled)
         self._arm_deadline()
         self._flush(shard)
+        if self.remember and self.guard.state is not None:
+            state, type_name = self.guard.state, self.type_name
+            self._in_background(lambda: state.remembered(type_name, shard), (TAG, "recall", shard))
 
     def _lose(self, shard: int, why: str) -> None:
         """Stop serving ``shard`` now (its lease is gone or past its deadline): its
@@ -328,6 +359,9 @@ class Region(GenServer):
         coordinator places it again."""
         log.error("sharding %s: shard %s stopped on %s: %s", self.type_name, shard, self.me, why)
         self.hosted.pop(shard, None)
+        self.remembered.pop(shard, None)  # the next holder reads the set (a stale write would be fenced)
+        self.unwritten.pop(shard, None)
+        self.recalled.pop(shard, None)
         if self.guard.leases is not None:
             self.guard.leases.forget(guards.lease_name(self.type_name, shard))
         for key in list(self.shard_keys.get(shard, ())):
@@ -357,6 +391,8 @@ class Region(GenServer):
         give its lease back, then tell the coordinator it may start elsewhere."""
         del self.hosted[shard]
         self.shard_keys.pop(shard, None)
+        self.remembered.pop(shard, None)  # the coordinator's copy or the store's goes with the shard
+        self.recalled.pop(shard, None)
         coordinator = self.coordinator
         leases = self.guard.leases
         if leases is None:
@@ -365,13 +401,112 @@ class Region(GenServer):
             return
         name = guards.lease_name(self.type_name, shard)
         me = self.ref
+        write = self._remember_job(shard)
 
         def release() -> None:
+            if write is not None:
+                write()
             leases.release(name, "handed off")
             if coordinator is not None:
                 coordinator.send((TAG, "handed_off", shard, me))
 
-        self._in_background(release, None)
+        # After the shard's remembered set is written, under the lease still held.
+        (self._in_order if self.remember else self._in_background)(release, None)
+
+    # -- remembered entities -------------------------------------------------------------------
+
+    def _remembered(self, shard: int, key: Any, add: bool) -> None:
+        """``key`` joins (or leaves) ``shard``'s remembered set; the change goes to the
+        coordinator (no store) or to the store's write queue."""
+        keys = self.remembered.setdefault(shard, set())
+        if (key in keys) == add:
+            return
+        if add:
+            keys.add(key)
+        else:
+            keys.discard(key)
+        if self.guard.state is None:
+            if self.coordinator is not None:
+                self.coordinator.send((TAG, "remember", shard, key, add, self.ref))
+            return
+        self.unwritten.setdefault(shard, {})[key] = add
+        self._write_remembered()
+
+    def _remember_job(self, shard: int) -> Callable[[], None] | None:
+        """A write of ``shard``'s unwritten changes under its fence now, to run in order."""
+        changes = self.unwritten.pop(shard, None)
+        leases, state = self.guard.leases, self.guard.state
+        if not changes or leases is None or state is None:
+            return None
+        fence = leases.fence(guards.lease_name(self.type_name, shard))
+        if fence is None:
+            return None
+        type_name = self.type_name
+
+        def write() -> None:
+            try:
+                state.remember(type_name, shard, changes, fence)
+            except Fenced as exc:  # the shard moved on: its new holder's set stands
+                log.warning("sharding %s: remembered entities of shard %s not written: %s", type_name, shard, exc)
+
+        return write
+
+    def _write_remembered(self) -> None:
+        """One batch of changes at a time, so the set in the store is written in order."""
+        if self.writing or not self.unwritten:
+            return
+        jobs = [job for job in (self._remember_job(shard) for shard in list(self.unwritten)) if job is not None]
+        if not jobs:
+            return
+        self.writing = True
+
+        def write_all() -> bool:
+            for job in jobs:
+                job()
+            return True
+
+        self._in_order(write_all, (TAG, "remember_written"))
+
+    def _recall(self, shard: int, keys: list[Any]) -> None:
+        """Start ``shard``'s remembered entities (those not active already)."""
+        if not self.remember:
+            return
+        if self.hosted.get(shard) != "active":
+            if shard in self.hosted or self.homes.get(shard) == self.ref:
+                self.recalled.setdefault(shard, []).extend(keys)  # once its lease is granted
+            return
+        self.remembered.setdefault(shard, set()).update(keys)  # known to the store or the coordinator
+        now = time.monotonic()
+        for key in keys:
+            if key in self.entities or key in self.stopping or shard_of(key, self.settings.shards) != shard:
+                continue
+            if self._activate(key, shard) is not None:
+                self.activity.touch(key, now)
+
+    def _in_order(self, work: Callable[[], Any], answer: tuple[Any, ...] | None) -> None:
+        """As `_in_background`, but one job after another on one thread: a shard's
+        remembered set is written before its lease is given back."""
+        if self.store_jobs is None:
+            self.store_jobs = queue.SimpleQueue()
+            jobs = self.store_jobs
+            me, type_name = self.ref, self.type_name
+
+            def serve() -> None:
+                for _ in range(1 << 62):  # until the region stops (None): one job per turn
+                    job = jobs.get()
+                    if job is None:
+                        return
+                    run, reply = job
+                    try:
+                        result = run()
+                    except Exception:  # noqa: BLE001 - reported; the answer says it failed
+                        log.exception("sharding %s: store operation failed", type_name)
+                        result = False
+                    if reply is not None:
+                        me.send((*reply, result))
+
+            threading.Thread(target=serve, name=f"sharding-{type_name}-writes", daemon=True).start()
+        self.store_jobs.put((work, answer))
 
     # -- leases -------------------------------------------------------------------------------
 
@@ -526,6 +661,11 @@ class Region(GenServer):
             self._renewed(message[2])
         elif kind == "deadline":
             self._check_deadlines()
+        elif kind == "recall":
+            self._recall(message[2], list(message[3] or ()))
+        elif kind == "remember_written":
+            self.writing = False
+            self._write_remembered()
 
     def status(self) -> dict[str, Any]:
         """What `actors.sharding.status` and the observer show of this node's region."""
@@ -536,6 +676,10 @@ class Region(GenServer):
             "leader": self.leader,
             "shards": sorted(s for s, state in self.hosted.items() if state == "active"),
             "active_entities": len(self.entities),
+            "remember": self.remember,
+            "remembered": sum(len(keys) for keys in self.remembered.values()),
+            "remember_unwritten": sum(len(c) for c in self.unwritten.values()) + int(self.writing),
+            "shards_started": self.started_shards,
             "active_keys": sorted(self.entities, key=key_text)[:1000],
             "buffered": len(self.buffers) + len(self.key_buffers),
             "peers": sorted(self.peers),
@@ -555,6 +699,12 @@ class Region(GenServer):
         for entity in list(self.entities.values()):
             self.exit(entity, "shutdown")
         guards.drop(self.guard)
+        if self.store_jobs is not None:  # the writes queued so far, then the last changes, under the leases
+            self.store_jobs.put(None)
+        for shard in list(self.unwritten):
+            job = self._remember_job(shard)
+            if job is not None:
+                job()
         if self.guard.leases is not None:
             for name in self.guard.leases.held():
                 self.guard.leases.release(name, "region stopped")

@@ -40,7 +40,9 @@ class Settings:
     used is passivated; ``buffer``: messages held per moving shard; ``store``: a
     PostgreSQL URL whose leases hold the shards (None: membership alone);
     ``lease_ttl``; ``rebalance_every``: seconds between rebalance rounds;
-    ``max_moves``: shards moved per round (default 10 % of them, at most 20)."""
+    ``max_moves``: shards moved per round (default 10 % of them, at most 20);
+    ``remember``: the entities active in a shard are started again wherever the
+    shard goes next (until passivated)."""
 
     shards: int = 100
     idle: float | None = DEFAULT_IDLE
@@ -50,6 +52,7 @@ class Settings:
     lease_ttl: float = 15.0
     rebalance_every: float = 2.0
     max_moves: int | None = None
+    remember: bool = False
 
     def __post_init__(self) -> None:
         _count("shards", self.shards)
@@ -59,6 +62,8 @@ class Settings:
         _seconds("lease_ttl", self.lease_ttl)
         _seconds("rebalance_every", self.rebalance_every)
         _count("max_moves", self.max_moves, allow_none=True)
+        if not isinstance(self.remember, bool):
+            raise ValueError(f"sharding remember must be True or False, got {self.remember!r}")
         if self.store is not None and not is_postgres(self.store):
             raise ValueError(f"sharding store must be a postgresql:// URL, got {redact(str(self.store))!r}")
 

@@ -1,7 +1,7 @@
 """A node in its own OS process running a sharded ``counter`` type, driven over stdin/stdout.
 
-Prints ``ADDR <address>``, then serves: ``connect ADDR``, ``start STORE|-``
-(starts the region; prints ``STARTED``), ``active`` (prints ``ACTIVE k1,k2``:
+Prints ``ADDR <address>``, then serves: ``connect ADDR``, ``start STORE|- [remember]``
+(starts the region, remembering entities if asked; prints ``STARTED``), ``active`` (prints ``ACTIVE k1,k2``:
 the keys of the entities active here).
 """
 
@@ -24,7 +24,10 @@ def main() -> int:
 
         def start(words: list[str]) -> None:
             store = None if words[0] == "-" else words[0]
-            sharding.start(node, "counter", Counter, shards=20, store=store, lease_ttl=3.0, rebalance_every=0.5)
+            remember = words[1:] == ["remember"]
+            sharding.start(
+                node, "counter", Counter, shards=20, store=store, lease_ttl=3.0, rebalance_every=0.5, remember=remember
+            )
             say("STARTED")
 
         def active(words: list[str]) -> None:

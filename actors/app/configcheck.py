@@ -98,6 +98,20 @@ def postgres_url(raw: str) -> str | None:
     return None if scheme in ("postgresql", "postgres") else "not a PostgreSQL URL (postgresql://user@host:port/db)"
 
 
+def sharded_types(raw: str) -> str | None:
+    from actors.sharding.configured import parse_types  # only for a config that has the section
+
+    try:
+        parse_types(raw)
+    except ValueError as exc:
+        return str(exc).partition(": ")[2]
+    return None
+
+
+def seconds_or_none(raw: str) -> str | None:
+    return None if raw.strip().lower() == "none" else number(0, strict=True)(raw)
+
+
 def auto_or_boolean(raw: str) -> str | None:
     return None if raw.strip().lower() == "auto" else boolean(raw)
 
@@ -229,6 +243,18 @@ SCHEMA: dict[str, Section] = {
             "store": postgres_url,
             "lease": auto_or_boolean,
             "lease_ttl": number(0, strict=True),
+        }
+    ),
+    "sharding": Section(
+        {
+            "types": sharded_types,
+            "shards": integer(1),
+            "idle": seconds_or_none,
+            "max_active": integer(1),
+            "buffer": integer(1),
+            "store": postgres_url,
+            "lease_ttl": number(0, strict=True),
+            "rebalance_every": number(0, strict=True),
         }
     ),
     "cluster": Section(

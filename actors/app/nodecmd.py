@@ -2,8 +2,9 @@
 
 This is how a node is deployed on a machine of a cluster (and how
 ``demo --nodes N`` starts its nodes): a `Node` listening on tcp with the
-cluster key, `actors.app.couch.start_app` under it, and the default `actors.pg` scope and
-`actors.global_names` server beside it.  Once
+cluster key, `actors.app.couch.start_app` under it, the default `actors.pg` scope and
+`actors.global_names` server beside it, and the sharded types the ini's
+``[sharding] types`` names (`actors.sharding.configured`).  Once
 every service is up it prints one line::
 
     node n1 up at tcp://127.0.0.1:40123 pid 4242 rundir /tmp/otpy-k2j3 state /var/lib/otpy/n1
@@ -49,6 +50,7 @@ from actors.app.couch import load_config as app_config
 from actors.app.logformat import configure, stamp_node
 from actors.config import Config, ConfigError
 from actors.interrupt import stop_once, wait_for_signal
+from actors.sharding.configured import start_configured
 
 __all__ = ["READY_LINE", "Ready", "parse_ready", "run_node"]
 
@@ -138,6 +140,7 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
         app = start_app(node, None, state_dir)
         with lock:
             apps.append(app)
+        sharded = start_configured(node)  # [sharding] types: stopped with the incarnation's actors
         print(
             READY_LINE.format(
                 name=node.name, address=node.address, pid=os.getpid(), rundir=node.rundir, state=state_dir
@@ -149,7 +152,7 @@ def _serve(cfg: Config, args: Any, state_dir: str, listen: str | None) -> None:
             node.name,
             node.id,
             node.address,
-            ", ".join(app.names),
+            ", ".join([*app.names, *(f"sharding {t}" for t in sharded)]),
             time.monotonic() - began,
             state_dir,
             extra={"event": "node_up", "address": node.address, "rundir": node.rundir},

@@ -42,6 +42,7 @@ from typing import Any
 import zmq
 
 from actors._core.wire.codec import wrap_remote
+from actors._core.wire.fragments import FRAGMENT_SIZE, SEND_BUFFER, FragmentWindow, split
 from actors._core.wire.ref import remote_ports
 
 __all__ = ["DirectLinks", "SNDHWM"]
@@ -59,12 +60,13 @@ class _Path:
     frames go wrapped, one ZeroMQ frame each) or to its node's listener
     (``to_node`` True: the destination is named in a frame of its own)."""
 
-    __slots__ = ("sock", "lock", "to_node")
+    __slots__ = ("sock", "lock", "to_node", "window")
 
     def __init__(self, sock: zmq.Socket[bytes], to_node: bool) -> None:
         self.sock: zmq.Socket[bytes] | None = sock
         self.lock = threading.Lock()
         self.to_node = to_node
+        self.window = FragmentWindow()
 
 
 class DirectLinks:
@@ -117,6 +119,9 @@ class DirectLinks:
             path = self._open(node_id, proc, dest)
         if path is _RELAY:
             return False
+        if len(frame) > FRAGMENT_SIZE:
+            self._send_fragments(node_id, proc, path, frame)
+            return True
         with path.lock:
             sock = path.sock
             if sock is None:  # that node or process is gone: dropped, as a send to a dead process is
@@ -135,6 +140,41 @@ class DirectLinks:
             except zmq.ZMQError:  # closing
                 self.dropped += 1
         return True
+
+    def _send_fragments(self, node_id: str, proc: str, path: _Path, frame: bytes) -> None:
+        """``frame`` in fragments (`actors._core.wire.fragments`): a sender
+        that may wait waits for each to leave, while the node is known, so
+        that what others send on this connection goes between them; the I/O
+        thread hands them all over at once, as it must keep reading."""
+        may_wait = threading.current_thread() is not self._io_thread
+        window = path.window
+        for fragment in split(frame):
+            if may_wait:
+                while not window.wait(time.monotonic() + 0.5):
+                    if self._closed or node_id not in self._known or path.sock is None:
+                        self.dropped += 1
+                        return
+            if path.to_node:
+                parts = [_HOST_DATA, self._origin, proc.partition(":")[0].encode(), fragment]
+            else:
+                parts = [wrap_remote(self._origin, fragment)]
+            with path.lock:
+                sock = path.sock
+                if sock is None:
+                    return
+                try:
+                    window.sent(sock.send_multipart(parts, zmq.NOBLOCK, copy=False, track=True))
+                    continue
+                except zmq.Again:
+                    pass
+                except zmq.ZMQError:  # closing
+                    self.dropped += 1
+                    return
+                # Full (a thread that may not wait, or a queue of small frames):
+                # the rest of the stream would be garbage without this fragment.
+                if not self._send_when_room(node_id, sock, parts, self._wait if may_wait else 0.0):
+                    self.dropped += 1
+                    return
 
     def _send_when_room(self, node_id: str, sock: zmq.Socket[bytes], parts: list[bytes], wait: float) -> bool:
         deadline = time.monotonic() + wait
@@ -176,6 +216,8 @@ class DirectLinks:
         sock = self._ctx.socket(kind)
         sock.linger = 0
         sock.sndhwm = SNDHWM
+        sock.sndbuf = SEND_BUFFER
+        sock.copy_threshold = 0  # a fragment sent without copy is tracked whatever its size (`FragmentWindow`)
         if kind == zmq.DEALER:
             sock.rcvhwm = 16  # the node's listener never sends on it
         if public is not None and secret is not None:

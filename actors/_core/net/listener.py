@@ -35,11 +35,13 @@ from actors._core.net.protocol import (
 )
 from actors._core.net.session import Peer
 from actors._core.net.zap import Refusals
+from actors._core.wire.fragments import Reassembly
 
 __all__ = ["Listener"]
 
 _EVENTS = int(zmq.EVENTS)  # plain ints: enum arithmetic costs more than the syscall it guards
 _POLLIN = int(zmq.POLLIN)
+FRAGMENT = b"F"  # the first byte of a fragment (`actors._core.wire.fragments`)
 
 
 class Listener(Outgoing):
@@ -50,6 +52,7 @@ class Listener(Outgoing):
     _handshake_timeout: float
     _refusals: Refusals  # handshakes that failed (logged a line a minute)
     _dirty: bool  # something other than a data frame happened: the loop re-plans
+    _fragments: Reassembly  # big frames arriving in fragments, by node
 
     def _drain_router(self) -> None:
         router = self._router
@@ -76,12 +79,18 @@ class Listener(Outgoing):
             if kind == DATA and name is not None:
                 liveness.received(name, now_of())
                 stats["frames_in"] += 1
+                frames = [f.bytes for f in msg[2:]]
+                if frames and frames[-1][:1] == FRAGMENT:
+                    whole = self._reassemble(name, frames)
+                    if whole is None:
+                        continue
+                    frames = whole
                 peer = peers.get(name)
                 if peer is not None and not peer.up:
-                    peer.early.append([f.bytes for f in msg[2:]])
+                    peer.early.append(frames)
                     self._count("held_before_up")
                 else:
-                    self._call(on_frame, name, [f.bytes for f in msg[2:]])
+                    self._call(on_frame, name, frames)
                 continue
             if kind == HOST_DATA and len(msg) >= 3:
                 # A host's own connection: every frame names its node and
@@ -92,10 +101,16 @@ class Listener(Outgoing):
                 if peer is not None and not peer.bye and inc == f"{peer.incarnation:x}":
                     liveness.received(name, now_of())
                     stats["host_frames_in"] += 1
+                    frames = [f.bytes for f in msg[3:]]
+                    if frames[-1][:1] == FRAGMENT:
+                        whole = self._reassemble(name, frames)
+                        if whole is None:
+                            continue
+                        frames = whole
                     if peer.up:
-                        self._call(on_frame, name, [f.bytes for f in msg[3:]])
+                        self._call(on_frame, name, frames)
                     else:
-                        peer.early.append([f.bytes for f in msg[3:]])
+                        peer.early.append(frames)
                         self._count("held_before_up")
                 else:
                     self._count("host_frames_refused")
@@ -117,6 +132,20 @@ class Listener(Outgoing):
                 self._bye(name)
             else:
                 self._count("garbage")
+
+    def _reassemble(self, name: str, frames: list[bytes]) -> list[bytes] | None:
+        """A fragment of a big frame from ``name``: the frames with the whole
+        of it once its last fragment is in (`actors._core.wire.fragments`),
+        else None; a stream that breaks is dropped and counted."""
+        try:
+            whole = self._fragments.add(name, frames[-1])
+        except ValueError:
+            self._count("fragments_garbage")
+            return None
+        if whole is None:
+            return None
+        self._stats["fragmented_frames_in"] += 1
+        return [*frames[:-1], whole]
 
     def _hello(self, rid: bytes, msg: list[zmq.Frame]) -> None:
         body = decode(msg[2].bytes) if len(msg) == 3 else None

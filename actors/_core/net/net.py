@@ -76,6 +76,7 @@ import collections
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 
 from actors._core.base.clock import Clock, MonotonicClock
@@ -95,9 +96,10 @@ from actors._core.net.protocol import (
     is_loopback,
     parse_tcp,
 )
-from actors._core.net.session import Waiter
+from actors._core.net.session import Out, Peer, Waiter
 from actors._core.net.tick import DEFAULT_NET_TICKTIME, Liveness
 from actors._core.net.zap import Refusals
+from actors._core.wire.fragments import FRAGMENT_SIZE, Reassembly, split
 
 __all__ = ["ConnectError", "NetError", "NetLink", "is_loopback", "parse_tcp"]
 
@@ -160,6 +162,7 @@ class NetLink(IOLoop):
         self._on_greeting = on_greeting
         self._clock = clock if clock is not None else MonotonicClock()
         self._liveness = Liveness(net_ticktime)
+        self._fragments = Reassembly(on_drop=lambda peer, why: self._count("fragments_dropped"))
         self._refusals = Refusals(f"link {name}")
         self._handshake_timeout = handshake_timeout
         self.address = ""
@@ -233,16 +236,26 @@ class NetLink(IOLoop):
         self._count("connects_soon")
         self._command("connect", address, None, timeout, expect)
 
-    def send(self, peer: str, frames: list[bytes]) -> None:
+    def send(self, peer: str, frames: list[bytes], may_wait: bool = True) -> None:
         """Queue ``frames`` for ``peer``; `NetError` if it is not connected now.
 
         A send that races with the peer going down is dropped and counted
         (``dropped``); the caller learns of the loss from ``on_down``.
+
+        A last part bigger than `FRAGMENT_SIZE` goes in fragments, the same
+        leading parts before each (`actors._core.wire.fragments`); with
+        ``may_wait`` the caller waits, while the peer is up, for the link to
+        take each, so that small frames of others go between them.  A thread
+        that must not wait (one that reads an endpoint) hands them all over
+        at once: still a sign of life each as they arrive.
         """
         p = self._peers.get(peer)
         if p is None or p.out is None:
             raise NetError(f"node {peer!r} is not connected")
         out = p.out
+        if len(frames[-1]) > FRAGMENT_SIZE:
+            self._send_fragments(p, out, frames, may_wait)
+            return
         if threading.get_ident() == self._loop_ident:
             # From a callback on the I/O thread (a reply, an echo): no hop, and
             # still in order, since every earlier command was run before it.
@@ -259,6 +272,32 @@ class NetLink(IOLoop):
                 self._stats["frames_out"] += 1
         else:  # not welcomed yet: the I/O thread sends it behind the HELLO
             self._command("send", peer, frames, out)
+
+    def _send_fragments(self, p: Peer, out: Out, frames: list[bytes], may_wait: bool) -> None:
+        head = [DATA, *frames[:-1]]
+        on_loop = threading.get_ident() == self._loop_ident
+        wait = may_wait and not on_loop
+        window = out.window
+        for fragment in split(frames[-1]):
+            if wait:
+                while not window.wait(time.monotonic() + 0.5):
+                    if self._peers.get(p.name) is not p or out.sock.closed:
+                        self._count("dropped")
+                        return
+            if on_loop:
+                self._send_data(p.name, [*head[1:], fragment], out)
+                continue
+            with out.lock:
+                direct = out.up and out.queued == 0 and not out.sock.closed
+                if direct:
+                    window.sent(out.sock.send_multipart([*head, fragment], copy=False, track=True))
+                else:
+                    out.queued += 1
+            if direct:
+                with self._frames_out_lock:
+                    self._stats["fragments_out"] += 1
+            else:
+                self._command("send", p.name, [*head[1:], bytes(fragment)], out)
 
     def after_drain(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the link's I/O thread once every frame that has arrived

@@ -32,6 +32,7 @@ from actors._core.net.protocol import (
     decode,
 )
 from actors._core.net.session import Out, Peer, Sessions, Waiter
+from actors._core.wire.fragments import SEND_BUFFER
 
 __all__ = ["Outgoing"]
 
@@ -61,6 +62,8 @@ class Outgoing(Sessions):
         sock = self._ctx.socket(zmq.DEALER)
         sock.linger = 0
         sock.sndhwm = 0  # the link queues rather than drops; the caller sees loss only as on_down
+        sock.sndbuf = SEND_BUFFER
+        sock.copy_threshold = 0  # a fragment sent without copy is tracked whatever its size (`FragmentWindow`)
         sock.rcvhwm = 1000  # only read until welcomed
         if self.key is not None:
             sock.curve_serverkey = self.key.public

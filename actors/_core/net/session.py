@@ -32,6 +32,7 @@ from actors._core.net.protocol import (
     UpCallback,
 )
 from actors._core.net.tick import Liveness
+from actors._core.wire.fragments import FragmentWindow, Reassembly
 
 __all__ = ["Out", "Peer", "Sessions", "Waiter"]
 
@@ -74,6 +75,9 @@ class Out:
     # command queue for it; a direct send waits its turn behind them.
     lock: threading.Lock = field(default_factory=threading.Lock)
     queued: int = 0
+    # Fragments of big frames handed to ZeroMQ and not yet to the kernel
+    # (`actors._core.wire.fragments`): a small frame waits behind only these.
+    window: FragmentWindow = field(default_factory=FragmentWindow)
 
 
 @dataclass(eq=False)
@@ -120,6 +124,7 @@ class Sessions:
     _on_greeting: GreetedCallback | None
     _clock: Clock
     _liveness: Liveness
+    _fragments: Reassembly
     _stats: collections.Counter[str]
     _stats_cond: threading.Condition
     _peers: dict[str, Peer]  # by node name, up or handshaking
@@ -241,6 +246,7 @@ class Sessions:
         if peer is None:
             return
         self._liveness.remove(name)
+        self._fragments.forget(name)
         for rid in peer.rids:
             self._rid_peer.pop(rid, None)
         was_up = peer.up

@@ -58,7 +58,8 @@ class Router:
         if direct is not None and direct.send(node_id, proc, frame):
             return  # straight to that process, which listens itself
         try:
-            net.send(peer, [proc.encode(), frame])
+            # The I/O thread reads the endpoint hosts relay through: it must not wait for a slow link.
+            net.send(peer, [proc.encode(), frame], threading.current_thread() is not self._rt.transport.io_thread)
         except NetError:
             pass  # lost meanwhile: on_down reports it
 

@@ -25,6 +25,7 @@ from actors._core.runtime.unheard import UnheardFrames
 from actors._core.transport.transport import SEND_WAIT, Transport
 from actors._core.wire import ref as _ref
 from actors._core.wire.codec import wrap_relay
+from actors._core.wire.fragments import Reassembly
 from actors._core.wire.reasons import IncarnationEnded
 from actors._core.wire.ref import ActorRef
 
@@ -103,6 +104,10 @@ class RuntimeBase:
                 transport.ctx, node_id, self.proc, transport.io_thread, SEND_WAIT, via_node=not self.is_node
             )
         self._scheduler: Scheduler | None = None
+        #: Big frames from other nodes arriving in fragments, by origin
+        #: (`actors._core.wire.fragments`); whoever reads the endpoint adds to it.
+        self.fragments = Reassembly(on_drop=lambda origin, why: self.stats.increment("actors.net.fragments_dropped"))
+        self.fragments_lock = threading.Lock()
         #: Frames straight from a node this process was not told is up yet
         #: (`actors._core.runtime.unheard`): handled once it is, dropped if it is lost.
         self.unheard = UnheardFrames()

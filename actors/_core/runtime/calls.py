@@ -21,6 +21,7 @@ from actors._core.runtime.mailbox import Admit
 from actors._core.runtime.waiters import ChannelWaiter, FutureWaiter, Waiter, exit_of
 from actors._core.transport.transport import ReplyChannel, Transport
 from actors._core.wire.codec import FrameError, decode_frame, encode_frame, unwrap_remote
+from actors._core.wire.fragments import Reassembly
 from actors._core.wire.plain import REFUSED, Refused
 from actors._core.wire.reasons import CallTimeout, Exit
 from actors._core.wire.ref import ActorRef
@@ -221,6 +222,13 @@ class Calls(Dispatch):
                     if origin in self.dead_nodes:  # an incarnation declared down here: fenced
                         self.stats.increment("actors.net.fenced_frames")
                         continue
+                    if data[0] == 70:  # b"F": a fragment of a big answer
+                        if channel.fragments is None:
+                            channel.fragments = Reassembly()
+                        whole = channel.fragments.add(origin, data)
+                        if whole is None:
+                            continue
+                        data = whole
                     if self.peer_loads is not None:  # ``trust_peers = false``: an answer of plain data only
                         kind, _to, _frm, got, _src, body = decode_frame(data, self.peer_loads)
                         if type(body) is Refused:
@@ -230,7 +238,7 @@ class Calls(Dispatch):
                         kind, _to, _frm, got, _src, body = decode_frame(data)
                 else:
                     kind, _to, _frm, got, _src, body = decode_frame(data)
-            except FrameError:
+            except (FrameError, ValueError):
                 self._count_garbage()
                 continue
             if got != ref or (kind != K_REPLY and kind != K_REPLY_EXIT):

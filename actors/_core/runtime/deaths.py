@@ -76,6 +76,8 @@ class Deaths(Signals):
         self.dead_nodes[node_id] = reason
         if self.direct is not None:
             self.direct.forget(node_id)
+        with self.fragments_lock:
+            self.fragments.forget(node_id)
         fenced = len(self.unheard.take(node_id))
         if fenced:
             self.stats.increment("actors.net.fenced_frames", fenced)

@@ -172,11 +172,17 @@ class Dispatch(Sending):
                 if not self.unheard.hold(origin, data):
                     self.stats.increment("actors.net.unheard_dropped")
                 return
+            if frame[0] == 70:  # b"F": a fragment of a big frame (`actors._core.wire.fragments`)
+                with self.fragments_lock:
+                    whole = self.fragments.add(origin, frame)
+                if whole is None:
+                    return
+                frame = whole
             loads = self.peer_loads
             kind, to, frm, ref, src, body = decode_frame(frame) if loads is None else decode_frame(frame, loads)
             if type(src) is not str:
                 raise FrameError("no source process")
-        except FrameError:
+        except (FrameError, ValueError):
             self._count_garbage()
             return
         # Decoded once: the names are qualified here (as `requalify` does to

@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import zmq
 
+from actors._core.wire.fragments import Reassembly
+
 __all__ = ["ChannelPool", "ReplyChannel"]
 
 
@@ -26,7 +28,7 @@ class ReplyChannel:
     the transport's pool when the thread ends.
     """
 
-    __slots__ = ("name", "sock", "timeout_ms", "remote_name")
+    __slots__ = ("name", "sock", "timeout_ms", "remote_name", "fragments")
 
     def __init__(self, name: str, sock: zmq.Socket[bytes]) -> None:
         self.name = name
@@ -35,6 +37,9 @@ class ReplyChannel:
         #: Its name with the tcp port it listens on for answers from other
         #: nodes (`Transport.remote_reply_name`); None until it first does.
         self.remote_name: str | None = None
+        #: A big answer from another node arriving in fragments
+        #: (`actors._core.wire.fragments`); made on the first one.
+        self.fragments: Reassembly | None = None
 
 
 class _ChannelLease:

@@ -16,7 +16,7 @@ from typing import Any
 from actors._core.runtime.kinds import K_BATCH
 from actors._core.wire.codec import encode_frame
 
-__all__ = ["BIG_BATCH", "BIG_ITEM", "CAST_BATCH", "CAST_FLUSH_AFTER", "Outbox"]
+__all__ = ["BIG_BATCH", "BIG_ITEM", "CAST_BATCH", "CAST_FLUSH_AFTER", "Outbox", "is_big"]
 
 #: A thread's casts to one process go out as one frame after this many...
 CAST_BATCH = 64
@@ -31,6 +31,33 @@ BIG_BATCH = 512 * 1024
 #: frame of its own at once (after the batch before it), so a stream of big
 #: casts does not first pickle a batch of them only to find it too big.
 BIG_ITEM = BIG_BATCH // CAST_BATCH
+
+_BLOBS = (bytes, str, bytearray, memoryview)
+
+
+def is_big(body: Any) -> bool:
+    """Whether a cast's body is big enough to go out on its own at once:
+    ``bytes`` or ``str`` of `BIG_ITEM` or more, alone or among the first
+    few items of a tuple, list or dict (``(tag, payload)``, ``[i, data]``,
+    ``{"data": ...}``: how big payloads travel).  Sent by the actor's own
+    thread, such a cast never waits in a batch for the I/O thread to
+    flush it: a big frame to another node goes out in fragments that its
+    sender waits on, which the I/O thread must never do."""
+    t = type(body)
+    if t is bytes or t is str:
+        return len(body) >= BIG_ITEM
+    if t is tuple or t is list:
+        items = body if len(body) <= 8 else body[:8]
+    elif t is dict:
+        if len(body) > 8:
+            return False
+        items = body.values()
+    else:
+        return False
+    for item in items:
+        if type(item) in _BLOBS and len(item) >= BIG_ITEM:
+            return True
+    return False
 
 
 class _Batch:

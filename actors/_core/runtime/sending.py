@@ -14,7 +14,7 @@ from typing import Any
 from actors._core.runtime.base import RuntimeBase
 from actors._core.runtime.context import thread_state
 from actors._core.runtime.kinds import K_REPLY, K_REPLY_EXIT
-from actors._core.runtime.outbox import BIG_ITEM, CAST_BATCH, CAST_FLUSH_AFTER, Outbox
+from actors._core.runtime.outbox import CAST_BATCH, CAST_FLUSH_AFTER, Outbox, is_big
 from actors._core.wire.codec import encode_frame, is_scalar
 from actors._core.wire.ref import From
 
@@ -67,7 +67,7 @@ class Sending(RuntimeBase):
             return
         with outbox.lock:
             batch = outbox.batches.get(proc)
-            if (type(body) is bytes or type(body) is str) and len(body) >= BIG_ITEM:
+            if is_big(body):
                 if batch is not None:
                     outbox.flush_locked(proc, self.proc, self.send_frame)
                 self.send_frame(proc, encode_frame(kind, to, None, None, self.proc, body))
@@ -84,10 +84,21 @@ class Sending(RuntimeBase):
                 outbox.flush_locked(proc, self.proc, self.send_frame)
 
     def _flush_stale(self, outbox: Outbox) -> None:
-        """I/O thread: a batch waited too long for its callback to return."""
-        with outbox.lock:
+        """I/O thread: a batch waited too long for its callback to return.
+
+        The I/O thread never waits for the outbox: its owner may hold it
+        for as long as a slow link takes a big frame, and the I/O thread
+        must keep reading.  A busy outbox is being flushed by its owner,
+        or is looked at again a moment later."""
+        if not outbox.lock.acquire(blocking=False):
+            self.call_later(CAST_FLUSH_AFTER, lambda: self._flush_stale(outbox))
+            return
+        try:
             outbox.armed = False  # a cast from now on arms a timer of its own
-        self.flush_outbox(outbox)
+            if not outbox.closed:
+                outbox.flush_all_locked(self.proc, self.send_frame)
+        finally:
+            outbox.lock.release()
 
     def flush_outbox(self, outbox: Outbox) -> None:
         """Send what an actor's thread left batched, from any thread: the

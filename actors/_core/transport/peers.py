@@ -112,6 +112,14 @@ class Peers:
         if proc in self.dead_procs or ("~" in proc and owner_of(proc) in self.dead_procs):
             return
         peer = self._peers.get(proc) or self.connect_peer(proc)
+        sock = peer.sock
+        if type(sock) is _Relay:
+            # To another node: that path keeps each connection's order itself,
+            # and a big frame waits there for the link to take it (fragments):
+            # holding this lock meanwhile would make every other thread's small
+            # frame to the same process wait for the whole of it.
+            sock.send(frame)
+            return
         with peer.lock:
             sock = peer.sock
             if sock is None:

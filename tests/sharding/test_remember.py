@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,15 +19,6 @@ from actors import Node, sharding
 from tests.polling import poll_until
 from tests.sharding.entities import Counter
 from tests.sharding.test_sharding_nodes import KEYS, Peer, _call, _cluster
-
-
-@pytest.fixture
-def node_a(key: str) -> Iterator[Node]:
-    node = Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key, net_ticktime=4.0)
-    try:
-        yield node
-    finally:
-        node.close()
 
 
 def _active(peers: list[Peer]) -> set[str]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -92,15 +91,6 @@ def _start(name: str, key: str, node_a: Node) -> Peer:
         peer.close()
         raise
     return peer
-
-
-@pytest.fixture
-def node_a(key: str) -> Iterator[Node]:
-    node = Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key, net_ticktime=4.0)
-    try:
-        yield node
-    finally:
-        node.close()
 
 
 @pytest.mark.timeout(60)

@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -39,15 +38,6 @@ class Peer(LineProcess):
     def ask(self, line: str, answer: str, timeout: float = 30.0) -> str:
         self.command(line)
         return self.expect(answer, timeout)[len(answer) :].strip()
-
-
-@pytest.fixture
-def node_a(key: str) -> Iterator[Node]:
-    node = Node(name="a", listen="tcp://127.0.0.1:0", cluster_key=key, net_ticktime=4.0)
-    try:
-        yield node
-    finally:
-        node.close()
 
 
 def _cluster(node_a: Node, key: str, names: tuple[str, ...], store: str) -> list[Peer]:

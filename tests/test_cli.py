@@ -678,6 +678,24 @@ def test_status_lists_the_peers_of_a_distributed_node_only():
     assert "peers" not in status_text("1234-1-abcdef", 1, [], [], {})
 
 
+@pytest.mark.timeout(30)
+def test_status_shows_each_sharded_types_region_shards_and_active_entities(node, capsys):
+    from actors import sharding
+    from tests.sharding.entities import Counter
+
+    sharding.start(node, "cart", Counter, shards=4, remember=True)
+    for key in ("k1", "k2", "k3"):
+        assert sharding.ref("cart", key).call(1) == 1
+    assert main(["status", node.rundir]) == 0
+    text = capsys.readouterr().out
+    assert "sharding:" in text
+    line = re.search(r"  cart: .*", text).group(0)
+    assert re.search(r"\d shards here, 3 active entities, remembered 3, 0 buffered, leader \S+, no store", line), line
+    per_node = re.search(r"    shards per node: (\S+) (\d)", text)  # this node leads: the coordinator's table
+    assert per_node and int(per_node.group(2)) >= 1, text
+    assert "sharding" not in status_text("h1@abc", 1, [], [], {}, peers=[], now=0.0)
+
+
 def test_demo_hosts_where_namespaces_cannot_be_made_says_so_in_one_line(monkeypatch, capsys):
     import actors.app.demo_hosts
 

@@ -17,7 +17,6 @@ from typing import cast
 
 import orjson
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from actors._core.net.outgoing import Outgoing
 from actors._core.net.protocol import (
@@ -32,6 +31,7 @@ from actors._core.net.protocol import (
     TICK,
     WELCOME,
     decode,
+    recv_event,
 )
 from actors._core.net.session import Peer
 from actors._core.net.zap import Refusals
@@ -229,13 +229,12 @@ class Listener(Outgoing):
     def _listen_event(self) -> None:
         while True:
             try:
-                event = recv_monitor_message(self._router_mon, zmq.NOBLOCK)
+                kind, endpoint = recv_event(self._router_mon)
             except zmq.Again:
                 return
-            kind = event["event"]
             if kind & HANDSHAKE_FAILED:
                 self._count("handshake_failures")
-                self._refusals.failed(self._clock.now(), str(event.get("endpoint", b""), errors="replace"))
+                self._refusals.failed(self._clock.now(), str(endpoint, errors="replace"))
             elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._count("handshakes_in")
             elif kind == zmq.EVENT_ACCEPTED:

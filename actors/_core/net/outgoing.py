@@ -14,7 +14,6 @@ import threading
 
 import orjson
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from actors._core.net.protocol import (
     BYE,
@@ -30,6 +29,7 @@ from actors._core.net.protocol import (
     ConnectError,
     RejectedCallback,
     decode,
+    recv_event,
 )
 from actors._core.net.session import Out, Peer, Sessions, Waiter
 from actors._core.wire.fragments import SEND_BUFFER
@@ -184,10 +184,9 @@ class Outgoing(Sessions):
     def _out_event(self, out: Out) -> None:
         while out.mon in self._mons:
             try:
-                event = recv_monitor_message(out.mon, zmq.NOBLOCK)
+                kind, endpoint = recv_event(out.mon)
             except zmq.Again:
                 return
-            kind = event["event"]
             if kind & HANDSHAKE_FAILED:
                 self._count("handshake_failures_out")
                 if not out.up:

@@ -9,6 +9,7 @@ link itself is `actors._core.net.net.NetLink`.
 from __future__ import annotations
 
 import ipaddress
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ import orjson
 import zmq
 
 __all__ = [
+    "recv_event",
     "BYE",
     "BYE_LINGER_MS",
     "DATA",
@@ -119,3 +121,16 @@ def decode(raw: bytes) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
+
+
+_EVENT = struct.Struct("=HI")  # what libzmq's socket monitor sends first: event id, value
+
+
+def recv_event(mon: zmq.Socket[bytes]) -> tuple[int, bytes]:
+    """The next event on a socket monitor, without waiting: ``(event, endpoint)``;
+    raises `zmq.Again` when there is none.  Read here rather than with
+    ``zmq.utils.monitor``, which imports ``zmq.asyncio`` (and with it asyncio
+    and ssl) into every process that links to another node."""
+    head, *rest = mon.recv_multipart(zmq.NOBLOCK)
+    event, _value = _EVENT.unpack(head)
+    return event, rest[0] if rest else b""

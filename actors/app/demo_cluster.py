@@ -25,6 +25,10 @@ Then, for ``--duration`` seconds:
   store (``[replicator] store``): documents, sources, targets, leases and
   the audit of runs, from which the summary proves that no job ran on two
   nodes at once;
+* a counter entity per key (`actors.sharding`, the ``demo_counter`` type
+  on every node, a proxy region on the controller) is incremented from the
+  controller, each increment written before it is acknowledged
+  (`ShardedCounters`);
 * the actor killer kills actors and SIGKILLs host processes on every node;
 * the node killer SIGKILLs a whole node process every few seconds (one
   down at a time) and restarts it: a new incarnation that reconnects and
@@ -32,7 +36,8 @@ Then, for ``--duration`` seconds:
 
 The summary adds the nodes to the one-node checks: every job finished
 exactly once, every replication target holds every source document, every
-IOQ byte checked, every killed node back.  The nodes get SIGTERM at the end
+IOQ byte checked, every killed node back, how many entity calls were made
+and that every acknowledged increment is in its counter.  The nodes get SIGTERM at the end
 (or on Ctrl-C/SIGTERM of the demo), and stop with the controller even if it
 is SIGKILLed (``--stop-with-parent``).
 """
@@ -60,6 +65,7 @@ from actors.app.workload import (
     start_workload,
 )
 from actors.app.workload.cluster_replication import ClusterReplications
+from actors.app.workload.entities import ShardedCounters, counter_spec
 from actors.app.workload.ioq_reads import file_specs, make_files
 from actors.app.workload.jobs import JOB_TYPE, JobWorker
 from actors.app.workload.netchaos import NetChaos
@@ -234,13 +240,15 @@ def _run_cluster(
     paths = [p for p, _ in files]
     names = [f"n{i + 1}" for i in range(n_nodes)]
     workload_sup: ActorRef | None = None
+    counters = ShardedCounters(node, os.path.join(state_dir, "sharding", "counters.sqlite"), seed=seed)
+    sharded = [counter_spec(counters.path, pg_store)]
     nodes = NodeSet(
         node,
         names,
         key_path=os.path.join(state_dir, "cluster.key"),
         config_path=ini,
         state_dir=os.path.join(state_dir, "nodes"),
-        on_up=lambda n: _start_workers(node, n, names, paths, seed),
+        on_up=lambda n: _start_workers(node, n, names, paths, seed, sharded),
         metrics=metrics,
         hosts=hosts.places if hosts else None,
         net_ticktime=hosts.net_ticktime if hosts else None,
@@ -279,6 +287,7 @@ def _run_cluster(
             store=pg_store,
         )
         repl.setup()
+        counters.setup()
         local_tops = [app.top, workload_sup]
 
         def trees() -> list[ActorRef]:
@@ -314,10 +323,11 @@ def _run_cluster(
             "nodes": nodes,
             "node_killer": node_killer,
             "singleton": singleton,
+            "sharding": counters,
         }
-        loads: tuple[Any, ...] = (writer, reads, node_reads, jobs, repl, singleton, killer, node_killer)
+        loads: tuple[Any, ...] = (writer, reads, node_reads, jobs, repl, singleton, counters, killer, node_killer)
         chaos: list[Any] = [killer, node_killer]
-        checked: tuple[Any, ...] = (nodes, jobs, repl, writer, reads, node_reads, singleton)
+        checked: tuple[Any, ...] = (nodes, jobs, repl, writer, reads, node_reads, singleton, counters)
         if hosts is not None:
             net_chaos = NetChaos(
                 node,
@@ -342,7 +352,8 @@ def _run_cluster(
             f"workload (seed {seed}): {len(files)} files read through IOQ on {node.name} and on every node, "
             f"{len(writer.dbs)} "
             f"databases for smoosh on {node.name}, {repl.n_jobs} replications over {n_nodes} nodes, couch_jobs "
-            f"workers on every node ({WORKERS_PER_NODE} each), one singleton named cluster-wide; killing actors "
+            f"workers on every node ({WORKERS_PER_NODE} each), one singleton named cluster-wide, "
+            f"counter entities of {len(counters.keys)} keys sharded over the nodes; killing actors "
             f"{rate:g}/s and a whole node every {NODE_KILL_PERIOD:g} s for {duration:g} s"
             + (
                 f"; cutting a node's host off, or a pair of hosts apart, for {hosts.hold:g} s every "
@@ -371,13 +382,15 @@ def _run_cluster(
             app.stop()
 
 
-def _start_workers(ctl: Node, n: NodeProc, names: list[str], paths: list[str], seed: int) -> None:
-    """Put the demo's job workers, file actors and IOQ reader on node ``n`` (again, after a restart),
-    under a workload supervisor there."""
+def _start_workers(
+    ctl: Node, n: NodeProc, names: list[str], paths: list[str], seed: int, sharded: list[ChildSpec]
+) -> None:
+    """Put the demo's job workers, file actors, IOQ reader and sharded types on node ``n`` (again, after
+    a restart), under a workload supervisor there."""
     base = 10 * (names.index(n.name) + 1)
     specs = [
         ChildSpec(f"job_worker_{base + i}", (JobWorker, (JOB_TYPE, base + i)), host=f"jobs{i}")
         for i in range(WORKERS_PER_NODE)
     ]
-    specs += file_specs(paths) + [reader_spec(paths, seed + base)]
+    specs += file_specs(paths) + [reader_spec(paths, seed + base)] + sharded
     ctl.spawn(WorkloadSup, specs, name=WORKLOAD_SUP, node=n.name)

@@ -13,7 +13,7 @@ Modules, pure first: `placement` (key -> shard, shard -> region), `buffer`,
 
 from __future__ import annotations
 
-from .api import EntityError, EntityRef, ref, start, status
+from .api import EntityError, EntityRef, ref, spec, start, status
 from .buffer import BufferFull
 from .entity import EntityContext
 from .placement import shard_of
@@ -27,6 +27,7 @@ __all__ = [
     "Settings",
     "ref",
     "shard_of",
+    "spec",
     "start",
     "status",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors import ActorRef, Exit, whereis
-from supervision import ChildSpec, SupFlags, start_supervisor
+from supervision import ChildSpec, Supervisor, SupFlags, start_supervisor
 
 from .buffer import BufferFull
 from .coordinator import Coordinator
@@ -22,7 +22,7 @@ from .placement import key_text
 from .region import Region
 from .settings import DEFAULT_IDLE, Settings
 
-__all__ = ["EntityError", "EntityRef", "ref", "start", "status"]
+__all__ = ["EntityError", "EntityRef", "ref", "spec", "start", "status"]
 
 _UNSET: Any = object()
 
@@ -69,15 +69,41 @@ def start(
         max_moves=max_moves,
         remember=remember,
     )
+    sup = start_supervisor(node, *_tree(type_name, cls, settings, proxy), name=supervisor_name(type_name))
+    assert sup is not None
+    return sup
+
+
+def _tree(type_name: str, cls: Any, settings: Settings, proxy: bool) -> tuple[SupFlags, list[ChildSpec]]:
     children = [
         ChildSpec("coordinator", (Coordinator, (type_name, settings))),
         ChildSpec("region", (Region, (type_name, cls, settings, proxy)), shutdown=30.0),
     ]
-    sup = start_supervisor(
-        node, SupFlags("rest_for_one", intensity=10, period=10), children, name=supervisor_name(type_name)
+    return SupFlags("rest_for_one", intensity=10, period=10), children
+
+
+class TypeSup(Supervisor):
+    """A sharded type's supervisor started from a `spec`."""
+
+    def init(self, type_name: str, cls: Any, settings: Settings, proxy: bool) -> tuple[SupFlags, list[ChildSpec]]:
+        return _tree(type_name, cls, settings, proxy)
+
+
+def spec(type_name: str, cls: Any = None, *, proxy: bool = False, **options: Any) -> ChildSpec:
+    """``type_name``'s tree as a child of a supervisor of the program's, on whatever node
+    that supervisor (or the spec's ``node``) starts it: what `start` starts, with
+    ``options`` as `start`'s keywords.  The settings are made here, from ``options``
+    alone (no node's ``[sharding]`` section): say ``store=`` when there is one.  ``cls``
+    is the entity's class, or any callable that builds an entity from its context."""
+    if not isinstance(type_name, str) or not type_name or "." in type_name:
+        raise ValueError(f"a sharded type's name is a non-empty string without dots, got {type_name!r}")
+    settings = Settings.from_config(None, **options)
+    return ChildSpec(
+        supervisor_name(type_name),
+        (TypeSup, (type_name, cls, settings, proxy)),
+        type="supervisor",
+        name=supervisor_name(type_name),
     )
-    assert sup is not None
-    return sup
 
 
 def _region(type_name: str) -> ActorRef:

@@ -374,6 +374,9 @@ def test_demo_on_three_nodes_survives_a_node_kill_and_loses_nothing():
     assert readers and int(readers.group(1)) >= 3, node_reads  # one per node at least, found in the group
     singleton = re.search(r"singleton: .*", text).group(0)
     assert "0 found two live holders" in singleton and "name one live holder" in singleton, singleton
+    sharded = re.search(r"sharding: (\d+) entity calls to \d+ counter entities .*", text)
+    assert sharded and int(sharded.group(1)) > 0, text  # entities on the nodes, called from the controller
+    assert "every acknowledged increment counted, 0 lost" in sharded.group(0), sharded.group(0)
     result = [line for line in text.splitlines() if line.startswith("RESULT:")]
     assert len(result) == 1 and result[0].startswith("RESULT: nothing lost -- checked 3 nodes up ("), result
     state_dir = re.search(r"state directory (\S+)", text).group(1)

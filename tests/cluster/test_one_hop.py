@@ -109,6 +109,22 @@ def test_calls_between_hosts_of_two_nodes_pass_no_node_process(node_a: Node, pee
     assert _link_traffic(node_a) == before
 
 
+def test_the_programs_actors_are_one_hop_away_too(node_a: Node, peer_b: NodeProcess) -> None:
+    """The node process listens on tcp like a host: a host of another node
+    calls an actor of the program itself, and casts to it in order, with
+    nothing crossing the link."""
+    node_a.connect(peer_b.address)
+    mine = node_a.spawn(Worker, "a")  # in the program's own process
+    from_b = node_a.spawn(Forwarder, node="b", host="own")
+    assert mine.port  # the node process's endpoint listens itself
+    assert from_b.call(("call", mine, "ping"))[0] == "pong"  # connection made
+    before = _link_traffic(node_a)
+    for i in range(50):
+        assert from_b.call(("call", mine, ("echo", i))) == i
+    assert from_b.call(("casts", mine, 300)) == [("cast", i) for i in range(300)]
+    assert _link_traffic(node_a) == before
+
+
 def test_only_the_cluster_key_gets_a_frame_into_a_process(node_a: Node, peer_b: NodeProcess, key: str) -> None:
     node_a.connect(peer_b.address)
     there = node_a.spawn(Worker, "b", node="b", host="own")

@@ -173,8 +173,13 @@ class Distribution:
         for host in self._pool.up():
             self.router.tell_net_peers(host.proc, {peer: f"{peer}@{incarnation:x}"})
         direct, key = self._rt.direct, self.net.key if self.net is not None else None
-        if direct is not None and address is not None:  # this process's own frames to that node's processes
-            direct.learn(f"{peer}@{incarnation:x}", address, key.public if key else None, key.secret if key else None)
+        if direct is not None and address is not None:
+            # This process's own frames to that node's processes go straight,
+            # and what they sent straight here before (held) is handled now,
+            # on the I/O thread, before anything that comes after it.
+            node_id = f"{peer}@{incarnation:x}"
+            public, secret = (key.public.decode(), key.secret.decode()) if key else (None, None)
+            self._rt.call_soon(lambda: self._rt.learn_node(node_id, address, public, secret))
         log.info(
             "nodeup: node %s (incarnation %x) at %s",
             peer,

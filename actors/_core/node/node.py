@@ -194,13 +194,14 @@ class Node(OtherNodes):
                 self._pool.trust_peers = False
             if cluster.name is not None and cluster.listen is not None and cluster.direct:
                 # Before the first spare is forked: every host listens on tcp
-                # itself, and so do the reply channels of this process's
-                # threads, so frames from other nodes take one hop.
+                # itself, and so do this process's endpoint and the reply
+                # channels of its threads, so frames from other nodes take
+                # one hop to the program's actors as to a host's.
                 tcp = TcpSettings.from_listen(
                     cluster.listen, key.public if key else None, key.secret if key else None, cluster.direct_ports
                 )
                 self._pool.tcp = tcp
-                self._rt.transport.enable_tcp(tcp, endpoint=False)
+                self._rt.transport.enable_tcp(tcp, endpoint=True)
             self._install_handlers()
             self._previous_config = _config.set_current(self.config)
             previous = self._previous_config

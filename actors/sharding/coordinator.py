@@ -125,8 +125,8 @@ class Coordinator(GenServer):
         if home is not None and keys:
             home.send((TAG, "recall", shard, list(keys)))  # after "home": the shard is active there
 
-    def _place(self, shard: int) -> None:
-        self.alloc[shard] = allocate(self.alloc, self.regions)
+    def _place(self, shard: int, avoid: ActorRef | None = None) -> None:
+        self.alloc[shard] = allocate(self.alloc, self.regions, avoid)
         self._announce(shard)
 
     def _register(
@@ -229,9 +229,9 @@ class Coordinator(GenServer):
                 return
             self.alloc[shard] = target
             self._announce(shard)
-        elif self.alloc.get(shard) == region:  # it lost the shard (its lease): place it again
+        elif self.alloc.get(shard) == region:  # it lost the shard (its lease): place it elsewhere
             del self.alloc[shard]
-            self._place(shard)
+            self._place(shard, avoid=region)
 
     # -- messages --------------------------------------------------------------------------
 

@@ -66,11 +66,17 @@ def _order(region: R) -> str:
     return str(region)
 
 
-def allocate(allocation: Mapping[int, R], regions: Iterable[R]) -> R:
-    """The region a homeless shard goes to: the least loaded, ties by name."""
+def allocate(allocation: Mapping[int, R], regions: Iterable[R], avoid: R | None = None) -> R:
+    """The region a homeless shard goes to: the least loaded, ties by name.
+
+    ``avoid`` is a region that just lost the shard (its lease ran out: cut
+    off from the store, say): another takes it when there is one, or it
+    would be handed straight back to the region least able to serve it."""
     loads = _loads(allocation, regions)
     if not loads:
         raise ValueError("no region hosts shards: start a region that is not a proxy")
+    if avoid is not None and len(loads) > 1:
+        loads.pop(avoid, None)
     return min(loads, key=lambda r: (len(loads[r]), _order(r)))
 
 

@@ -35,6 +35,9 @@ def test_a_key_hashes_to_the_same_shard_everywhere_and_spreads() -> None:
 def test_a_homeless_shard_goes_to_the_least_loaded_region_ties_by_name() -> None:
     assert allocate({0: "a", 1: "a", 2: "b"}, ["a", "b", "c"]) == "c"
     assert allocate({0: "a", 1: "b"}, ["b", "a"]) == "a"
+    # A region that just lost the shard is passed over while another exists.
+    assert allocate({0: "b"}, ["a", "b"], avoid="a") == "b"
+    assert allocate({}, ["a"], avoid="a") == "a"
     with pytest.raises(ValueError, match="no region"):
         allocate({}, [])
 

@@ -31,10 +31,9 @@ import tempfile
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import Progress, environment, write_json
 
-from actors import Exit, GenServer, Node, sharding  # noqa: E402
-from bench._common import Progress, environment, write_json  # noqa: E402
+from actors import Exit, GenServer, Node, sharding
 
 SHARDS = 100
 DEADLINE = 300.0

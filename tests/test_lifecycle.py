@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -36,6 +40,19 @@ node.spawn(Echo)
 print(node.rundir, flush=True)
 {after}
 """
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary directory short enough to hold a node's runtime directory:
+    a unix socket's path has room for 107 bytes, and pytest's own temporary
+    paths (longer still under a parallel run's per-worker directory) leave
+    too little of it."""
+    path = tempfile.mkdtemp(prefix="lc-", dir="/tmp")
+    try:
+        yield Path(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _start(before: str = "", after: str = "", tmpdir: str | None = None) -> tuple[subprocess.Popen[str], str]:
@@ -188,7 +205,8 @@ def test_sweep_removes_only_directories_of_dead_owners(tmp_path) -> None:
         assert os.path.exists(kept)
 
 
-def test_new_node_sweeps_a_sigkilled_nodes_directory(tmp_path) -> None:
+def test_new_node_sweeps_a_sigkilled_nodes_directory(short_tmp: Path) -> None:
+    tmp_path = short_tmp
     # SIGKILL the node and its zygote together: nothing of theirs can clean up.
     # A private TMPDIR keeps other programs' new nodes from sweeping it first.
     proc, rundir = _start(after="sys.stdin.read()", tmpdir=str(tmp_path))
@@ -428,7 +446,7 @@ def test_a_rundir_too_long_for_its_sockets_is_refused_before_anything_starts(tmp
     assert not os.path.exists(rundir)
 
 
-def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(tmp_path) -> None:
+def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(short_tmp: Path) -> None:
     """The zygote is up when the node's own sockets are bound: a failure there must not
     leave it waiting on its command pipe (the program would hang at exit)."""
     done = _run_to_end(
@@ -449,12 +467,12 @@ def test_a_node_whose_start_fails_after_the_zygote_leaves_nothing_behind(tmp_pat
             print("refused:", exc, flush=True)
         print("end", flush=True)
     """,
-        tmp_path,
+        short_tmp,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["refused: no socket for you", "end"]
     assert "Traceback" not in done.stderr, done.stderr
-    assert [p for p in os.listdir(tmp_path) if p.startswith("otpy-")] == []
+    assert [p for p in os.listdir(short_tmp) if p.startswith("otpy-")] == []
 
 
 _RUN_FOREVER = """

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
 
 import pytest
 
@@ -218,11 +219,20 @@ def test_already_running_compaction_is_adopted(env):
     cfg, adapter, db = env
     h = Harness(cfg, adapter)
     delete_rows(adapter.db_path(db))
-    running = adapter.start_job(db)  # started by someone else
-    running.suspend()
-    h.unpause_all()
-    h.enqueue(db)
-    assert h.channels["ratio_dbs"].active == {db: running}
+    # A writer holds the database: the compaction started below waits for it
+    # (its busy timeout is a minute), so it is still running when smoosh
+    # looks, however slowly this process gets there.
+    blocker = sqlite3.connect(adapter.db_path(db), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        running = adapter.start_job(db)  # started by someone else
+        running.suspend()
+        h.unpause_all()
+        h.enqueue(db)
+        assert h.channels["ratio_dbs"].active == {db: running}
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
     running.resume()
     assert h.wait_jobs() == [(db, "normal")]
 

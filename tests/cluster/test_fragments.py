@@ -192,7 +192,7 @@ def test_small_frames_of_other_threads_pass_a_stream_of_big_ones(linked) -> None
 @pytest.mark.timeout(30)
 def test_a_peer_that_never_finishes_a_frame_costs_bounded_memory(linked) -> None:
     a, b, _ra, rb = linked
-    b._fragments.limit = 8 * FRAGMENT_SIZE  # what b holds of a peer's incomplete frames
+    b._sessions.fragments.limit = 8 * FRAGMENT_SIZE  # what b holds of a peer's incomplete frames
     # Raw fragments on a's connection, as a broken or hostile node would send:
     # beginnings of 256 KB frames whose rest never comes.
     out = a._peers["b"].out
@@ -202,6 +202,6 @@ def test_a_peer_that_never_finishes_a_frame_costs_bounded_memory(linked) -> None
             out.sock.send_multipart([b"D", b"to", first])
     a.send("b", [b"to", b"after"])
     assert rb.expect("frame")[2] == [b"to", b"after"]
-    assert b._fragments.held("a") <= 8 * FRAGMENT_SIZE
+    assert b._sessions.fragments.held("a") <= 8 * FRAGMENT_SIZE
     assert b.stats()["fragments_dropped"] >= 40 - 8
     assert b.peers() == {"a": a.incarnation}  # the link itself is fine

@@ -62,18 +62,21 @@ that come from a connection that never said HELLO, are dropped and counted.
 Threads: one I/O thread per link; `close` joins it and terminates the
 link's context, so nothing is left behind.
 
-The link is one class built in layers, a module each, bottom-up:
+The link is a few objects, a module each, bottom-up:
 `actors._core.net.protocol` (frame kinds, addresses, errors),
 `actors._core.net.zap` (the ZAP handler), `actors._core.net.session` (the
-handshake's state and its transitions), `actors._core.net.outgoing` (our
-DEALERs), `actors._core.net.listener` (our ROUTER), `actors._core.net.loop`
-(the I/O thread) and here `NetLink`, what the layer above calls.
+state the parts share, and the handshake's transitions over it),
+`actors._core.net.outgoing` (our DEALERs), `actors._core.net.listener` (our
+ROUTER), `actors._core.net.loop` (the I/O thread) and here `NetLink`, what
+the layer above calls.  `NetLink` builds one `Sessions` and hands it to an
+`Outgoing`, a `Listener` (which also holds the `Outgoing`, to connect back)
+and an `IOLoop` that drives both; each part is given only what it uses.
+`NetLink` keeps its own references to the peers and the counters, so a
+direct send goes through no part.
 """
 
 from __future__ import annotations
 
-import collections
-import os
 import secrets
 import threading
 import time
@@ -81,7 +84,9 @@ from collections.abc import Callable
 
 from actors._core.base.clock import Clock, MonotonicClock
 from actors._core.net.keys import ClusterKey
+from actors._core.net.listener import Listener
 from actors._core.net.loop import IOLoop
+from actors._core.net.outgoing import Outgoing
 from actors._core.net.protocol import (
     DATA,
     ConnectError,
@@ -96,15 +101,14 @@ from actors._core.net.protocol import (
     is_loopback,
     parse_tcp,
 )
-from actors._core.net.session import Out, Peer, Waiter
-from actors._core.net.tick import DEFAULT_NET_TICKTIME, Liveness
-from actors._core.net.zap import Refusals
-from actors._core.wire.fragments import FRAGMENT_SIZE, Reassembly, split
+from actors._core.net.session import Out, Peer, Sessions, Waiter
+from actors._core.net.tick import DEFAULT_NET_TICKTIME
+from actors._core.wire.fragments import FRAGMENT_SIZE, split
 
 __all__ = ["ConnectError", "NetError", "NetLink", "is_loopback", "parse_tcp"]
 
 
-class NetLink(IOLoop):
+class NetLink:
     """A node's tcp endpoint: listener, outgoing links, handshake, heartbeats.
 
     Callbacks run on the link's I/O thread and must be quick; an exception
@@ -153,36 +157,35 @@ class NetLink(IOLoop):
         self.listen = listen
         self.key = key
         self.incarnation = secrets.randbits(63) if incarnation is None else int(incarnation)
-        self._on_frame = on_frame
-        self._on_up = on_up
-        self._on_down = on_down
-        self._refuse = refuse
-        self._on_rejected = on_rejected
-        self._greeting = greeting
-        self._on_greeting = on_greeting
-        self._clock = clock if clock is not None else MonotonicClock()
-        self._liveness = Liveness(net_ticktime)
-        self._fragments = Reassembly(on_drop=lambda peer, why: self._count("fragments_dropped"))
-        self._refusals = Refusals(f"link {name}")
-        self._handshake_timeout = handshake_timeout
-        self.address = ""
-        self._stats = collections.Counter()
-        self._stats_cond = threading.Condition()
-        self._frames_out_lock = threading.Lock()
-        self._peers = {}
-        self._rid_peer = {}
-        self._outs = {}
-        self._mons = {}
-        self._commands = collections.deque()
-        self._cmd_lock = threading.Lock()
-        self._wake_pending = False
-        self._wake_fd = -1
+        sessions = Sessions(
+            name,
+            key,
+            self.incarnation,
+            on_frame=on_frame,
+            on_up=on_up,
+            on_down=on_down,
+            refuse=refuse,
+            greeting=greeting,
+            on_greeting=on_greeting,
+            clock=clock if clock is not None else MonotonicClock(),
+            net_ticktime=net_ticktime,
+        )
+        outgoing = Outgoing(sessions, on_rejected)
+        self._sessions = sessions
+        self._outgoing = outgoing
+        self._io = IOLoop(sessions, outgoing, Listener(sessions, outgoing, handshake_timeout), listen)
+        # What `send` reads on every call, held here so that it reads them
+        # in one step (the objects are the sessions', never replaced).
+        self._peers = sessions.peers
+        self._stats = sessions.stats
+        self._frames_out_lock = sessions.frames_out_lock
         self._thread: threading.Thread | None = None
-        self._started = threading.Event()
-        self._start_error = None
-        self._closed = False
-        self._loop_ident = None
-        self._dirty = True  # the I/O thread re-plans heartbeats and deadlines
+        self._loop_ident: int | None = None  # the I/O thread's
+
+    @property
+    def address(self) -> str:
+        """The address the listener is bound to ("" until `start`)."""
+        return self._io.address
 
     # -- public API (any thread) ---------------------------------------------
 
@@ -190,19 +193,22 @@ class NetLink(IOLoop):
         """Bind the listener and start the I/O thread; returns the bound address."""
         if self._thread is not None:
             raise NetError("link already started")
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        io = self._io
+        io.open()
         self._thread = threading.Thread(target=self._run, name=f"otpy-net-{self.name}", daemon=True)
         self._thread.start()
-        if not self._started.wait(timeout):
+        if not io.started.wait(timeout):
             raise NetError(f"link {self.name} did not start within {timeout} s")
-        if self._start_error is not None:
+        if io.start_error is not None:
             self._thread.join(timeout)
             self._thread = None
-            with self._cmd_lock:
-                os.close(self._wake_fd)
-                self._wake_fd = -1
-            raise self._start_error
+            io.shut()
+            raise io.start_error
         return self.address
+
+    def _run(self) -> None:
+        self._loop_ident = threading.get_ident()
+        self._io.run()
 
     def __enter__(self) -> "NetLink":
         if self._thread is None:
@@ -218,7 +224,7 @@ class NetLink(IOLoop):
         if self.key is None and not is_loopback(host):
             raise NetError(f"refusing to connect to {address} without a cluster key")
         waiter = Waiter()
-        self._command("connect", address, waiter, timeout)
+        self._io.command("connect", address, waiter, timeout)
         if not waiter.event.wait(timeout + 5.0):
             raise ConnectError(f"connect to {address}: no answer from the link's I/O thread")
         if waiter.error is not None:
@@ -233,8 +239,8 @@ class NetLink(IOLoop):
         host, _ = parse_tcp(address)
         if self.key is None and not is_loopback(host):
             raise NetError(f"refusing to connect to {address} without a cluster key")
-        self._count("connects_soon")
-        self._command("connect", address, None, timeout, expect)
+        self._sessions.count("connects_soon")
+        self._io.command("connect", address, None, timeout, expect)
 
     def send(self, peer: str, frames: list[bytes], may_wait: bool = True) -> None:
         """Queue ``frames`` for ``peer``; `NetError` if it is not connected now.
@@ -259,7 +265,7 @@ class NetLink(IOLoop):
         if threading.get_ident() == self._loop_ident:
             # From a callback on the I/O thread (a reply, an echo): no hop, and
             # still in order, since every earlier command was run before it.
-            self._send_data(peer, frames, out)
+            self._outgoing.send_data(peer, frames, out)
             return
         with out.lock:
             direct = out.up and out.queued == 0 and not out.sock.closed
@@ -271,7 +277,7 @@ class NetLink(IOLoop):
             with self._frames_out_lock:
                 self._stats["frames_out"] += 1
         else:  # not welcomed yet: the I/O thread sends it behind the HELLO
-            self._command("send", peer, frames, out)
+            self._io.command("send", peer, frames, out)
 
     def _send_fragments(self, p: Peer, out: Out, frames: list[bytes], may_wait: bool) -> None:
         head = [DATA, *frames[:-1]]
@@ -282,10 +288,10 @@ class NetLink(IOLoop):
             if wait:
                 while not window.wait(time.monotonic() + 0.5):
                     if self._peers.get(p.name) is not p or out.sock.closed:
-                        self._count("dropped")
+                        self._sessions.count("dropped")
                         return
             if on_loop:
-                self._send_data(p.name, [*head[1:], fragment], out)
+                self._outgoing.send_data(p.name, [*head[1:], fragment], out)
                 continue
             with out.lock:
                 direct = out.up and out.queued == 0 and not out.sock.closed
@@ -297,14 +303,14 @@ class NetLink(IOLoop):
                 with self._frames_out_lock:
                     self._stats["fragments_out"] += 1
             else:
-                self._command("send", p.name, [*head[1:], bytes(fragment)], out)
+                self._io.command("send", p.name, [*head[1:], bytes(fragment)], out)
 
     def after_drain(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the link's I/O thread once every frame that has arrived
         by now, on any connection, has been handed to ``on_frame``: what a
         peer's host sent on its own connection before the peer reported that
         host dead is delivered before the report is acted on."""
-        self._command("after_drain", fn)
+        self._io.command("after_drain", fn)
 
     def address_of(self, peer: str) -> str | None:
         """The address this node's connection to ``peer`` goes to (its listener)."""
@@ -313,7 +319,7 @@ class NetLink(IOLoop):
 
     def disconnect(self, peer: str) -> None:
         """Drop the connection to ``peer`` (it sees ``peer_closed``)."""
-        self._command("disconnect", peer)
+        self._io.command("disconnect", peer)
 
     def peers(self) -> dict[str, int]:
         """Connected nodes and their incarnations."""
@@ -335,21 +341,21 @@ class NetLink(IOLoop):
         Frame and tick counters do not wake waiters; handshake, ZAP, garbage
         and peer up/down counters do.  Returns False after ``timeout``.
         """
-        with self._stats_cond:
-            return self._stats_cond.wait_for(lambda: predicate(dict(self._stats)), timeout)
+        cond = self._sessions.stats_cond
+        with cond:
+            return cond.wait_for(lambda: predicate(dict(self._stats)), timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         """Say goodbye to every peer, close every socket, join the I/O thread."""
-        if self._closed:
+        io = self._io
+        if io.closed:
             return
-        self._closed = True
+        io.closed = True
         thread = self._thread
         if thread is None:
             return
-        self._command("close")
+        io.command("close")
         thread.join(timeout)
         if thread.is_alive():
             raise NetError(f"link {self.name}: I/O thread did not stop within {timeout} s")
-        with self._cmd_lock:
-            os.close(self._wake_fd)
-            self._wake_fd = -1
+        io.shut()

@@ -6,11 +6,15 @@ pending until the peer's WELCOME (or its REJECT, a failed CurveZMQ
 handshake, a timeout); once welcomed it leaves the poll loop and any thread
 sends on it (`actors._core.net.net.NetLink.send`).  A dropped tcp connection
 is noticed at once through the DEALER's socket monitor.
+
+`Outgoing` holds the link's `actors._core.net.session.Sessions` and moves its
+connections through these states there; the listener
+(`actors._core.net.listener`) holds it to connect back to a peer that said
+HELLO, and the poll loop (`actors._core.net.loop`) hands it what its DEALERs
+and their monitors receive.
 """
 
 from __future__ import annotations
-
-import threading
 
 import orjson
 import zmq
@@ -37,21 +41,34 @@ from actors._core.wire.fragments import SEND_BUFFER
 __all__ = ["Outgoing"]
 
 
-class Outgoing(Sessions):
-    """Connecting to peers, and what their listeners answer (see the module's docstring)."""
+class Outgoing:
+    """Connecting to peers, and what their listeners answer (see the module's docstring).
 
-    _ctx: zmq.Context[zmq.Socket[bytes]]
-    _port: int  # the port this node listens on, told in its HELLO
-    _on_rejected: RejectedCallback | None
-    _frames_out_lock: threading.Lock
+    It holds the link's `Sessions`, whose peers and connections it moves
+    through the handshake; the I/O thread gives it the ZeroMQ context and
+    the port it listens on once it has bound (`attach`).
+    """
 
-    def _start_connect(
+    ctx: zmq.Context[zmq.Socket[bytes]]
+    port: int  # the port this node listens on, told in its HELLO
+
+    def __init__(self, sessions: Sessions, on_rejected: RejectedCallback | None) -> None:
+        self.sessions = sessions
+        self.on_rejected = on_rejected
+
+    def attach(self, ctx: zmq.Context[zmq.Socket[bytes]], port: int) -> None:
+        """Connect from now on with ``ctx``, saying this node listens on ``port``."""
+        self.ctx = ctx
+        self.port = port
+
+    def start_connect(
         self, address: str, waiter: Waiter | None, timeout: float, expect: str | None = None
     ) -> Out | None:
-        for out in self._outs.values():
+        s = self.sessions
+        for out in s.outs.values():
             if out.address == address:  # already connected or connecting there
                 if waiter is not None:
-                    peer = self._peers.get(out.name) if out.name is not None else None
+                    peer = s.peers.get(out.name) if out.name is not None else None
                     if peer is not None and peer.up:
                         waiter.ok(peer.name)
                     elif peer is not None:
@@ -59,40 +76,40 @@ class Outgoing(Sessions):
                     else:
                         out.waiters.append(waiter)
                 return out
-        sock = self._ctx.socket(zmq.DEALER)
+        sock = self.ctx.socket(zmq.DEALER)
         sock.linger = 0
         sock.sndhwm = 0  # the link queues rather than drops; the caller sees loss only as on_down
         sock.sndbuf = SEND_BUFFER
         sock.copy_threshold = 0  # a fragment sent without copy is tracked whatever its size (`FragmentWindow`)
         sock.rcvhwm = 1000  # only read until welcomed
-        if self.key is not None:
-            sock.curve_serverkey = self.key.public
-            sock.curve_publickey = self.key.public
-            sock.curve_secretkey = self.key.secret
+        if s.key is not None:
+            sock.curve_serverkey = s.key.public
+            sock.curve_publickey = s.key.public
+            sock.curve_secretkey = s.key.secret
         mon = sock.get_monitor_socket(OUT_EVENTS)
-        out = Out(address, sock, mon, self._clock.now() + timeout, expect=expect)
+        out = Out(address, sock, mon, s.clock.now() + timeout, expect=expect)
         if waiter is not None:
             out.waiters.append(waiter)
         try:
             sock.connect(address)
         except zmq.ZMQError as exc:
-            self._close_out(out)
+            s.close_out(out)
             if waiter is not None:
                 waiter.fail(ConnectError(f"connect to {address}: {exc}"))
             return None
-        self._outs[sock] = out
-        self._mons[mon] = out
-        self._poller.register(sock, zmq.POLLIN)
-        self._poller.register(mon, zmq.POLLIN)
+        s.outs[sock] = out
+        s.mons[mon] = out
+        s.poller.register(sock, zmq.POLLIN)
+        s.poller.register(mon, zmq.POLLIN)
         sock.send_multipart(
             [
                 HELLO,
                 orjson.dumps(
                     {
                         "v": PROTOCOL_VERSION,
-                        "name": self.name,
-                        "inc": self.incarnation,
-                        "port": self._port,
+                        "name": s.name,
+                        "inc": s.incarnation,
+                        "port": self.port,
                         "greets": True,
                     }
                 ),
@@ -100,8 +117,9 @@ class Outgoing(Sessions):
         )
         return out
 
-    def _send_data(self, peer: str, frames: list[bytes], out: Out, queued: bool = False) -> None:
-        p = self._peers.get(peer)
+    def send_data(self, peer: str, frames: list[bytes], out: Out, queued: bool = False) -> None:
+        s = self.sessions
+        p = s.peers.get(peer)
         with out.lock:
             if queued:
                 out.queued -= 1
@@ -109,14 +127,15 @@ class Outgoing(Sessions):
             if sent:
                 out.sock.send_multipart([DATA, *frames])
         if sent:
-            with self._frames_out_lock:
-                self._stats["frames_out"] += 1
+            with s.frames_out_lock:
+                s.stats["frames_out"] += 1
         else:
-            self._count("dropped")
+            s.count("dropped")
 
-    def _drain_out(self, out: Out) -> None:
+    def drain_out(self, out: Out) -> None:
+        s = self.sessions
         for _ in range(RECV_BATCH):
-            if out.sock not in self._outs:
+            if out.sock not in s.outs:
                 return
             try:
                 msg = out.sock.recv_multipart(zmq.NOBLOCK)
@@ -131,28 +150,29 @@ class Outgoing(Sessions):
                 and isinstance(body.get("inc"), int)
                 and not out.up
             ):
-                self._welcomed(out, body["name"], body["inc"], msg[2] if len(msg) == 3 else None)
+                self.welcomed(out, body["name"], body["inc"], msg[2] if len(msg) == 3 else None)
             elif kind == REJECT:
                 reason = body.get("reason") if isinstance(body, dict) else None
                 if isinstance(body, dict):
-                    self._call(self._on_rejected, out.name or out.expect, out.address, body)
+                    s.call(self.on_rejected, out.name or out.expect, out.address, body)
                 if out.up and out.name is not None:
-                    self._peer_down(out.name, "rejected")
+                    s.peer_down(out.name, "rejected")
                 else:
-                    self._fail_out(out, ConnectError(f"connect to {out.address}: rejected ({reason})"))
+                    s.fail_out(out, ConnectError(f"connect to {out.address}: rejected ({reason})"))
                 return
             else:
-                self._count("garbage")
+                s.count("garbage")
 
-    def _welcomed(self, out: Out, name: str, inc: int, greeting: bytes | None = None) -> None:
-        if name == self.name or (out.expect is not None and name != out.expect):
-            self._fail_out(out, ConnectError(f"connect to {out.address}: answered by {name!r}"))
+    def welcomed(self, out: Out, name: str, inc: int, greeting: bytes | None = None) -> None:
+        s = self.sessions
+        if name == s.name or (out.expect is not None and name != out.expect):
+            s.fail_out(out, ConnectError(f"connect to {out.address}: answered by {name!r}"))
             return
-        refusal = self._refusal(name, inc)
+        refusal = s.refusal(name, inc)
         if refusal is not None:
             # Say goodbye on the connection it just welcomed: a peer that still
             # counts us up (it was stopped, say) learns at once that it is not.
-            self._count("refused")
+            s.count("refused")
             try:
                 out.sock.send_multipart([BYE], zmq.NOBLOCK)
             except zmq.ZMQError:
@@ -160,37 +180,38 @@ class Outgoing(Sessions):
             for w in out.waiters:
                 w.fail(ConnectError(f"connect to {out.address}: {refusal['reason']}"))
             out.waiters.clear()
-            self._close_out(out, linger=BYE_LINGER_MS)
+            s.close_out(out, linger=BYE_LINGER_MS)
             return
-        peer = self._peers.get(name)
+        peer = s.peers.get(name)
         if peer is not None and peer.incarnation != inc:
-            self._peer_down(name, "new_incarnation")
+            s.peer_down(name, "new_incarnation")
             peer = None
         if peer is None:
-            peer = self._peers[name] = Peer(name, inc, out.deadline)
+            peer = s.peers[name] = Peer(name, inc, out.deadline)
         if greeting is not None and not peer.up:
             peer.greeting = greeting
         peer.waiters.extend(out.waiters)
         out.waiters.clear()
         if peer.out is not None and peer.out is not out:
-            self._close_out(out)  # a second DEALER to a node we already have one to: keep the first
+            s.close_out(out)  # a second DEALER to a node we already have one to: keep the first
         else:
             with out.lock:  # from now on other threads send on it: stop polling it here
-                self._poller.unregister(out.sock)
+                s.poller.unregister(out.sock)
                 out.up, out.name = True, name
             peer.out = out
-        self._maybe_up(peer)
+        s.maybe_up(peer)
 
-    def _out_event(self, out: Out) -> None:
-        while out.mon in self._mons:
+    def out_event(self, out: Out) -> None:
+        s = self.sessions
+        while out.mon in s.mons:
             try:
                 kind, endpoint = recv_event(out.mon)
             except zmq.Again:
                 return
             if kind & HANDSHAKE_FAILED:
-                self._count("handshake_failures_out")
+                s.count("handshake_failures_out")
                 if not out.up:
-                    self._fail_out(
+                    s.fail_out(
                         out,
                         ConnectError(
                             f"connect to {out.address}: CurveZMQ handshake failed (does the peer hold the same "
@@ -199,5 +220,5 @@ class Outgoing(Sessions):
                     )
                     return
             elif kind == zmq.EVENT_DISCONNECTED and out.up and out.name is not None:
-                self._peer_down(out.name, "connection_closed")
+                s.peer_down(out.name, "connection_closed")
                 return

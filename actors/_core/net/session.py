@@ -1,12 +1,16 @@
-"""The handshake's state: the nodes a link has met, its connections to
-them, and the moves from one state to the next.
+"""The state a link's parts share, and the handshake's moves from one state
+to the next.
 
-A node goes *up* once both directions work (our DEALER to it is welcomed and
-it said HELLO on a connection of its own) and *down* exactly once after
-that; `Sessions` holds these transitions, which both sides of the handshake
+`Sessions` holds what the parts of a link (`actors._core.net.net`) all read
+and write: the nodes the link has met and its connections to them, the
+liveness and fragment bookkeeping, the counters, the callbacks of the layer
+above, the clock and the I/O thread's poller.  A node goes *up* once both
+directions work (our DEALER to it is welcomed and it said HELLO on a
+connection of its own) and *down* exactly once after that; `Sessions`
+holds these transitions, which both sides of the handshake
 (`actors._core.net.outgoing`, `actors._core.net.listener`) and the poll loop
-(`actors._core.net.loop`) make.  Everything here runs on the link's I/O
-thread, but for the counters.
+(`actors._core.net.loop`) make on the one `Sessions` they are given.
+Everything here runs on the link's I/O thread, but for the counters.
 """
 
 from __future__ import annotations
@@ -107,72 +111,93 @@ class Peer:
 
 
 class Sessions:
-    """A link's peers and connections, and the transitions between their states.
+    """A link's peers and connections, what the link's parts share, and the
+    transitions between the peers' states (see the module's docstring).
 
-    The state is set by `actors._core.net.net.NetLink` (and the sockets by the
-    loop); it is declared here, where the transitions that read it are.
+    Built once per link by `actors._core.net.net.NetLink`, which hands it to
+    each part; the poller is set by the I/O thread when it starts.
     """
 
-    name: str
-    key: ClusterKey | None
-    incarnation: int
-    _on_frame: FrameCallback
-    _on_up: UpCallback | None
-    _on_down: DownCallback | None
-    _refuse: RefuseCallback | None
-    _greeting: GreetingCallback | None
-    _on_greeting: GreetedCallback | None
-    _clock: Clock
-    _liveness: Liveness
-    _fragments: Reassembly
-    _stats: collections.Counter[str]
-    _stats_cond: threading.Condition
-    _peers: dict[str, Peer]  # by node name, up or handshaking
-    _rid_peer: dict[bytes, str]  # the listener's connections (routing ids) -> node name
-    _outs: dict[zmq.Socket[bytes], Out]  # our DEALERs
-    _mons: dict[zmq.Socket[bytes], Out]  # their socket monitors
-    _poller: zmq.Poller
+    poller: zmq.Poller  # the I/O thread's, set when it starts
 
-    def _count(self, key: str) -> None:
-        with self._stats_cond:
-            self._stats[key] += 1
-            self._stats_cond.notify_all()
+    def __init__(
+        self,
+        name: str,
+        key: ClusterKey | None,
+        incarnation: int,
+        *,
+        on_frame: FrameCallback,
+        on_up: UpCallback | None,
+        on_down: DownCallback | None,
+        refuse: RefuseCallback | None,
+        greeting: GreetingCallback | None,
+        on_greeting: GreetedCallback | None,
+        clock: Clock,
+        net_ticktime: float,
+    ) -> None:
+        self.name = name
+        self.key = key
+        self.incarnation = incarnation
+        self.on_frame = on_frame
+        self.on_up = on_up
+        self.on_down = on_down
+        self.refuse = refuse
+        self.greeting = greeting
+        self.on_greeting = on_greeting
+        self.clock = clock
+        self.liveness = Liveness(net_ticktime)
+        self.fragments = Reassembly(on_drop=lambda peer, why: self.count("fragments_dropped"))
+        self.stats: collections.Counter[str] = collections.Counter()
+        self.stats_cond = threading.Condition()
+        # Taken for the frame counters only: they are bumped by any sending
+        # thread and wake no `NetLink.wait_stats` waiter.
+        self.frames_out_lock = threading.Lock()
+        self.peers: dict[str, Peer] = {}  # by node name, up or handshaking
+        self.rid_peer: dict[bytes, str] = {}  # the listener's connections (routing ids) -> node name
+        self.outs: dict[zmq.Socket[bytes], Out] = {}  # our DEALERs
+        self.mons: dict[zmq.Socket[bytes], Out] = {}  # their socket monitors
+        self.dirty = True  # something other than a data frame happened: the loop re-plans
 
-    def _call(self, fn: Callable[..., None] | None, *args: Any) -> None:
+    def count(self, key: str) -> None:
+        with self.stats_cond:
+            self.stats[key] += 1
+            self.stats_cond.notify_all()
+
+    def call(self, fn: Callable[..., None] | None, *args: Any) -> None:
         if fn is None:
             return
         try:
             fn(*args)
         except Exception:  # a callback must never stop the link
-            self._count("callback_errors")
+            self.count("callback_errors")
             log.exception("link %s: callback %r failed", self.name, fn)
 
-    def _greeting_for(self, name: str) -> bytes | None:
+    def greeting_for(self, name: str) -> bytes | None:
         """What this node's WELCOME to ``name`` carries (None: nothing, or the callback failed)."""
-        if self._greeting is None:
+        if self.greeting is None:
             return None
         try:
-            return self._greeting(name)
+            return self.greeting(name)
         except Exception:  # a callback must never stop the link; greet with nothing then
-            self._count("callback_errors")
+            self.count("callback_errors")
             log.exception("link %s: greeting callback failed", self.name)
             return None
 
-    def _refusal(self, name: str, inc: int) -> dict[str, Any] | None:
+    def refusal(self, name: str, inc: int) -> dict[str, Any] | None:
         """The REJECT body for node ``name`` in incarnation ``inc``, or None to let it in."""
-        if self._refuse is None:
+        if self.refuse is None:
             return None
         try:
-            refusal = self._refuse(name, inc)
+            refusal = self.refuse(name, inc)
         except Exception:  # a callback must never stop the link; refuse nothing then
-            self._count("callback_errors")
+            self.count("callback_errors")
             log.exception("link %s: refuse callback failed", self.name)
             return None
         if refusal is None:
             return None
         return dict(refusal) if isinstance(refusal, dict) else {"reason": str(refusal)}
 
-    def _maybe_up(self, peer: Peer) -> None:
+    def maybe_up(self, peer: Peer) -> None:
         if peer.up:
             # A second connect to a node already up (another spelling of its
             # address): it is connected, so the connect succeeds at once.
@@ -183,80 +208,80 @@ class Sessions:
         if peer.out is None or not peer.out.up or not peer.rids:
             return
         peer.up = True
-        self._liveness.add(peer.name, self._clock.now())
-        self._count("peers_up")
+        self.liveness.add(peer.name, self.clock.now())
+        self.count("peers_up")
         greeting, peer.greeting = peer.greeting, None
         if greeting is not None:
-            self._call(self._on_greeting, peer.name, peer.incarnation, greeting)
-        self._call(self._on_up, peer.name, peer.incarnation)
+            self.call(self.on_greeting, peer.name, peer.incarnation, greeting)
+        self.call(self.on_up, peer.name, peer.incarnation)
         early, peer.early = peer.early, []
         for frames in early:
-            self._call(self._on_frame, peer.name, frames)
+            self.call(self.on_frame, peer.name, frames)
         for w in peer.waiters:
             w.ok(peer.name)
         peer.waiters.clear()
         if peer.bye:
-            self._peer_down(peer.name, "peer_closed")
+            self.peer_down(peer.name, "peer_closed")
 
-    def _out_send(self, peer: Peer, frames: list[bytes]) -> None:
+    def out_send(self, peer: Peer, frames: list[bytes]) -> None:
         out = peer.out
         assert out is not None
         with out.lock:
             if out.sock.closed:
                 return
             out.sock.send_multipart(frames)
-        self._liveness.sent(peer.name, self._clock.now())
+        self.liveness.sent(peer.name, self.clock.now())
 
-    def _close_out(self, out: Out, linger: int = 0) -> None:
+    def close_out(self, out: Out, linger: int = 0) -> None:
         with out.lock:
             if out.sock.closed:
                 return
-            self._outs.pop(out.sock, None)
-            self._mons.pop(out.mon, None)
+            self.outs.pop(out.sock, None)
+            self.mons.pop(out.mon, None)
             for sock in (out.sock, out.mon):
                 try:
-                    self._poller.unregister(sock)
+                    self.poller.unregister(sock)
                 except KeyError:
                     pass
             out.sock.disable_monitor()
             out.mon.close(linger=0)
             out.sock.close(linger=linger)
 
-    def _fail_out(self, out: Out, error: ConnectError) -> None:
+    def fail_out(self, out: Out, error: ConnectError) -> None:
         for w in out.waiters:
             w.fail(error)
         out.waiters.clear()
-        self._close_out(out)
-        for peer in [p for p in self._peers.values() if p.out is out]:
+        self.close_out(out)
+        for peer in [p for p in self.peers.values() if p.out is out]:
             for w in peer.waiters:
                 w.fail(error)
             peer.waiters.clear()
-            self._peer_down(peer.name, "handshake_failed")
+            self.peer_down(peer.name, "handshake_failed")
 
-    def _expire_connects(self, now: float) -> None:
-        for out in [o for o in self._outs.values() if not o.up and now >= o.deadline]:
-            self._count("connect_timeouts")
-            self._fail_out(out, ConnectError(f"connect to {out.address}: no handshake within the timeout"))
-        for peer in [p for p in self._peers.values() if not p.up and now >= p.deadline]:
-            self._count("connect_timeouts")
-            self._peer_down(peer.name, "handshake_timeout")
+    def expire_connects(self, now: float) -> None:
+        for out in [o for o in self.outs.values() if not o.up and now >= o.deadline]:
+            self.count("connect_timeouts")
+            self.fail_out(out, ConnectError(f"connect to {out.address}: no handshake within the timeout"))
+        for peer in [p for p in self.peers.values() if not p.up and now >= p.deadline]:
+            self.count("connect_timeouts")
+            self.peer_down(peer.name, "handshake_timeout")
 
-    def _peer_down(self, name: str, reason: str, notify: bool = True, linger: int = 0) -> None:
-        peer = self._peers.pop(name, None)
+    def peer_down(self, name: str, reason: str, notify: bool = True, linger: int = 0) -> None:
+        peer = self.peers.pop(name, None)
         if peer is None:
             return
-        self._liveness.remove(name)
-        self._fragments.forget(name)
+        self.liveness.remove(name)
+        self.fragments.forget(name)
         for rid in peer.rids:
-            self._rid_peer.pop(rid, None)
+            self.rid_peer.pop(rid, None)
         was_up = peer.up
         for w in peer.waiters:
             w.fail(ConnectError(f"node {name} went down while connecting ({reason})"))
         if peer.out is not None:
-            self._close_out(peer.out, linger)
-        for out in [o for o in self._outs.values() if o.expect == name]:
-            self._fail_out(out, ConnectError(f"node {name} went down while connecting ({reason})"))
+            self.close_out(peer.out, linger)
+        for out in [o for o in self.outs.values() if o.expect == name]:
+            self.fail_out(out, ConnectError(f"node {name} went down while connecting ({reason})"))
         if was_up:
-            self._count("peers_down")
+            self.count("peers_down")
             if notify:
-                self._call(self._on_down, name, peer.incarnation, reason)
+                self.call(self.on_down, name, peer.incarnation, reason)

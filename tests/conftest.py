@@ -33,27 +33,6 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-#: Test files whose clusters of node daemons must not share the machine with
-#: each other: each runs three nodes with a 2 s tick on network namespaces,
-#: and two such clusters at once on two cores starve each other's ticks.
-_ONE_AT_A_TIME = ("hosts",)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under a parallel run (``-n 2 --dist loadgroup``): a test file goes to
-    one worker whole, as ``--dist loadfile`` would (its module fixtures are
-    made once), and the namespace-host files all go to the same worker, one
-    after another."""
-    root = Path(__file__).parent
-    for item in items:
-        try:
-            rel = Path(str(item.fspath)).relative_to(root)
-        except ValueError:
-            continue
-        group = rel.parts[0] if rel.parts[0] in _ONE_AT_A_TIME else str(rel)
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture
 def node():
     before = {t.ident for t in threading.enumerate()}

@@ -1,13 +1,13 @@
 """Big messages stall nothing on a slow network link between two hosts.
 
-Hosts h1 and h2 talk over a link slowed by a token bucket (``tc ... tbf``,
-100 Mbit/s each way, so 64 x 1 MB takes over five seconds), the nodes run
-with ``net_ticktime`` 2 s.  While an actor on h1 streams 64 casts of 1 MB
-to an actor on h2, the link stays up (no ``nodedown`` anywhere) and small
-calls between two other actors on the same two nodes (each in a host
-process of its own) answer in milliseconds, p99 well within 100 ms on a
-machine that is not overloaded: they do not wait behind the megabytes
-queued for the same peer.
+Hosts h1 and h2 talk over a link slowed by a token bucket (``tc ... tbf``),
+the nodes run with ``net_ticktime`` 2 s.  A frame above 32 KB crosses in
+fragments, each a sign of life, so a link that takes longer than a tick
+to carry one message is not taken for a dead one; and a sender hands the
+link one fragment at a time, so a small call that another actor of the
+same process sends to the same process of the other node (the one
+connection they share) waits behind about 100 KB, not behind the
+megabytes queued after it.
 """
 
 from __future__ import annotations
@@ -23,75 +23,13 @@ from tests.cluster.bulk_actors import Pinger, Streamer, Taker
 from tests.hosts.nodes import Cluster
 
 MB = 1 << 20
-COUNT = 64
-RATE = "100mbit"  # 64 MB at 12.5 MB/s: 5.4 s at best
+RATE = "100mbit"  # 48 MB at 12.5 MB/s: 4 s at best
 #: The bucket's queue holds at most this much delay (its byte limit is rate x latency).
 LATENCY = "20ms"
 
 
 def _percentile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
-
-
-@pytest.mark.timeout(240)
-def test_a_bulk_stream_over_a_slow_link_stalls_neither_ticks_nor_small_calls(cluster: Cluster) -> None:
-    h1, h2 = cluster["h1"], cluster["h2"]
-    streamer = h1.spawn(Streamer, host="own")
-    pinger = h1.spawn(Pinger, host="own")
-    taker = h1.spawn(Taker, on="h2", host="own")
-    echo = h1.spawn(Taker, on="h2", host="own")  # the small calls' far end, another host of h2
-    for host in ("h1", "h2"):
-        cluster.topo.slow(host, rate=RATE, burst="64kb", latency=LATENCY)
-    # A view of a node reaches that node's actors only: two of h1 (the stream
-    # and the pings are two calls at once, one per thread), one of h2.
-    streaming, pinging = Attached(h1.ready.rundir, timeout=30.0), Attached(h1.ready.rundir, timeout=30.0)
-    taking = Attached(h2.ready.rundir, timeout=30.0)
-    samples: list[Any] = []
-    pings = threading.Thread(
-        target=lambda: samples.extend(pinging.call(pinger, ("pings", echo, 12.0), timeout=90.0)), daemon=True
-    )
-    try:
-        # Both paths warm, and the small calls timed on the slowed link alone (for the failure message).
-        quiet = sorted(latency for _sent, latency in pinging.call(pinger, ("pings", echo, 2.0), timeout=60.0))
-        pings.start()
-        began = streaming.call(streamer, ("stream", taker, COUNT, MB), timeout=120.0)
-        count, total, _first, last, in_order = taking.call(taker, "stats", timeout=30.0)
-        deadline = time.monotonic() + 120.0
-        while count < COUNT and time.monotonic() < deadline:  # bounded: the last megabytes are on the wire
-            threading.Event().wait(0.2)  # paces the polling of the taker, which announces nothing
-            count, total, _first, last, in_order = taking.call(taker, "stats", timeout=30.0)
-    finally:
-        if pings.ident is not None:  # started
-            pings.join(timeout=120.0)
-        assert not pings.is_alive()
-        for view in (streaming, pinging, taking):
-            view.close()
-        for host in ("h1", "h2"):
-            cluster.topo.unslow(host)
-    assert (count, total, in_order) == (COUNT, COUNT * MB, True)
-    took = last - began
-    assert took > 2 * cluster.net_ticktime, f"the stream took {took:.2f} s: the link was not slow"
-    during = sorted(latency for sent, latency in samples if began <= sent <= last)
-    what = f"{len(during)} small calls during a {took:.2f} s stream of {COUNT} x 1 MB"
-    assert len(during) >= 20, what
-    p50, p99 = _percentile(during, 0.5), _percentile(during, 0.99)
-    what += (
-        f": p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, max {during[-1] * 1000:.1f} ms; alone "
-        f"p50 {_percentile(quiet, 0.5) * 1000:.1f} ms, p99 {_percentile(quiet, 0.99) * 1000:.1f} ms"
-    )
-    print(what)
-    # Behind the stream on one connection a small call would wait for the
-    # megabytes queued ahead of it: 84 ms for each at this rate, seconds for
-    # the backlog.  So the median must stay far under that (it is 4-8 ms
-    # here), and the tail under a fraction of the stream: on two cores
-    # shared with other work a call can be descheduled for hundreds of
-    # milliseconds whatever the link does (p99 12-30 ms at load up to 14,
-    # 0.5 s at load 32).
-    assert p50 < 0.050, what
-    assert p99 < took / 8, what
-    assert during[-1] < took / 3, what
-    assert cluster.views() == {"h1": ["h2", "h3"], "h2": ["h1", "h3"], "h3": ["h1", "h2"]}
-    assert not [line for n in cluster.nodes.values() for line in n.log if "nodedown" in line]
 
 
 def _stream_and_ping(

@@ -29,7 +29,6 @@ import re
 import threading
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 try:  # optional: pip install 'otpy-actors[postgres]'
     import psycopg
@@ -37,7 +36,7 @@ try:  # optional: pip install 'otpy-actors[postgres]'
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
-from actors.leases.pg import bounded_params
+from actors.leases.pg import bounded_params, redact
 
 from .docs_model import DocStoreError, StoreUnavailable
 from .docstore_sql import SCHEMA, SQLDocStore
@@ -52,19 +51,6 @@ _schema_ready: set[str] = set()
 #: Seconds at most a session may sit idle inside a transaction (its client stalled).
 IDLE_IN_TRANSACTION = 5.0
 _schema_lock = threading.Lock()
-
-
-def redact(url: str) -> str:
-    """``url`` without its password (safe for logs and error messages)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)[1]
-        user = parts.username or ""
-    except ValueError:
-        return url.split("@", 1)[-1] if "@" in url else url
-    return urlunsplit((parts.scheme, f"{user}:***@{netloc}", parts.path, parts.query, parts.fragment))
 
 
 class PgDocStore(SQLDocStore):

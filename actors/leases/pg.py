@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 from .errors import StoreUnavailable
 from .sql import LEASE_SCHEMA
 
-__all__ = ["IDLE_IN_TRANSACTION", "PgStore", "PgTx", "bounded_params", "is_postgres", "redact"]
+__all__ = ["IDLE_IN_TRANSACTION", "PgStore", "PgTx", "bounded_params", "connect_ready", "is_postgres", "redact"]
 
 #: Seconds at most a session may sit idle inside a transaction (its client stalled).
 IDLE_IN_TRANSACTION = 5.0
@@ -82,6 +82,19 @@ def bounded_params(url: str, connect_timeout: int, op_timeout: float) -> dict[st
     return params
 
 
+def connect_ready(params: dict[str, Any], ready: Callable[[Any], None]) -> Any:
+    """An autocommit connection with ``params``, handed to ``ready`` (a
+    schema check) before it is returned, and closed if that fails: a store
+    never keeps a connection it could not make ready."""
+    conn = psycopg.connect(psycopg.conninfo.make_conninfo("", **params), autocommit=True)
+    try:
+        ready(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 class PgTx:
     """One open transaction, in `actors.leases.sql.LeaseTx`'s shape."""
 
@@ -123,14 +136,7 @@ class PgStore:
         return self.url
 
     def _connect(self) -> Any:
-        params = bounded_params(self.url, self.connect_timeout, self.op_timeout)
-        conn = psycopg.connect(psycopg.conninfo.make_conninfo("", **params), autocommit=True)
-        try:
-            self._ensure_schema(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return connect_ready(bounded_params(self.url, self.connect_timeout, self.op_timeout), self._ensure_schema)
 
     def _ensure_schema(self, conn: Any) -> None:
         key = (self.url, self.schema)

@@ -36,7 +36,7 @@ try:  # optional: pip install 'otpy-actors[postgres]'
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
-from actors.leases.pg import bounded_params, redact
+from actors.leases.pg import bounded_params, connect_ready, redact
 
 from .docs_model import DocStoreError, StoreUnavailable
 from .docstore_sql import SCHEMA, SQLDocStore
@@ -87,13 +87,7 @@ class PgDocStore(SQLDocStore):
             params = bounded_params(self.url, self.connect_timeout, self.op_timeout)
         else:
             params = dict(psycopg.conninfo.conninfo_to_dict(self.url), connect_timeout=self.connect_timeout)
-        conn = psycopg.connect(psycopg.conninfo.make_conninfo("", **params), autocommit=True)
-        try:
-            self._ensure_schema(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return connect_ready(params, self._ensure_schema)
 
     def _ensure_schema(self, conn: Any) -> None:
         with _schema_lock:
